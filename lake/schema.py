@@ -1,0 +1,106 @@
+"""Table schemas generated from the event models: Arrow for Parquet, DuckDB and Glue types.
+
+One mapping from Python annotations to column types; every consumer (the writer, the DuckDB
+views, the Glue table definitions) reads it from here, so the three cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from lake.events import EVENT_TYPES, Event
+
+# Envelope columns come first in every table, in this order.
+ENVELOPE_FIELDS = (
+    "schema_version",
+    "event_id",
+    "event_type",
+    "occurred_at",
+    "document_id",
+    "job_id",
+    "unit_id",
+    "attempt",
+    "worker",
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of an event table, in the three type systems the lake speaks."""
+
+    name: str
+    arrow: pa.DataType
+    duckdb: str
+    glue: str
+
+
+_SCALARS: dict[type, tuple[pa.DataType, str, str]] = {
+    str: (pa.string(), "VARCHAR", "string"),
+    int: (pa.int64(), "BIGINT", "bigint"),
+    float: (pa.float64(), "DOUBLE", "double"),
+    bool: (pa.bool_(), "BOOLEAN", "boolean"),
+    datetime: (pa.timestamp("us", tz="UTC"), "TIMESTAMPTZ", "timestamp"),
+}
+
+
+def _column(name: str, annotation: Any) -> Column:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(inner) != 1:
+            raise TypeError(f"{name}: only Optional[X] unions are supported, got {annotation}")
+        return _column(name, inner[0])
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        arrow, duck, glue = _SCALARS[item]
+        return Column(name, pa.list_(arrow), f"{duck}[]", f"array<{glue}>")
+    if annotation in _SCALARS:
+        arrow, duck, glue = _SCALARS[annotation]
+        return Column(name, arrow, duck, glue)
+    raise TypeError(f"{name}: no lake type for {annotation!r}")
+
+
+def columns(event_cls: type[Event]) -> list[Column]:
+    """The columns of one event type's table: the envelope, then the type's own fields."""
+    hints = typing.get_type_hints(event_cls)
+    hints["event_type"] = str
+    own = [n for n in event_cls.model_fields if n not in ENVELOPE_FIELDS]
+    return [_column(name, hints[name]) for name in (*ENVELOPE_FIELDS, *own)]
+
+
+def arrow_schema(event_cls: type[Event]) -> pa.Schema:
+    """The Parquet schema of one event type, with the schema version in its metadata."""
+    from lake.events import SCHEMA_VERSION
+
+    fields = [pa.field(c.name, c.arrow, nullable=c.name not in ("event_id", "event_type"))
+              for c in columns(event_cls)]
+    return pa.schema(fields, metadata={b"doclake.schema_version": str(SCHEMA_VERSION).encode()})
+
+
+def to_table(events: list[Event]) -> pa.Table:
+    """Events of one type as an Arrow table in that type's schema."""
+    if not events:
+        raise ValueError("to_table needs at least one event")
+    kinds = {type(e) for e in events}
+    if len(kinds) != 1:
+        raise ValueError(f"to_table takes events of one type, got {sorted(k.__name__ for k in kinds)}")
+    schema = arrow_schema(kinds.pop())
+    return pa.Table.from_pylist([e.row() for e in events], schema=schema)
+
+
+def from_row(row: dict[str, Any]) -> Event:
+    """Rebuild an event model from a row read back from Parquet (round-trip of ``to_table``)."""
+    cls = EVENT_TYPES[row["event_type"]]
+    data = {k: v for k, v in row.items() if k in cls.model_fields and v is not None}
+    return cls(**data)
+
+
+def all_columns() -> dict[str, list[Column]]:
+    """Columns of every event type, keyed by event type."""
+    return {name: columns(cls) for name, cls in EVENT_TYPES.items()}
