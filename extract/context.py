@@ -1,0 +1,79 @@
+"""What every handler receives: the ports, the settings, and the delivery it is working on.
+
+``Delivery`` buffers the events of one message and stamps their envelope; the handler commits
+them at the point the ordering rule asks (storage, then events, then the database), and the
+failure path commits whatever is left, so no event of a failed attempt is dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, SecretStr
+
+from extract.ports import CpuRunner, EventSink, JobStore, ObjectStore, Queue, SearchIndex
+from lake.events import Event
+
+E = TypeVar("E", bound=Event)
+
+
+class ExtractConfig(BaseModel):
+    """The handlers' settings; infra builds them from the user's settings."""
+
+    pages_per_unit: int = 5
+    max_file_bytes: int = 512 * 1024 * 1024
+    max_pages: int = 10_000
+    split_timeout_s: float = 60.0
+    read_timeout_s: float = 120.0
+    no_progress_timeout_s: float = 1800.0
+    password: SecretStr | None = None
+
+    @property
+    def password_value(self) -> str | None:
+        return self.password.get_secret_value() if self.password else None
+
+
+def default_worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class HandlerContext:
+    store: JobStore
+    objects: ObjectStore
+    queue: Queue
+    sink: EventSink
+    cpu: CpuRunner
+    config: ExtractConfig = field(default_factory=ExtractConfig)
+    index: SearchIndex | None = None
+    worker: str = field(default_factory=default_worker_name)
+    notify: Callable[[], None] = lambda: None
+
+
+@dataclass
+class Delivery:
+    """One delivery of one message: its attempt number and the events it has produced."""
+
+    attempt: int
+    final: bool
+    document_id: str | None
+    job_id: str | None
+    worker: str
+    sink: EventSink
+    events: list[Event] = field(default_factory=list)
+
+    def emit(self, event_cls: type[E], **fields: Any) -> E:
+        envelope = {"document_id": self.document_id, "job_id": self.job_id,
+                    "attempt": self.attempt, "worker": self.worker}
+        event = event_cls(**{**envelope, **fields})
+        self.events.append(event)
+        return event
+
+    async def commit(self) -> None:
+        """Make the buffered events durable; call before the database records the outcome."""
+        events, self.events = self.events, []
+        await self.sink.commit(events)

@@ -1,0 +1,69 @@
+"""What can go wrong while extracting, and whether trying again can help.
+
+::
+
+    ExtractError
+    ├── TransientError        retried: the message goes back to its queue
+    │   └── WorkerTimeout     a read or conversion ran past its time limit
+    └── TerminalError         not retried: the unit (or job) fails with ``error_type`` as reason
+        ├── UnsupportedFormat   the bytes are not a format this build reads
+        ├── EmptyDocument       zero bytes, or a PDF with no pages
+        ├── EncryptedDocument   needs a password we do not have (or have wrong)
+        ├── CorruptDocument     the parser refuses the file
+        └── LimitExceeded       a configured limit (bytes, pages) was hit
+
+An error of any other class is treated as transient until the message's last allowed delivery,
+when it fails the unit for good: a bug then shows up as a failed job, never as a lost document.
+"""
+
+from __future__ import annotations
+
+
+class ExtractError(Exception):
+    """Base of every error the pipeline raises on purpose; ``error_type`` is a stable code."""
+
+    error_type = "extract_error"
+
+    def __init__(self, message: str, *, error_type: str | None = None):
+        super().__init__(message)
+        if error_type:
+            self.error_type = error_type
+
+
+class TransientError(ExtractError):
+    error_type = "transient"
+
+
+class WorkerTimeout(TransientError):
+    error_type = "timeout"
+
+
+class TerminalError(ExtractError):
+    error_type = "terminal"
+
+
+class UnsupportedFormat(TerminalError):
+    error_type = "unsupported_format"
+
+
+class EmptyDocument(TerminalError):
+    error_type = "empty_file"
+
+
+class EncryptedDocument(TerminalError):
+    error_type = "encrypted"
+
+
+class CorruptDocument(TerminalError):
+    error_type = "corrupt"
+
+
+class LimitExceeded(TerminalError):
+    error_type = "limit_exceeded"
+
+
+def error_type_of(error: BaseException) -> str:
+    """The stable code recorded in ``failures.error_type`` for any exception."""
+    if isinstance(error, ExtractError):
+        return error.error_type
+    return type(error).__name__

@@ -1,0 +1,103 @@
+"""One received message, start to finish: route it, run it, and decide ack or retry.
+
+The same function serves the local runtime and the Lambda edge. Errors are sorted here, once:
+
+- success: ack.
+- ``TerminalError``, or any error on the message's last allowed delivery: record the failure
+  for good (the unit fails, or the job gets its error), ack. The poller then fails the job.
+- any other error: record it as not final and leave the message for redelivery.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import StrEnum
+
+from pydantic import ValidationError
+
+from extract.context import Delivery, HandlerContext
+from extract.errors import TerminalError, error_type_of
+from extract.indexer import handle_index
+from extract.messages import IndexMessage, ReadUnitMessage, SplitMessage, parse_message
+from extract.ports import ReceivedMessage
+from extract.read import handle_read
+from extract.split import handle_split
+from lake.events import FailureRecorded, UnitFailed
+
+log = logging.getLogger(__name__)
+
+STAGES = {"split": "split", "read_unit": "read", "index": "index"}
+
+
+class Outcome(StrEnum):
+    ACK = "ack"
+    RETRY = "retry"
+
+
+async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outcome:
+    final = received.receive_count >= ctx.queue.max_receives
+    try:
+        message = parse_message(received.body)
+    except ValidationError as error:
+        delivery = Delivery(received.receive_count, True, None, None, ctx.worker, ctx.sink)
+        delivery.emit(FailureRecorded, stage="dispatch", error_type="malformed_message",
+                      message=str(error)[:2000], final=True)
+        await delivery.commit()
+        return Outcome.ACK
+
+    delivery = Delivery(received.receive_count, final, message.document_id, message.job_id,
+                        ctx.worker, ctx.sink)
+    try:
+        if isinstance(message, SplitMessage):
+            await handle_split(ctx, message, delivery)
+        elif isinstance(message, ReadUnitMessage):
+            await handle_read(ctx, message, delivery)
+        elif isinstance(message, IndexMessage):
+            await handle_index(ctx, message, delivery)
+        return Outcome.ACK
+    except Exception as error:  # sorted below; nothing escapes to the worker loop
+        give_up = isinstance(error, TerminalError) or final
+        if not isinstance(error, TerminalError):
+            log.warning("%s failed (attempt %d): %r", message.type, delivery.attempt, error)
+        await _record_failure(ctx, message, delivery, error, final=give_up)
+        return Outcome.ACK if give_up else Outcome.RETRY
+
+
+async def _record_failure(ctx: HandlerContext, message, delivery: Delivery,
+                          error: BaseException, *, final: bool) -> None:
+    error_type = error_type_of(error)
+    text = str(error)[:2000] or repr(error)
+    unit_id = getattr(message, "unit_id", None)
+    delivery.emit(FailureRecorded, unit_id=unit_id, stage=STAGES[message.type],
+                  error_type=error_type, message=text, final=final)
+    if final and isinstance(message, ReadUnitMessage):
+        delivery.emit(UnitFailed, unit_id=unit_id, error_type=error_type, message=text)
+    await delivery.commit()
+    if not final:
+        return
+    if isinstance(message, ReadUnitMessage):
+        ctx.store.fail_unit(message.job_id, message.unit_id, error_type, text)
+    elif isinstance(message, SplitMessage):
+        ctx.store.set_job_error(message.job_id, error_type)
+    ctx.notify()
+
+
+async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> Outcome:
+    """A message that used up its deliveries without an answer (its worker kept dying).
+
+    Its unit, or its job, fails at once with reason ``dead_letter``; the failure row keeps the
+    message so an operator can look at it.
+    """
+    try:
+        message = parse_message(received.body)
+    except ValidationError:
+        return Outcome.ACK
+    delivery = Delivery(received.receive_count, True, message.document_id, message.job_id,
+                        ctx.worker, ctx.sink)
+    error = TerminalError(
+        f"{message.type} message dead-lettered after {ctx.queue.max_receives} deliveries: "
+        f"{received.body}",
+        error_type="dead_letter",
+    )
+    await _record_failure(ctx, message, delivery, error, final=True)
+    return Outcome.ACK

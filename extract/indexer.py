@@ -1,0 +1,40 @@
+"""The indexer: a succeeded job's pages, merged in page order, become searchable.
+
+Only the document's latest version is indexed; an older job finishing late never replaces a
+newer one's text.
+"""
+
+from __future__ import annotations
+
+from extract.context import Delivery, HandlerContext
+from extract.errors import TerminalError
+from extract.messages import IndexMessage
+from extract.state import JobStatus
+from lake.events import DocumentIndexed, utc_now
+from lake.layout import pages_prefix
+
+
+async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Delivery) -> None:
+    job = ctx.store.get_job(message.job_id)
+    if job is None:
+        raise TerminalError(f"no job {message.job_id}", error_type="unknown_job")
+    if job.status is not JobStatus.SUCCEEDED or job.indexed_at is not None:
+        return
+    document = ctx.store.get_document(job.document_id)
+    if ctx.index is None or document is None or document.latest_job_id != job.job_id:
+        ctx.store.mark_indexed(job.job_id, utc_now())
+        ctx.notify()
+        return
+
+    keys = ctx.objects.list(pages_prefix(job.document_id, job.job_id))
+    if job.pages is not None and len(keys) != job.pages:
+        raise TerminalError(f"{len(keys)} pages stored, {job.pages} expected",
+                            error_type="missing_pages")
+    pages = [(int(key.rsplit("/", 1)[1].split(".")[0]), ctx.objects.get(key).decode("utf-8"))
+             for key in keys]
+    pages.sort()
+    count = ctx.index.replace_document(job.document_id, job.job_id, job.source_name, iter(pages))
+    delivery.emit(DocumentIndexed, pages=count, chars=sum(len(text) for _, text in pages))
+    await delivery.commit()
+    ctx.store.mark_indexed(job.job_id, utc_now())
+    ctx.notify()

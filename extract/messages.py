@@ -1,0 +1,62 @@
+"""Queue messages: ids only, never document bytes, with a ``type`` field for routing.
+
+On AWS all functions share one image and read ``type`` to pick a handler; locally the runtime
+does the same. Each type has its own queue so that each can have its own concurrency.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SPLIT_QUEUE = "split"
+READ_QUEUE = "read"
+INDEX_QUEUE = "index"
+QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE)
+
+
+def dead_letter_queue(queue: str) -> str:
+    """The name of a queue's dead-letter queue."""
+    return f"{queue}-dlq"
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    document_id: str
+    job_id: str
+
+
+class SplitMessage(_Message):
+    """Plan a job: sniff the format, count pages, write the units."""
+
+    type: Literal["split"] = "split"
+
+
+class ReadUnitMessage(_Message):
+    """Read the pages of one unit and store their text."""
+
+    type: Literal["read_unit"] = "read_unit"
+    unit_id: str
+
+
+class IndexMessage(_Message):
+    """Merge a succeeded job's pages into the search index."""
+
+    type: Literal["index"] = "index"
+
+
+Message = Annotated[SplitMessage | ReadUnitMessage | IndexMessage, Field(discriminator="type")]
+_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+
+QUEUE_OF: dict[str, str] = {"split": SPLIT_QUEUE, "read_unit": READ_QUEUE, "index": INDEX_QUEUE}
+
+
+def parse_message(body: str) -> SplitMessage | ReadUnitMessage | IndexMessage:
+    """Parse a message body; raises ``pydantic.ValidationError`` on a malformed one."""
+    return _ADAPTER.validate_json(body)
+
+
+def queue_for(message: _Message) -> str:
+    return QUEUE_OF[message.type]  # type: ignore[attr-defined]

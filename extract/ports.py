@@ -1,0 +1,224 @@
+"""Ports: the small interfaces the handlers need, each with a local and an AWS adapter.
+
+The docstrings state the contract every adapter keeps; ``tests/test_contracts.py`` checks it
+against each implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from extract.state import Document, Job, JobProgress, JobStatus, Unit
+from lake.events import Event
+
+T = TypeVar("T")
+
+
+# --- object store ------------------------------------------------------------------------------
+
+
+class ObjectStore(Protocol):
+    """Bytes under S3-like keys. Writes are atomic: a reader sees all of an object or none."""
+
+    def put(self, key: str, data: bytes, *, metadata: dict[str, str] | None = None) -> None: ...
+
+    def put_file(self, key: str, path: Path) -> None: ...
+
+    def get(self, key: str) -> bytes:
+        """Raises ``KeyError`` when the key does not exist."""
+        ...
+
+    def head(self, key: str) -> dict[str, str] | None:
+        """The object's metadata, or None when it does not exist."""
+        ...
+
+    def list(self, prefix: str) -> list[str]:
+        """Keys under a prefix, sorted."""
+        ...
+
+    def delete_prefix(self, prefix: str) -> int: ...
+
+    def local_path(self, key: str) -> AbstractContextManager[Path]:
+        """A local file holding the object for the duration of the ``with`` block."""
+        ...
+
+
+# --- queue -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    queue: str
+    message_id: str
+    body: str
+    receipt: str
+    receive_count: int
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    visible: int
+    in_flight: int
+    dead_letter: int
+
+
+class Queue(Protocol):
+    """At-least-once queues with visibility timeouts and redrive to a dead-letter queue.
+
+    A received message is hidden for ``visibility_timeout_s``; unless deleted in that time it
+    becomes visible again with ``receive_count`` one higher. A message received ``max_receives``
+    times is moved to ``<queue>-dlq`` at its next receive instead of being delivered.
+    """
+
+    max_receives: int
+
+    def send(self, queue: str, body: str, *, group: str | None = None) -> str: ...
+
+    def send_batch(self, queue: str, bodies: Sequence[str], *,
+                   group: str | None = None) -> list[str]:
+        """``group`` is a fairness hint (the job id); an adapter may ignore it."""
+        ...
+
+    def receive(self, queue: str, *, max_messages: int = 1,
+                visibility_timeout_s: float = 300) -> list[ReceivedMessage]: ...
+
+    def delete(self, message: ReceivedMessage) -> None:
+        """Acknowledge; a stale receipt (the message was redelivered since) is ignored."""
+        ...
+
+    def change_visibility(self, message: ReceivedMessage, timeout_s: float) -> None: ...
+
+    def depth(self, queue: str) -> QueueDepth: ...
+
+
+# --- job store ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NewVersion:
+    """Everything ingest knows about one upload, before any worker has opened it."""
+
+    document_id: str
+    job_id: str
+    source_name: str
+    source_key: str
+    sha256: str
+    bytes: int
+    version: int
+    object_key: str
+    created_at: datetime
+
+
+class JobStore(Protocol):
+    """Documents, jobs and units, with conditional transitions.
+
+    Every method that changes state is conditional and returns whether it did: a redelivered
+    message that finds the work done gets False, not an error.
+    """
+
+    def find_document_by_sha256(self, sha256: str) -> tuple[Document, Job] | None: ...
+
+    def find_document_by_source(self, source_key: str) -> Document | None: ...
+
+    def create_job(self, version: NewVersion) -> None:
+        """In one transaction: upsert the document (extracting), insert the job (queued)."""
+        ...
+
+    def get_document(self, document_id: str) -> Document | None: ...
+
+    def get_job(self, job_id: str) -> Job | None: ...
+
+    def get_unit(self, job_id: str, unit_id: str) -> Unit | None: ...
+
+    def list_units(self, job_id: str) -> list[Unit]: ...
+
+    def add_units(self, job_id: str, units: Sequence[Unit], *, pages: int,
+                  detected_format: str) -> bool:
+        """Record the plan once; False if the job already has units."""
+        ...
+
+    def set_job_error(self, job_id: str, error: str) -> bool:
+        """Note a terminal problem found before units existed; the poller fails the job."""
+        ...
+
+    def start_unit(self, job_id: str, unit_id: str, attempt: int) -> bool:
+        """pending|running -> running with ``attempts = attempt``; False when terminal."""
+        ...
+
+    def finish_unit(self, job_id: str, unit_id: str) -> bool:
+        """pending|running -> done, and record progress on the job."""
+        ...
+
+    def fail_unit(self, job_id: str, unit_id: str, error_type: str, message: str) -> bool:
+        """pending|running -> failed."""
+        ...
+
+    def active_jobs(self) -> list[JobProgress]:
+        """Every job not yet terminal, with its unit counts."""
+        ...
+
+    def transition_job(self, job_id: str, expected: JobStatus, new: JobStatus, *,
+                       failure_reason: str | None = None, at: datetime) -> bool:
+        """The poller's write: only from ``expected``; sets ``finished_at`` when terminal."""
+        ...
+
+    def jobs_to_index(self) -> list[Job]:
+        """Succeeded jobs not yet indexed."""
+        ...
+
+    def mark_indexed(self, job_id: str, at: datetime) -> bool: ...
+
+    def queued_unsplit_jobs(self) -> list[Job]:
+        """Jobs that were planned but never split: their message may have been lost."""
+        ...
+
+    def list_jobs(self, job_ids: Sequence[str] | None = None) -> list[Job]: ...
+
+
+# --- events ------------------------------------------------------------------------------------
+
+
+class EventSink(Protocol):
+    """Where events go. ``commit`` returns once they are durable in the lake."""
+
+    async def commit(self, events: Sequence[Event]) -> None: ...
+
+
+# --- CPU work ----------------------------------------------------------------------------------
+
+
+class CpuRunner(Protocol):
+    """Runs a CPU-bound function away from the event loop (a process pool, or inline on Lambda).
+
+    Raises ``WorkerTimeout`` past ``timeout_s``; a crashed worker process becomes a
+    ``TransientError`` and the runner recovers.
+    """
+
+    async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T: ...
+
+
+# --- search ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    document_id: str
+    job_id: str
+    source_name: str
+    page_number: int
+    snippet: str
+    score: float
+
+
+class SearchIndex(Protocol):
+    def replace_document(self, document_id: str, job_id: str, source_name: str,
+                         pages: Iterator[tuple[int, str]]) -> int:
+        """Swap the document's pages for this job's, in one transaction; returns pages indexed."""
+        ...
+
+    def search(self, query: str, *, limit: int = 10) -> list[SearchHit]: ...

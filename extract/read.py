@@ -1,0 +1,64 @@
+"""Read one unit: for each page, skip it if its Markdown is stored, else read and store it.
+
+The order is the one that makes every page paid for once: read, then storage (the page's
+Markdown, with its reader and size as object metadata), then the events, then the database marks
+the unit done. A delivery that dies anywhere in between is redone from the stored pages.
+"""
+
+from __future__ import annotations
+
+import time
+
+from extract.context import Delivery, HandlerContext
+from extract.errors import TerminalError
+from extract.messages import ReadUnitMessage
+from extract.pdf import read_text_layer
+from lake.events import PageRead, UnitDone, UnitStarted
+from lake.layout import page_key
+
+TEXT_READER = "text"
+
+
+async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: Delivery) -> None:
+    started = time.perf_counter()
+    job = ctx.store.get_job(message.job_id)
+    unit = ctx.store.get_unit(message.job_id, message.unit_id)
+    if job is None or unit is None:
+        raise TerminalError(f"no unit {message.job_id}/{message.unit_id}", error_type="unknown_unit")
+    if job.status.terminal or unit.status.terminal:
+        return
+    ctx.store.start_unit(job.job_id, unit.unit_id, delivery.attempt)
+    delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
+
+    missing: list[int] = []
+    for number in unit.page_numbers:
+        key = page_key(job.document_id, job.job_id, number)
+        metadata = ctx.objects.head(key)
+        if metadata is None:
+            missing.append(number)
+            continue
+        # Stored by an earlier delivery: re-emit its event (same id), do not read it again.
+        delivery.emit(PageRead, unit_id=unit.unit_id, page_number=number,
+                      reader=metadata.get("reader", "unknown"),
+                      chars=int(metadata.get("chars", 0)), object_key=key)
+
+    if missing:
+        read_started = time.perf_counter()
+        with ctx.objects.local_path(job.object_key) as path:
+            texts = await ctx.cpu.run(read_text_layer, path, missing, ctx.config.password_value,
+                                      timeout_s=ctx.config.read_timeout_s)
+        per_page_ms = (time.perf_counter() - read_started) * 1000 / len(missing)
+        for number, text in texts:
+            key = page_key(job.document_id, job.job_id, number)
+            ctx.objects.put(key, text.encode("utf-8"),
+                            metadata={"reader": TEXT_READER, "chars": str(len(text))})
+            delivery.emit(PageRead, unit_id=unit.unit_id, page_number=number,
+                          reader=TEXT_READER, chars=len(text), object_key=key,
+                          duration_ms=per_page_ms)
+
+    pages = len(unit.page_numbers)
+    delivery.emit(UnitDone, unit_id=unit.unit_id, pages=pages, pages_skipped=pages - len(missing),
+                  duration_ms=(time.perf_counter() - started) * 1000)
+    await delivery.commit()
+    ctx.store.finish_unit(job.job_id, unit.unit_id)
+    ctx.notify()

@@ -1,0 +1,101 @@
+"""Job, unit and document state: the records the job store keeps and the handlers read.
+
+Values only; the job store (SQLite locally, DynamoDB on AWS) owns the transitions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    EXTRACTING = "extracting"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+
+class UnitStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (UnitStatus.DONE, UnitStatus.FAILED)
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Document(_Record):
+    document_id: str
+    source_name: str
+    source_key: str
+    sha256: str
+    bytes: int
+    version: int
+    latest_job_id: str
+    created_at: datetime
+
+
+class Job(_Record):
+    """One processing run of one version of a document.
+
+    ``error`` is set by a worker that hit a terminal problem before any unit existed (a bad
+    input); the poller, the only writer of ``status``, turns it into a failed job.
+    """
+
+    job_id: str
+    document_id: str
+    status: JobStatus
+    object_key: str
+    source_name: str
+    created_at: datetime
+    updated_at: datetime
+    last_progress_at: datetime
+    finished_at: datetime | None = None
+    pages: int | None = None
+    units: int | None = None
+    detected_format: str | None = None
+    error: str | None = None
+    failure_reason: str | None = None
+    indexed_at: datetime | None = None
+
+
+class Unit(_Record):
+    job_id: str
+    unit_id: str
+    kind: str
+    first_page: int | None = None
+    last_page: int | None = None
+    sheet_name: str | None = None
+    status: UnitStatus = UnitStatus.PENDING
+    attempts: int = 0
+    error_type: str | None = None
+    error: str | None = None
+
+    @property
+    def page_numbers(self) -> range:
+        if self.first_page is None or self.last_page is None:
+            return range(0)
+        return range(self.first_page, self.last_page + 1)
+
+
+class JobProgress(_Record):
+    """What the poller needs to decide a job's fate, read in one query."""
+
+    job: Job
+    units_planned: int
+    units_done: int
+    units_failed: int
+    first_failure: str | None = None

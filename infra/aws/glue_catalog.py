@@ -1,0 +1,190 @@
+"""Create the lake's Glue database, raw tables and Athena views with boto3, idempotently.
+
+``create_catalog`` is safe to run on every deploy: what is missing is created, what differs from
+the generated definition is updated (with ``replace=True``), and what already matches is left
+alone, so repeated runs do not pile up Glue table versions. The definitions themselves come from
+the pure modules ``lake.glue`` (raw tables, partition projection) and ``lake.athena`` (views).
+
+Views go straight into Glue as ``VIRTUAL_VIEW`` tables, which needs no Athena workgroup, no
+results bucket and no running query. ``create_views_with_athena`` is the other road: it sends
+``CREATE OR REPLACE VIEW`` through Athena, which makes Athena check each view against the real
+tables. Under moto that road proves only the API calls: moto records the query and reports
+success without parsing or running it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from lake.athena import create_view_statements, view_table_inputs
+from lake.glue import DEFAULT_PROJECTION_START, database_input, raw_table_inputs
+
+ATHENA_CATALOG = "AwsDataCatalog"
+
+
+class CatalogError(Exception):
+    """A Glue or Athena call failed while creating the catalog."""
+
+
+class AthenaQueryFailed(CatalogError):
+    """Athena ran a statement and it ended FAILED or CANCELLED, or did not end in time."""
+
+
+@dataclass
+class CatalogChanges:
+    """What one ``create_catalog`` run did, table by table (the database counts as a table)."""
+
+    database: str
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    athena_queries: list[str] = field(default_factory=list)
+
+
+def _code(error: ClientError) -> str:
+    return error.response.get("Error", {}).get("Code", "")
+
+
+def _contains(actual: Any, wanted: Any) -> bool:
+    """True when every key we set is already there with our value (Glue adds keys of its own)."""
+    if isinstance(wanted, dict):
+        return isinstance(actual, dict) and all(
+            _contains(actual.get(key), value) for key, value in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return (isinstance(actual, list) and len(actual) == len(wanted)
+                and all(_contains(a, w) for a, w in zip(actual, wanted, strict=True)))
+    if wanted in ("", None) and actual in ("", None):
+        return True  # Glue may drop empty strings, e.g. a view's Location
+    return actual == wanted
+
+
+def _ensure_database(glue, name: str, replace: bool, changes: CatalogChanges) -> None:
+    wanted = database_input(name)
+    try:
+        existing = glue.get_database(Name=name)["Database"]
+    except ClientError as error:
+        if _code(error) != "EntityNotFoundException":
+            raise CatalogError(f"get_database {name}: {error}") from error
+        glue.create_database(DatabaseInput=wanted)
+        changes.created.append(name)
+        return
+    body = {k: v for k, v in wanted.items() if k != "Name"}
+    if replace and not _contains(existing, body):
+        glue.update_database(Name=name, DatabaseInput=wanted)
+        changes.updated.append(name)
+    else:
+        changes.unchanged.append(name)
+
+
+def _put_table(glue, database: str, table: dict[str, Any], replace: bool,
+               changes: CatalogChanges) -> None:
+    name = table["Name"]
+    try:
+        existing = glue.get_table(DatabaseName=database, Name=name)["Table"]
+    except ClientError as error:
+        if _code(error) != "EntityNotFoundException":
+            raise CatalogError(f"get_table {database}.{name}: {error}") from error
+        glue.create_table(DatabaseName=database, TableInput=table)
+        changes.created.append(name)
+        return
+    if replace and not _contains(existing, table):
+        glue.update_table(DatabaseName=database, TableInput=table)
+        changes.updated.append(name)
+    else:
+        changes.unchanged.append(name)
+
+
+def create_catalog(
+    glue_client,
+    database: str,
+    bucket: str,
+    prefix: str = "",
+    *,
+    replace: bool = True,
+    projection_start: str = DEFAULT_PROJECTION_START,
+    owner: str | None = None,
+    athena_client=None,
+    athena_output_location: str | None = None,
+    athena_workgroup: str | None = None,
+) -> CatalogChanges:
+    """Create or bring up to date the database, every ``raw_<type>`` table and every view.
+
+    ``replace=False`` only adds what is missing and never touches an existing definition.
+    With ``athena_client`` the views are created by Athena queries (see
+    ``create_views_with_athena``) instead of written to Glue directly.
+    """
+    changes = CatalogChanges(database=database)
+    try:
+        _ensure_database(glue_client, database, replace, changes)
+        for table in raw_table_inputs(bucket, prefix, projection_start=projection_start).values():
+            _put_table(glue_client, database, table, replace, changes)
+        if athena_client is None:
+            for view in view_table_inputs(database, owner=owner).values():
+                _put_table(glue_client, database, view, replace, changes)
+    except ClientError as error:
+        raise CatalogError(f"creating the {database} catalog: {error}") from error
+    if athena_client is not None:
+        changes.athena_queries = create_views_with_athena(
+            athena_client, database, output_location=athena_output_location,
+            workgroup=athena_workgroup,
+        )
+    return changes
+
+
+def create_views_with_athena(
+    athena_client,
+    database: str,
+    *,
+    output_location: str | None = None,
+    workgroup: str | None = None,
+    poll_interval_s: float = 0.5,
+    timeout_s: float = 120.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[str]:
+    """Run every ``CREATE OR REPLACE VIEW`` through Athena, one at a time, in dependency order.
+
+    Each statement must succeed before the next starts, because Athena analyses a view against
+    the views it reads. Returns the query execution ids; raises ``AthenaQueryFailed`` with
+    Athena's reason. The raw tables must exist already (``create_catalog`` makes them first).
+    """
+    ids = []
+    for statement in create_view_statements(database):
+        request: dict[str, Any] = {
+            "QueryString": statement,
+            "QueryExecutionContext": {"Database": database, "Catalog": ATHENA_CATALOG},
+        }
+        if output_location:
+            request["ResultConfiguration"] = {"OutputLocation": output_location}
+        if workgroup:
+            request["WorkGroup"] = workgroup
+        try:
+            query_id = athena_client.start_query_execution(**request)["QueryExecutionId"]
+        except ClientError as error:
+            raise CatalogError(f"start_query_execution: {error}") from error
+        _wait(athena_client, query_id, statement, poll_interval_s, timeout_s, sleep, clock)
+        ids.append(query_id)
+    return ids
+
+
+def _wait(athena, query_id: str, statement: str, poll_interval_s: float, timeout_s: float,
+          sleep: Callable[[float], None], clock: Callable[[], float]) -> None:
+    deadline = clock() + timeout_s
+    first_line = statement.splitlines()[0]
+    while True:
+        status = athena.get_query_execution(QueryExecutionId=query_id)["QueryExecution"]["Status"]
+        state = status["State"]
+        if state == "SUCCEEDED":
+            return
+        if state in ("FAILED", "CANCELLED"):
+            reason = status.get("StateChangeReason", "no reason given")
+            raise AthenaQueryFailed(f"{first_line} ended {state}: {reason}")
+        if clock() >= deadline:
+            raise AthenaQueryFailed(f"{first_line} still {state} after {timeout_s:.0f} s")
+        sleep(poll_interval_s)

@@ -1,0 +1,1 @@
+"""The embedded runtime: every port on SQLite and the filesystem, one machine."""

@@ -1,0 +1,315 @@
+"""Documents, jobs and units on SQLite, every change a conditional update in a transaction.
+
+The ``WHERE status IN (...)`` clause is the condition DynamoDB's ``ConditionExpression`` plays on
+AWS: a redelivered message that finds the work already done changes nothing and learns so from
+the row count.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from extract.ports import NewVersion
+from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitStatus
+from infra.local.sqlite import open_database, transaction
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+  document_id TEXT PRIMARY KEY,
+  source_name TEXT NOT NULL,
+  source_key TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  latest_job_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_source ON documents (source_key);
+CREATE INDEX IF NOT EXISTS documents_sha ON documents (sha256);
+CREATE TABLE IF NOT EXISTS jobs (
+  job_id TEXT PRIMARY KEY,
+  document_id TEXT NOT NULL REFERENCES documents (document_id),
+  status TEXT NOT NULL,
+  object_key TEXT NOT NULL,
+  source_name TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  last_progress_at TEXT NOT NULL,
+  finished_at TEXT,
+  pages INTEGER,
+  units INTEGER,
+  detected_format TEXT,
+  error TEXT,
+  failure_reason TEXT,
+  indexed_at TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
+CREATE INDEX IF NOT EXISTS jobs_sha ON jobs (sha256);
+CREATE TABLE IF NOT EXISTS units (
+  job_id TEXT NOT NULL REFERENCES jobs (job_id),
+  unit_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  first_page INTEGER,
+  last_page INTEGER,
+  sheet_name TEXT,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  error_type TEXT,
+  error TEXT,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (job_id, unit_id)
+);
+"""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _ts(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+class SqliteJobStore:
+    def __init__(self, path: Path):
+        self._db = open_database(path)
+        self._db.executescript(_SCHEMA)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _job(row: sqlite3.Row) -> Job:
+        data = dict(row)
+        data.pop("sha256", None)
+        for key in ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at"):
+            data[key] = _ts(data[key])
+        return Job(**data)
+
+    @staticmethod
+    def _document(row: sqlite3.Row) -> Document:
+        data = dict(row)
+        data.pop("status", None)
+        data["created_at"] = _ts(data["created_at"])
+        return Document(**data)
+
+    @staticmethod
+    def _unit(row: sqlite3.Row) -> Unit:
+        data = dict(row)
+        data.pop("updated_at", None)
+        return Unit(**data)
+
+    def get_document(self, document_id: str) -> Document | None:
+        row = self._db.execute("SELECT * FROM documents WHERE document_id = ?",
+                               (document_id,)).fetchone()
+        return self._document(row) if row else None
+
+    def get_job(self, job_id: str) -> Job | None:
+        row = self._db.execute("SELECT * FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return self._job(row) if row else None
+
+    def get_unit(self, job_id: str, unit_id: str) -> Unit | None:
+        row = self._db.execute("SELECT * FROM units WHERE job_id = ? AND unit_id = ?",
+                               (job_id, unit_id)).fetchone()
+        return self._unit(row) if row else None
+
+    def list_units(self, job_id: str) -> list[Unit]:
+        rows = self._db.execute("SELECT * FROM units WHERE job_id = ? ORDER BY unit_id",
+                                (job_id,)).fetchall()
+        return [self._unit(r) for r in rows]
+
+    def list_jobs(self, job_ids: Sequence[str] | None = None) -> list[Job]:
+        if job_ids is None:
+            rows = self._db.execute("SELECT * FROM jobs ORDER BY created_at").fetchall()
+        else:
+            rows = []
+            ids = list(job_ids)
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows += self._db.execute(f"SELECT * FROM jobs WHERE job_id IN ({marks})",
+                                         chunk).fetchall()
+        return [self._job(r) for r in rows]
+
+    def find_document_by_sha256(self, sha256: str) -> tuple[Document, Job] | None:
+        row = self._db.execute(
+            "SELECT job_id FROM jobs WHERE sha256 = ? ORDER BY created_at DESC LIMIT 1",
+            (sha256,),
+        ).fetchone()
+        if row is None:
+            return None
+        job = self.get_job(row["job_id"])
+        assert job is not None
+        document = self.get_document(job.document_id)
+        assert document is not None
+        return document, job
+
+    def find_document_by_source(self, source_key: str) -> Document | None:
+        row = self._db.execute("SELECT * FROM documents WHERE source_key = ?",
+                               (source_key,)).fetchone()
+        return self._document(row) if row else None
+
+    # --- ingest --------------------------------------------------------------------------------
+
+    def create_job(self, version: NewVersion) -> None:
+        created = version.created_at.isoformat()
+        with transaction(self._db) as db:
+            db.execute(
+                "INSERT INTO documents (document_id, source_name, source_key, sha256, bytes, "
+                "version, latest_job_id, status, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'extracting', ?) "
+                "ON CONFLICT (document_id) DO UPDATE SET source_name = excluded.source_name, "
+                "sha256 = excluded.sha256, bytes = excluded.bytes, version = excluded.version, "
+                "latest_job_id = excluded.latest_job_id, status = 'extracting'",
+                (version.document_id, version.source_name, version.source_key, version.sha256,
+                 version.bytes, version.version, version.job_id, created),
+            )
+            db.execute(
+                "INSERT INTO jobs (job_id, document_id, status, object_key, source_name, sha256, "
+                "created_at, updated_at, last_progress_at) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+                (version.job_id, version.document_id, version.object_key, version.source_name,
+                 version.sha256, created, created, created),
+            )
+
+    # --- split and read ------------------------------------------------------------------------
+
+    def add_units(self, job_id: str, units: Sequence[Unit], *, pages: int,
+                  detected_format: str) -> bool:
+        now = _now()
+        with transaction(self._db) as db:
+            cursor = db.execute(
+                "UPDATE jobs SET pages = ?, units = ?, detected_format = ?, updated_at = ?, "
+                "last_progress_at = ? WHERE job_id = ? AND units IS NULL AND status = 'queued'",
+                (pages, len(units), detected_format, now, now, job_id),
+            )
+            if cursor.rowcount == 0:
+                return False
+            db.executemany(
+                "INSERT INTO units (job_id, unit_id, kind, first_page, last_page, sheet_name, "
+                "status, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                [(job_id, u.unit_id, u.kind, u.first_page, u.last_page, u.sheet_name, now)
+                 for u in units],
+            )
+        return True
+
+    def set_job_error(self, job_id: str, error: str) -> bool:
+        cursor = self._db.execute(
+            "UPDATE jobs SET error = ?, updated_at = ? "
+            "WHERE job_id = ? AND error IS NULL AND status IN ('queued', 'extracting')",
+            (error, _now(), job_id),
+        )
+        return cursor.rowcount == 1
+
+    def _unit_update(self, job_id: str, unit_id: str, assignments: str, params: tuple,
+                     allowed: tuple[UnitStatus, ...]) -> bool:
+        now = _now()
+        marks = ",".join("?" * len(allowed))
+        with transaction(self._db) as db:
+            cursor = db.execute(
+                f"UPDATE units SET {assignments}, updated_at = ? "
+                f"WHERE job_id = ? AND unit_id = ? AND status IN ({marks})",
+                (*params, now, job_id, unit_id, *allowed),
+            )
+            if cursor.rowcount == 0:
+                return False
+            db.execute("UPDATE jobs SET last_progress_at = ?, updated_at = ? WHERE job_id = ?",
+                       (now, now, job_id))
+        return True
+
+    _OPEN = (UnitStatus.PENDING, UnitStatus.RUNNING)
+
+    def start_unit(self, job_id: str, unit_id: str, attempt: int) -> bool:
+        return self._unit_update(job_id, unit_id, "status = 'running', attempts = ?",
+                                 (attempt,), self._OPEN)
+
+    def finish_unit(self, job_id: str, unit_id: str) -> bool:
+        return self._unit_update(job_id, unit_id, "status = 'done'", (), self._OPEN)
+
+    def fail_unit(self, job_id: str, unit_id: str, error_type: str, message: str) -> bool:
+        return self._unit_update(job_id, unit_id, "status = 'failed', error_type = ?, error = ?",
+                                 (error_type, message), self._OPEN)
+
+    # --- poller and indexer --------------------------------------------------------------------
+
+    def active_jobs(self) -> list[JobProgress]:
+        rows = self._db.execute(
+            "SELECT j.*, "
+            " (SELECT count(*) FROM units u WHERE u.job_id = j.job_id) AS planned,"
+            " (SELECT count(*) FROM units u WHERE u.job_id = j.job_id AND u.status = 'done')"
+            "   AS done,"
+            " (SELECT count(*) FROM units u WHERE u.job_id = j.job_id AND u.status = 'failed')"
+            "   AS failed,"
+            " (SELECT u.error_type FROM units u WHERE u.job_id = j.job_id"
+            "   AND u.status = 'failed' ORDER BY u.unit_id LIMIT 1) AS first_failure "
+            "FROM jobs j WHERE j.status IN ('queued', 'extracting')"
+        ).fetchall()
+        progress = []
+        for row in rows:
+            data = dict(row)
+            counts = {k: data.pop(k) for k in ("planned", "done", "failed", "first_failure")}
+            job = self._job(data)  # type: ignore[arg-type]
+            progress.append(JobProgress(job=job, units_planned=counts["planned"],
+                                        units_done=counts["done"], units_failed=counts["failed"],
+                                        first_failure=counts["first_failure"]))
+        return progress
+
+    def transition_job(self, job_id: str, expected: JobStatus, new: JobStatus, *,
+                       failure_reason: str | None = None, at: datetime) -> bool:
+        stamp = at.isoformat()
+        finished = stamp if new.terminal else None
+        with transaction(self._db) as db:
+            cursor = db.execute(
+                "UPDATE jobs SET status = ?, failure_reason = ?, finished_at = ?, updated_at = ? "
+                "WHERE job_id = ? AND status = ?",
+                (new.value, failure_reason, finished, stamp, job_id, expected.value),
+            )
+            if cursor.rowcount == 0:
+                return False
+            if new.terminal:
+                db.execute(
+                    "UPDATE documents SET status = ? WHERE latest_job_id = ?",
+                    (new.value, job_id),
+                )
+        return True
+
+    def jobs_to_index(self) -> list[Job]:
+        rows = self._db.execute(
+            "SELECT * FROM jobs WHERE status = 'succeeded' AND indexed_at IS NULL "
+            "ORDER BY finished_at"
+        ).fetchall()
+        return [self._job(r) for r in rows]
+
+    def mark_indexed(self, job_id: str, at: datetime) -> bool:
+        cursor = self._db.execute(
+            "UPDATE jobs SET indexed_at = ? WHERE job_id = ? AND indexed_at IS NULL",
+            (at.isoformat(), job_id),
+        )
+        return cursor.rowcount == 1
+
+    def queued_unsplit_jobs(self) -> list[Job]:
+        rows = self._db.execute(
+            "SELECT * FROM jobs WHERE status = 'queued' AND units IS NULL AND error IS NULL"
+        ).fetchall()
+        return [self._job(r) for r in rows]
+
+    def page_progress(self, job_ids: Sequence[str]) -> tuple[int, int]:
+        """(pages planned, pages in finished units) over some jobs: for a progress bar."""
+        total = done = 0
+        ids = list(job_ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            row = self._db.execute(
+                f"SELECT coalesce(sum(last_page - first_page + 1), 0),"
+                f" coalesce(sum(CASE WHEN status = 'done' THEN last_page - first_page + 1 END), 0)"
+                f" FROM units WHERE job_id IN ({marks})", chunk).fetchone()
+            total += row[0]
+            done += row[1]
+        return total, done
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,162 @@
+"""The embedded runtime: workers, poller and indexer on one machine, until the work is done.
+
+An asyncio pool of ``concurrency`` workers takes messages from the SQLite queues (split first,
+so every document is planned early; then units, interleaved fairly across jobs; then index), and
+hands parsing to a pool of processes. The poller runs every ``poll_interval_s`` and also as soon
+as a unit finishes. On start the runtime recovers from a crash: messages held by dead processes
+become visible again, planned-but-unsent splits and succeeded-but-unindexed jobs are re-sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from extract.context import HandlerContext
+from extract.handling import Outcome, handle_dead_letter, handle_message
+from extract.messages import (
+    INDEX_QUEUE,
+    QUEUES,
+    READ_QUEUE,
+    SPLIT_QUEUE,
+    IndexMessage,
+    SplitMessage,
+    dead_letter_queue,
+)
+from extract.poller import poll_once
+from extract.ports import ReceivedMessage
+from infra.local.cpu import ProcessPoolRunner
+from infra.local.jobstore import SqliteJobStore
+from infra.local.objectstore import FolderObjectStore
+from infra.local.queue import SqliteQueue
+from infra.local.search import Fts5SearchIndex
+from infra.settings import Settings
+from ingest.planner import Planner
+from lake.writer import GroupCommitter, ParquetEventWriter
+
+log = logging.getLogger(__name__)
+
+RECEIVE_ORDER = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE)
+IDLE_SLEEP_S = 0.05
+
+
+@dataclass
+class RuntimeStats:
+    messages: int = 0
+    retries: int = 0
+    dead_letters: int = 0
+
+
+class LocalRuntime:
+    """Every port on the local machine, and the loop that drives them."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        home = settings.home
+        home.mkdir(parents=True, exist_ok=True)
+        self.objects = FolderObjectStore(home / "objects")
+        self.queue = SqliteQueue(home / "queue.db", max_receives=settings.max_receives)
+        self.store = SqliteJobStore(home / "jobs.db")
+        self.index = Fts5SearchIndex(home / "search.db")
+        self.writer = ParquetEventWriter.for_uri(settings.lake)
+        self.stats = RuntimeStats()
+
+    def planner(self) -> Planner:
+        return Planner(self.store, self.objects, self.queue, self.writer.write)
+
+    def recover(self) -> dict[str, int]:
+        """Undo what a crash left behind; safe to run at any time (duplicates are no-ops)."""
+        released = self.queue.release_orphans()
+        unsplit = self.store.queued_unsplit_jobs()
+        for job in unsplit:
+            self.queue.send(SPLIT_QUEUE, SplitMessage(document_id=job.document_id,
+                                                      job_id=job.job_id).model_dump_json())
+        unindexed = self.store.jobs_to_index()
+        for job in unindexed:
+            self.queue.send(INDEX_QUEUE, IndexMessage(document_id=job.document_id,
+                                                      job_id=job.job_id).model_dump_json())
+        return {"released": released, "resent_splits": len(unsplit),
+                "resent_index": len(unindexed)}
+
+    def idle(self) -> bool:
+        """No active job, nothing left to index, nothing in any queue."""
+        if self.store.active_jobs() or self.store.jobs_to_index():
+            return False
+        for queue in QUEUES:
+            depth = self.queue.depth(queue)
+            if depth.visible or depth.in_flight or depth.dead_letter:
+                return False
+        return True
+
+    async def process(self, done: Callable[[], bool],
+                      on_tick: Callable[[], None] | None = None) -> RuntimeStats:
+        """Run workers and the poller until ``done()`` is true (checked after each poll)."""
+        settings = self.settings
+        cpu = ProcessPoolRunner(settings.cpu_workers)
+        committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s)
+        wake = asyncio.Event()
+        ctx = HandlerContext(store=self.store, objects=self.objects, queue=self.queue,
+                             sink=committer, cpu=cpu, config=settings.extract_config(),
+                             index=self.index, notify=wake.set)
+        stop = asyncio.Event()
+        workers = [asyncio.create_task(self._worker(ctx, stop)) for _ in range(settings.concurrency)]
+        try:
+            while True:
+                await poll_once(ctx)
+                if on_tick:
+                    on_tick()
+                if done():
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout=settings.poll_interval_s)
+                wake.clear()
+        finally:
+            stop.set()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await committer.close()
+            cpu.close()
+        return self.stats
+
+    async def _worker(self, ctx: HandlerContext, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            received = self._receive_next()
+            if received is None:
+                await asyncio.sleep(IDLE_SLEEP_S)
+                continue
+            heartbeat = asyncio.create_task(self._heartbeat(received))
+            try:
+                if received.queue.endswith("-dlq"):
+                    outcome = await handle_dead_letter(ctx, received)
+                    self.stats.dead_letters += 1
+                else:
+                    outcome = await handle_message(ctx, received)
+            finally:
+                heartbeat.cancel()
+            self.stats.messages += 1
+            if outcome is Outcome.ACK:
+                self.queue.delete(received)
+            else:
+                self.stats.retries += 1
+                # Back off before the retry rather than waiting out the whole timeout.
+                backoff = min(2.0 ** received.receive_count, self.settings.visibility_timeout_s)
+                backoff *= random.uniform(0.5, 1.0)  # jitter: retries of a burst spread out
+                self.queue.change_visibility(received, backoff)
+
+    def _receive_next(self) -> ReceivedMessage | None:
+        timeout = self.settings.visibility_timeout_s
+        for queue in (*RECEIVE_ORDER, *(dead_letter_queue(q) for q in RECEIVE_ORDER)):
+            messages = self.queue.receive(queue, max_messages=1, visibility_timeout_s=timeout)
+            if messages:
+                return messages[0]
+        return None
+
+    async def _heartbeat(self, received: ReceivedMessage) -> None:
+        """Keep a long-running message hidden: extend its visibility at half the timeout."""
+        timeout = self.settings.visibility_timeout_s
+        while True:
+            await asyncio.sleep(timeout / 2)
+            self.queue.change_visibility(received, timeout)

@@ -1,0 +1,59 @@
+"""Full-text search on SQLite FTS5: one row per page, so a hit names the document and the page."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from extract.ports import SearchHit
+from infra.local.sqlite import open_database, transaction
+
+_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS page_text USING fts5 (
+  text,
+  document_id UNINDEXED,
+  job_id UNINDEXED,
+  source_name UNINDEXED,
+  page_number UNINDEXED,
+  tokenize = 'unicode61 remove_diacritics 2'
+);
+"""
+
+
+class Fts5SearchIndex:
+    def __init__(self, path: Path):
+        self._db = open_database(path)
+        self._db.executescript(_SCHEMA)
+
+    def replace_document(self, document_id: str, job_id: str, source_name: str,
+                         pages: Iterator[tuple[int, str]]) -> int:
+        count = 0
+        with transaction(self._db) as db:
+            db.execute("DELETE FROM page_text WHERE document_id = ?", (document_id,))
+            for page_number, text in pages:
+                db.execute(
+                    "INSERT INTO page_text (text, document_id, job_id, source_name, page_number) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (text, document_id, job_id, source_name, page_number),
+                )
+                count += 1
+        return count
+
+    def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
+        rows = self._db.execute(
+            "SELECT document_id, job_id, source_name, page_number, "
+            " snippet(page_text, 0, '[', ']', ' … ', 12) AS snippet, bm25(page_text) AS score "
+            "FROM page_text WHERE page_text MATCH ? ORDER BY score LIMIT ?",
+            (_fts_query(query), limit),
+        ).fetchall()
+        return [SearchHit(r["document_id"], r["job_id"], r["source_name"], int(r["page_number"]),
+                          r["snippet"], float(r["score"])) for r in rows]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _fts_query(text: str) -> str:
+    """Plain words as an AND of quoted terms, so user punctuation is never FTS5 syntax."""
+    terms = [t.replace('"', '""') for t in text.split() if t.strip()]
+    return " ".join(f'"{t}"' for t in terms) or '""'

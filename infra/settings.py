@@ -1,0 +1,54 @@
+"""All settings in one object, from ``DOCLAKE_*`` environment variables and the command line.
+
+Built once, in infra, and handed down: the handlers receive the part they need
+(``ExtractConfig``), never the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from extract.context import ExtractConfig
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="DOCLAKE_", extra="ignore")
+
+    home: Path = Field(Path(".doclake"), description="Where the embedded runtime keeps state.")
+    lake_uri: str | None = Field(None, description="Lake root; default <home>/lake.")
+
+    pages_per_unit: int = Field(5, ge=1, description="Pages per unit of work.")
+    concurrency: int = Field(8, ge=1, description="Messages handled at once.")
+    cpu_workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1,
+                             description="Processes for CPU work (parsing).")
+    poll_interval_s: float = Field(5.0, gt=0, description="Poller period.")
+    no_progress_timeout_s: float = Field(1800.0, gt=0,
+                                         description="A job with no progress this long fails.")
+    visibility_timeout_s: float = Field(300.0, gt=0, description="Hide a received message.")
+    max_receives: int = Field(5, ge=1, description="Deliveries before the dead-letter queue.")
+    event_flush_s: float = Field(0.25, ge=0, description="Group-commit window for events.")
+
+    max_file_bytes: int = Field(512 * 1024 * 1024, ge=1, description="Largest accepted file.")
+    max_pages: int = Field(10_000, ge=1, description="Most pages accepted in one document.")
+    split_timeout_s: float = Field(60.0, gt=0, description="Time limit to open and count pages.")
+    read_timeout_s: float = Field(120.0, gt=0, description="Time limit to read one unit.")
+    password: SecretStr | None = Field(None, description="Password for encrypted PDFs.")
+
+    @property
+    def lake(self) -> str:
+        return self.lake_uri or str(self.home / "lake")
+
+    def extract_config(self) -> ExtractConfig:
+        return ExtractConfig(
+            pages_per_unit=self.pages_per_unit,
+            max_file_bytes=self.max_file_bytes,
+            max_pages=self.max_pages,
+            split_timeout_s=self.split_timeout_s,
+            read_timeout_s=self.read_timeout_s,
+            no_progress_timeout_s=self.no_progress_timeout_s,
+            password=self.password,
+        )
