@@ -1,0 +1,193 @@
+"""The lake's data-quality suites pass on a healthy lake and name each kind of bad row."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta
+
+import pytest
+
+from evals.quality import CheckResult, QualityReport, check_lake, to_events
+from lake import events as ev
+from lake.catalog import query
+from lake.writer import ParquetEventWriter
+
+NOW = ev.utc_now()
+
+
+def at(seconds: float) -> datetime:
+    """Shortly before the check runs, so the "not in the future" expectation has real data."""
+    return NOW - timedelta(hours=1) + timedelta(seconds=seconds)
+
+
+def job(doc: str, job_id: str, *, pages: int, pages_read: int | None = None, fail: bool = False,
+        t: float = 0.0) -> list[ev.Event]:
+    """One PDF job, end to end: registered, split into five-page units, read, finished."""
+    ids = {"document_id": doc, "job_id": job_id}
+    ranges = [(first, min(first + 4, pages)) for first in range(1, pages + 1, 5)]
+    out: list[ev.Event] = [
+        ev.DocumentRegistered(**ids, occurred_at=at(t), source_name=f"{doc}.pdf",
+                              sha256="ab" * 32, bytes=2048),
+        ev.JobCreated(**ids, occurred_at=at(t)),
+        ev.FormatDetected(**ids, occurred_at=at(t + 1), detected_format="pdf"),
+        ev.JobSplit(**ids, occurred_at=at(t + 1), pages=pages, units=len(ranges)),
+        *(ev.UnitPlanned(**ids, unit_id=f"u{n}", kind="pdf", first_page=a, last_page=b,
+                         occurred_at=at(t + 1)) for n, (a, b) in enumerate(ranges)),
+        ev.JobExtracting(**ids, occurred_at=at(t + 2)),
+    ]
+    readable = pages if pages_read is None else pages_read
+    for n, (first, last) in enumerate(ranges):
+        unit = {**ids, "unit_id": f"u{n}"}
+        out.append(ev.UnitStarted(**unit, attempt=1, occurred_at=at(t + 3)))
+        if fail:
+            out += [
+                ev.UnitFailed(**unit, attempt=1, error_type="Blocked", message="safety block",
+                              occurred_at=at(t + 4)),
+                ev.FailureRecorded(**unit, attempt=1, stage="read", error_type="Blocked",
+                                   message="safety block", final=True, occurred_at=at(t + 4)),
+            ]
+            continue
+        out += [ev.PageRead(**unit, page_number=p, reader="gemini", chars=1500,
+                            occurred_at=at(t + 4)) for p in range(first, last + 1) if p <= readable]
+        out.append(ev.UnitDone(**unit, pages=last - first + 1, occurred_at=at(t + 5)))
+    if fail:
+        out.append(ev.JobFailed(**ids, failure_reason="unit u0 failed: Blocked",
+                                occurred_at=at(t + 6)))
+    else:
+        out.append(ev.JobSucceeded(**ids, pages=pages, units=len(ranges), occurred_at=at(t + 6)))
+    return out
+
+
+def model_call(call_id: str, job_id: str, *, cost: float = 0.0004, when=None) -> ev.ModelCalled:
+    return ev.ModelCalled(call_id=call_id, job_id=job_id, document_id=f"d-{job_id}",
+                          purpose="read", provider="gemini", model="gemini-flash", outcome="ok",
+                          http_status=200, input_tokens=1200, output_tokens=300,
+                          latency_ms=2900.0, cost_usd=cost, occurred_at=when or at(4))
+
+
+def healthy_events() -> list[ev.Event]:
+    return [
+        *job("d-ok", "j-ok", pages=7),
+        *job("d-bad", "j-bad", pages=3, fail=True, t=10),
+        model_call("c1", "j-ok"),
+        model_call("c2", "j-ok", when=NOW + timedelta(minutes=1)),  # within the clock skew
+        ev.ResultPublished(document_id="d-ok", job_id="j-ok", status="succeeded",
+                           strategy="single-pass", party=["Acme", "Beta"], input_tokens=5000,
+                           output_tokens=200, processing_ms=8000.0, occurred_at=at(8)),
+    ]
+
+
+def write(uri: str, events: list[ev.Event]) -> str:
+    ParquetEventWriter.for_uri(uri).write(events)
+    return uri
+
+
+def failing(report: QualityReport) -> dict[tuple[str, str], CheckResult]:
+    return {(r.table, r.expectation): r for r in report.failures}
+
+
+@pytest.fixture
+def healthy_lake(tmp_path) -> str:
+    return write(str(tmp_path / "lake"), healthy_events())
+
+
+def test_a_healthy_lake_passes_every_expectation(healthy_lake):
+    report = check_lake(healthy_lake)
+    assert report.failures == []
+    assert report.success
+    assert {r.table for r in report.results} == {
+        "documents", "jobs", "units", "pages", "succeeded_job_pages", "events", "model_calls",
+        "results",
+    }
+
+
+def test_an_empty_lake_passes_quietly(tmp_path, capfd):
+    report = check_lake(str(tmp_path / "empty"))
+    assert report.success and len(report.results) >= 20
+    captured = capfd.readouterr()
+    assert "Calculating Metrics" not in captured.err + captured.out
+
+
+def test_events_written_twice_do_not_break_uniqueness(healthy_lake):
+    write(healthy_lake, healthy_events())
+    raw = query(healthy_lake, "SELECT count(*) AS n FROM raw_page_read").column("n")[0].as_py()
+    assert raw == 14  # the duplicates really are in the lake...
+    assert check_lake(healthy_lake).success  # ...and the views hide them
+
+
+BAD_ROWS = {
+    ("model_calls", "expect_column_values_to_be_between(column=cost_usd)"): 1,
+    ("succeeded_job_pages",
+     "expect_column_pair_values_to_be_equal(column_A=pages, column_B=page_rows)"): 1,
+    ("jobs", "expect_column_values_to_be_in_set(column=status)"): 1,
+    ("jobs",
+     "expect_column_pair_values_a_to_be_greater_than_b(column_A=finished_at, column_B=created_at)"
+     ): 1,
+    ("pages", "expect_compound_columns_to_be_unique(column_list=[job_id, page_number])"): 2,
+    ("events", "expect_column_values_to_be_between(column=occurred_at)"): 1,
+}
+
+
+def test_each_kind_of_bad_row_fails_its_own_expectation_and_no_other(healthy_lake):
+    write(healthy_lake, [
+        model_call("c-neg", "j-ok", cost=-0.01),
+        *job("d-short", "j-short", pages=3, pages_read=2, t=20),  # succeeded, page 3 missing
+        ev.JobCreated(document_id="d-odd", job_id="j-odd", status="paused", occurred_at=at(30)),
+        ev.JobCreated(document_id="d-back", job_id="j-back", occurred_at=at(50)),
+        ev.JobFailed(document_id="d-back", job_id="j-back", failure_reason="bad input",
+                     occurred_at=at(40)),  # finished before it was created
+        ev.PageRead(event_id="crafted-duplicate", document_id="d-ok", job_id="j-ok", unit_id="u0",
+                    page_number=1, reader="text", chars=10, occurred_at=at(9)),
+        model_call("c-future", "j-ok", when=NOW + timedelta(days=1)),
+    ])
+    report = check_lake(healthy_lake, now=NOW)
+    failures = failing(report)
+    assert {key: r.unexpected_count for key, r in failures.items()} == BAD_ROWS
+    assert not report.success
+
+
+def test_failure_details_name_the_offending_rows(tmp_path):
+    uri = write(str(tmp_path / "lake"), [
+        *job("d-short", "j-short", pages=3, pages_read=2),
+        ev.JobCreated(document_id="d-odd", job_id="j-odd", status="paused", occurred_at=at(30)),
+    ])
+    failures = failing(check_lake(uri))
+    pages = failures[("succeeded_job_pages",
+                      "expect_column_pair_values_to_be_equal(column_A=pages, column_B=page_rows)")]
+    assert json.loads(pages.details)["rows"] == [{"job_id": "j-short", "pages": 3, "page_rows": 2}]
+    status = json.loads(failures[("jobs", "expect_column_values_to_be_in_set(column=status)")]
+                        .details)
+    assert status["rows"] == [{"job_id": "j-odd", "status": "paused"}]
+    assert "succeeded" in status["expected"]["value_set"]
+
+
+def test_report_becomes_expectation_checked_events_in_the_lake(tmp_path):
+    report = QualityReport([
+        CheckResult("jobs", "expect_column_values_to_be_unique(column=job_id)", True, 0),
+        CheckResult("pages", "expect_compound_columns_to_be_unique(column_list=[job_id, "
+                    "page_number])", False, 2, '{"rows": []}'),
+    ])
+    events = to_events(report, run_id="run-1")
+    uri = write(str(tmp_path / "lake"), events)
+    rows = query(uri, "SELECT run_id, table_name, success, unexpected_count, details "
+                      "FROM ev_expectation_checked ORDER BY table_name").to_pylist()
+    assert rows == [
+        {"run_id": "run-1", "table_name": "jobs", "success": True, "unexpected_count": 0,
+         "details": None},
+        {"run_id": "run-1", "table_name": "pages", "success": False, "unexpected_count": 2,
+         "details": '{"rows": []}'},
+    ]
+    assert len({e.run_id for e in to_events(report)}) == 1  # a fresh run id, shared
+
+
+def test_checking_a_lake_that_holds_past_checks_still_passes(healthy_lake):
+    write(healthy_lake, to_events(check_lake(healthy_lake)))
+    assert check_lake(healthy_lake).success
+
+
+def test_importing_the_module_does_not_import_great_expectations():
+    code = "import sys, evals.quality; print('great_expectations' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
