@@ -78,14 +78,21 @@ def _events(decision: Decision, progress: JobProgress, worker: str) -> list[Even
 
 
 async def poll_once(ctx: HandlerContext, *, now: datetime | None = None) -> list[Decision]:
-    """One pass over every active job; returns the transitions made."""
+    """One pass over every active job; returns the transitions made.
+
+    The events of every decision of the pass are committed together, in one flush.
+    """
     now = now or utc_now()
-    applied = []
+    decided = []
     for progress in ctx.store.active_jobs():
         decision = decide(progress, now, ctx.config.no_progress_timeout_s)
-        if decision is None:
-            continue
-        await ctx.sink.commit(_events(decision, progress, ctx.worker))
+        if decision is not None:
+            decided.append((decision, progress))
+    if not decided:
+        return []
+    await ctx.sink.commit([e for d, p in decided for e in _events(d, p, ctx.worker)])
+    applied = []
+    for decision, _ in decided:
         if not ctx.store.transition_job(decision.job_id, decision.current, decision.new,
                                         failure_reason=decision.reason, at=now):
             continue

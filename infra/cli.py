@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from collections import Counter
@@ -63,10 +62,8 @@ def run(
         raise typer.Exit(2) from None
     runtime = LocalRuntime(settings)
     started = time.perf_counter()
-    planner = runtime.planner()
-    ingested = []
-    for path in files:
-        ingested.append(planner.ingest(path))
+    runtime.cpu.warm()
+    ingested = runtime.planner().ingest_many(files)
     job_ids = sorted({i.job_id for i in ingested})
     runtime.recover()
 

@@ -9,6 +9,7 @@ before (same sha256) whose last job did not fail are not processed again.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -17,7 +18,7 @@ from uuid6 import uuid7
 
 from extract.messages import SPLIT_QUEUE, SplitMessage
 from extract.ports import JobStore, NewVersion, ObjectStore, Queue
-from extract.state import JobStatus
+from extract.state import Document, JobStatus
 from lake.events import DocumentRegistered, Event, JobCreated, utc_now
 from lake.layout import upload_key
 
@@ -37,6 +38,10 @@ class Ingested:
     job_id: str
     source_name: str
 
+    def _replace_name(self, source_name: str) -> Ingested:
+        """The same bytes under another name in one batch: that job serves both."""
+        return Ingested(IngestOutcome.UNCHANGED, self.document_id, self.job_id, source_name)
+
 
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
@@ -46,55 +51,92 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def registration_events(version: NewVersion, worker: str) -> list[Event]:
+    """The events that record a planned job, stamped with the job's creation time.
+
+    Recovery rebuilds them from the job store after a crash between the database write and the
+    event flush; being the same logical events at the same time, they carry the same ids.
+    """
+    envelope = {"document_id": version.document_id, "job_id": version.job_id,
+                "worker": worker, "occurred_at": version.created_at}
+    return [
+        DocumentRegistered(**envelope, source_name=version.source_name,
+                           source_key=version.source_key, sha256=version.sha256,
+                           bytes=version.bytes, version=version.version,
+                           object_key=version.object_key),
+        JobCreated(**envelope),
+    ]
+
+
 class Planner:
-    """Turns a file into a planned job. ``write_events`` must be durable on return."""
+    """Turns files into planned jobs. ``write_events`` must be durable on return.
+
+    Files are planned in batches: uploads stored, then each job created in its own transaction,
+    then one event flush for the batch, then the split messages. A crash anywhere in between
+    is repaired by the runtime's recovery (jobs without events or messages are re-sent both).
+    """
 
     def __init__(self, store: JobStore, objects: ObjectStore, queue: Queue,
-                 write_events, *, worker: str = "ingest"):
+                 write_events: Callable[[list[Event]], object], *, worker: str = "ingest",
+                 batch_size: int = 100):
         self.store = store
         self.objects = objects
         self.queue = queue
         self.write_events = write_events
         self.worker = worker
+        self.batch_size = batch_size
 
     def ingest(self, path: Path) -> Ingested:
-        path = Path(path)
+        return self.ingest_many([path])[0]
+
+    def ingest_many(self, paths: Sequence[Path]) -> list[Ingested]:
+        results: list[Ingested] = []
+        for start in range(0, len(paths), self.batch_size):
+            results += self._ingest_batch(paths[start:start + self.batch_size])
+        return results
+
+    def _ingest_batch(self, paths: Sequence[Path]) -> list[Ingested]:
+        results: list[Ingested] = []
+        planned: list[NewVersion] = []
+        claimed: dict[str, Ingested] = {}  # sha256 -> the job planned in this batch
+        for path in map(Path, paths):
+            digest = sha256_of(path)
+            if digest in claimed:
+                results.append(claimed[digest]._replace_name(path.name))
+                continue
+            seen = self.store.find_document_by_sha256(digest)
+            if seen is not None and seen[1].status is not JobStatus.FAILED:
+                document, job = seen
+                results.append(Ingested(IngestOutcome.UNCHANGED, document.document_id,
+                                        job.job_id, path.name))
+                continue
+            version = self._plan(path, digest, seen[0] if seen else None)
+            self.objects.put_file(version.object_key, path)
+            self.store.create_job(version)
+            planned.append(version)
+            outcome = IngestOutcome.NEW_VERSION if version.version > 1 else IngestOutcome.NEW
+            result = Ingested(outcome, version.document_id, version.job_id, path.name)
+            claimed[digest] = result
+            results.append(result)
+        if planned:
+            self.write_events([e for v in planned for e in registration_events(v, self.worker)])
+            bodies = [SplitMessage(document_id=v.document_id, job_id=v.job_id).model_dump_json()
+                      for v in planned]
+            for start in range(0, len(bodies), 10):
+                self.queue.send_batch(SPLIT_QUEUE, bodies[start:start + 10])
+        return results
+
+    def _plan(self, path: Path, digest: str, failed_before: Document | None) -> NewVersion:
         source_key = str(path.resolve())
-        digest = sha256_of(path)
-        seen = self.store.find_document_by_sha256(digest)
-        if seen is not None and seen[1].status is not JobStatus.FAILED:
-            document, job = seen
-            return Ingested(IngestOutcome.UNCHANGED, document.document_id, job.job_id,
-                            path.name)
-
-        previous = self.store.find_document_by_source(source_key)
-        if previous is None and seen is not None:
-            previous = seen[0]  # the same bytes failed before: retry them as a new version
+        previous = self.store.find_document_by_source(source_key) or failed_before
         document_id = previous.document_id if previous else str(uuid7())
-        version = previous.version + 1 if previous else 1
         job_id = str(uuid7())
-        object_key = upload_key(document_id, job_id)
-        self.objects.put_file(object_key, path)
-
-        now = utc_now()
-        size = path.stat().st_size
-        envelope = {"document_id": document_id, "job_id": job_id, "worker": self.worker,
-                    "occurred_at": now}
-        events: list[Event] = [
-            DocumentRegistered(**envelope, source_name=path.name, source_key=source_key,
-                               sha256=digest, bytes=size, version=version, object_key=object_key),
-            JobCreated(**envelope),
-        ]
-        self.write_events(events)
-        self.store.create_job(NewVersion(
+        return NewVersion(
             document_id=document_id, job_id=job_id, source_name=path.name,
-            source_key=source_key, sha256=digest, bytes=size, version=version,
-            object_key=object_key, created_at=now,
-        ))
-        self.queue.send(SPLIT_QUEUE,
-                        SplitMessage(document_id=document_id, job_id=job_id).model_dump_json())
-        outcome = IngestOutcome.NEW_VERSION if previous else IngestOutcome.NEW
-        return Ingested(outcome, document_id, job_id, path.name)
+            source_key=source_key, sha256=digest, bytes=path.stat().st_size,
+            version=previous.version + 1 if previous else 1,
+            object_key=upload_key(document_id, job_id), created_at=utc_now(),
+        )
 
 
 def expand_paths(paths: list[Path]) -> list[Path]:

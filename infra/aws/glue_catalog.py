@@ -21,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from lake.athena import create_view_statements, view_table_inputs
+from lake.athena import athena_views, create_view_statements, view_table_inputs
 from lake.glue import DEFAULT_PROJECTION_START, database_input, raw_table_inputs
 
 ATHENA_CATALOG = "AwsDataCatalog"
@@ -155,7 +155,8 @@ def create_views_with_athena(
     Athena's reason. The raw tables must exist already (``create_catalog`` makes them first).
     """
     ids = []
-    for statement in create_view_statements(database):
+    names = list(athena_views())
+    for name, statement in zip(names, create_view_statements(database), strict=True):
         request: dict[str, Any] = {
             "QueryString": statement,
             "QueryExecutionContext": {"Database": database, "Catalog": ATHENA_CATALOG},
@@ -168,15 +169,15 @@ def create_views_with_athena(
             query_id = athena_client.start_query_execution(**request)["QueryExecutionId"]
         except ClientError as error:
             raise CatalogError(f"start_query_execution: {error}") from error
-        _wait(athena_client, query_id, statement, poll_interval_s, timeout_s, sleep, clock)
+        _wait(athena_client, query_id, f"view {database}.{name}", poll_interval_s, timeout_s,
+              sleep, clock)
         ids.append(query_id)
     return ids
 
 
-def _wait(athena, query_id: str, statement: str, poll_interval_s: float, timeout_s: float,
+def _wait(athena, query_id: str, what: str, poll_interval_s: float, timeout_s: float,
           sleep: Callable[[float], None], clock: Callable[[], float]) -> None:
     deadline = clock() + timeout_s
-    first_line = statement.splitlines()[0]
     while True:
         status = athena.get_query_execution(QueryExecutionId=query_id)["QueryExecution"]["Status"]
         state = status["State"]
@@ -184,7 +185,7 @@ def _wait(athena, query_id: str, statement: str, poll_interval_s: float, timeout
             return
         if state in ("FAILED", "CANCELLED"):
             reason = status.get("StateChangeReason", "no reason given")
-            raise AthenaQueryFailed(f"{first_line} ended {state}: {reason}")
+            raise AthenaQueryFailed(f"{what} ({query_id}) ended {state}: {reason}")
         if clock() >= deadline:
-            raise AthenaQueryFailed(f"{first_line} still {state} after {timeout_s:.0f} s")
+            raise AthenaQueryFailed(f"{what} ({query_id}) still {state} after {timeout_s:.0f} s")
         sleep(poll_interval_s)

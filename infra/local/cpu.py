@@ -19,6 +19,10 @@ from extract.errors import TransientError, WorkerTimeout
 T = TypeVar("T")
 
 
+def _warm_up() -> None:
+    import pypdfium2  # noqa: F401  (the import is the warm-up)
+
+
 class ProcessPoolRunner:
     def __init__(self, workers: int):
         self.workers = max(1, workers)
@@ -37,6 +41,12 @@ class ProcessPoolRunner:
         for process in list(getattr(pool, "_processes", {}).values()):
             process.kill()
         pool.shutdown(wait=False, cancel_futures=True)
+
+    def warm(self) -> None:
+        """Start the worker processes now (they import PDFium), while the caller does other work."""
+        pool = self._get_pool()
+        for _ in range(self.workers):
+            pool.submit(_warm_up)
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         loop = asyncio.get_running_loop()

@@ -28,14 +28,14 @@ from extract.messages import (
     dead_letter_queue,
 )
 from extract.poller import poll_once
-from extract.ports import ReceivedMessage
+from extract.ports import NewVersion, ReceivedMessage
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
 from infra.local.queue import SqliteQueue
 from infra.local.search import Fts5SearchIndex
 from infra.settings import Settings
-from ingest.planner import Planner
+from ingest.planner import Planner, registration_events
 from lake.writer import GroupCommitter, ParquetEventWriter
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,7 @@ class LocalRuntime:
         self.index = Fts5SearchIndex(home / "search.db")
         self.writer = ParquetEventWriter.for_uri(settings.lake)
         self.stats = RuntimeStats()
+        self.cpu = ProcessPoolRunner(settings.cpu_workers)
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write)
@@ -72,6 +73,17 @@ class LocalRuntime:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops)."""
         released = self.queue.release_orphans()
         unsplit = self.store.queued_unsplit_jobs()
+        events = []
+        for job in unsplit:
+            document = self.store.get_document(job.document_id)
+            if document is not None and document.latest_job_id == job.job_id:
+                events += registration_events(NewVersion(
+                    document_id=job.document_id, job_id=job.job_id, source_name=job.source_name,
+                    source_key=document.source_key, sha256=document.sha256,
+                    bytes=document.bytes, version=document.version, object_key=job.object_key,
+                    created_at=job.created_at), worker="recovery")
+        if events:
+            self.writer.write(events)
         for job in unsplit:
             self.queue.send(SPLIT_QUEUE, SplitMessage(document_id=job.document_id,
                                                       job_id=job.job_id).model_dump_json())
@@ -96,14 +108,16 @@ class LocalRuntime:
                       on_tick: Callable[[], None] | None = None) -> RuntimeStats:
         """Run workers and the poller until ``done()`` is true (checked after each poll)."""
         settings = self.settings
-        cpu = ProcessPoolRunner(settings.cpu_workers)
+        cpu = self.cpu
         committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s)
         wake = asyncio.Event()
         ctx = HandlerContext(store=self.store, objects=self.objects, queue=self.queue,
                              sink=committer, cpu=cpu, config=settings.extract_config(),
                              index=self.index, notify=wake.set)
         stop = asyncio.Event()
-        workers = [asyncio.create_task(self._worker(ctx, stop)) for _ in range(settings.concurrency)]
+        inbox: asyncio.Queue[ReceivedMessage] = asyncio.Queue()
+        tasks = [asyncio.create_task(self._worker(ctx, inbox)) for _ in range(settings.concurrency)]
+        tasks.append(asyncio.create_task(self._receiver(inbox, stop)))
         try:
             while True:
                 await poll_once(ctx)
@@ -116,43 +130,58 @@ class LocalRuntime:
                 wake.clear()
         finally:
             stop.set()
-            await asyncio.gather(*workers, return_exceptions=True)
+            await inbox.join()  # messages already received are finished, not abandoned
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await committer.close()
             cpu.close()
         return self.stats
 
-    async def _worker(self, ctx: HandlerContext, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            received = self._receive_next()
-            if received is None:
-                await asyncio.sleep(IDLE_SLEEP_S)
-                continue
-            heartbeat = asyncio.create_task(self._heartbeat(received))
-            try:
-                if received.queue.endswith("-dlq"):
-                    outcome = await handle_dead_letter(ctx, received)
-                    self.stats.dead_letters += 1
-                else:
-                    outcome = await handle_message(ctx, received)
-            finally:
-                heartbeat.cancel()
-            self.stats.messages += 1
-            if outcome is Outcome.ACK:
-                self.queue.delete(received)
-            else:
-                self.stats.retries += 1
-                # Back off before the retry rather than waiting out the whole timeout.
-                backoff = min(2.0 ** received.receive_count, self.settings.visibility_timeout_s)
-                backoff *= random.uniform(0.5, 1.0)  # jitter: retries of a burst spread out
-                self.queue.change_visibility(received, backoff)
-
-    def _receive_next(self) -> ReceivedMessage | None:
+    async def _receiver(self, inbox: asyncio.Queue[ReceivedMessage], stop: asyncio.Event) -> None:
+        """One task receives for all workers, in batches, keeping at most one message per worker
+        waiting, so that the queues see few transactions and no message waits long unhidden."""
         timeout = self.settings.visibility_timeout_s
-        for queue in (*RECEIVE_ORDER, *(dead_letter_queue(q) for q in RECEIVE_ORDER)):
-            messages = self.queue.receive(queue, max_messages=1, visibility_timeout_s=timeout)
-            if messages:
-                return messages[0]
-        return None
+        wanted_queues = (*RECEIVE_ORDER, *(dead_letter_queue(q) for q in RECEIVE_ORDER))
+        while not stop.is_set():
+            room = self.settings.concurrency - inbox.qsize()
+            got = 0
+            for queue in wanted_queues:
+                if room - got <= 0:
+                    break
+                for message in self.queue.receive(queue, max_messages=min(10, room - got),
+                                                  visibility_timeout_s=timeout):
+                    inbox.put_nowait(message)
+                    got += 1
+            await asyncio.sleep(IDLE_SLEEP_S if got == 0 or room - got <= 0 else 0)
+
+    async def _worker(self, ctx: HandlerContext, inbox: asyncio.Queue[ReceivedMessage]) -> None:
+        while True:
+            received = await inbox.get()
+            try:
+                await self._handle(ctx, received)
+            finally:
+                inbox.task_done()
+
+    async def _handle(self, ctx: HandlerContext, received: ReceivedMessage) -> None:
+        heartbeat = asyncio.create_task(self._heartbeat(received))
+        try:
+            if received.queue.endswith("-dlq"):
+                outcome = await handle_dead_letter(ctx, received)
+                self.stats.dead_letters += 1
+            else:
+                outcome = await handle_message(ctx, received)
+        finally:
+            heartbeat.cancel()
+        self.stats.messages += 1
+        if outcome is Outcome.ACK:
+            self.queue.delete(received)
+        else:
+            self.stats.retries += 1
+            # Back off before the retry rather than waiting out the whole timeout.
+            backoff = min(2.0 ** received.receive_count, self.settings.visibility_timeout_s)
+            backoff *= random.uniform(0.5, 1.0)  # jitter: retries of a burst spread out
+            self.queue.change_visibility(received, backoff)
 
     async def _heartbeat(self, received: ReceivedMessage) -> None:
         """Keep a long-running message hidden: extend its visibility at half the timeout."""

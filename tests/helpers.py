@@ -1,0 +1,39 @@
+"""Building a handler context on local adapters, with inline CPU work and a memory sink."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import CountingRunner, MemorySink
+
+from extract.context import ExtractConfig, HandlerContext
+from extract.messages import SPLIT_QUEUE, READ_QUEUE, parse_message
+from extract.ports import ReceivedMessage
+from infra.local.jobstore import SqliteJobStore
+from infra.local.objectstore import FolderObjectStore
+from infra.local.queue import SqliteQueue
+from infra.local.search import Fts5SearchIndex
+from ingest.planner import Planner
+
+
+class Harness:
+    def __init__(self, root: Path, **config):
+        self.store = SqliteJobStore(root / "jobs.db")
+        self.objects = FolderObjectStore(root / "objects")
+        self.queue = SqliteQueue(root / "queue.db", max_receives=3)
+        self.sink = MemorySink()
+        self.cpu = CountingRunner()
+        self.index = Fts5SearchIndex(root / "search.db")
+        self.ctx = HandlerContext(store=self.store, objects=self.objects, queue=self.queue,
+                                  sink=self.sink, cpu=self.cpu, config=ExtractConfig(**config),
+                                  index=self.index)
+        self.planner = Planner(self.store, self.objects, self.queue, self.sink.events.extend)
+
+    def receive(self, queue: str) -> list[ReceivedMessage]:
+        return self.queue.receive(queue, max_messages=100, visibility_timeout_s=60)
+
+    def read_messages(self):
+        return [(m, parse_message(m.body)) for m in self.receive(READ_QUEUE)]
+
+    def split_messages(self):
+        return [(m, parse_message(m.body)) for m in self.receive(SPLIT_QUEUE)]

@@ -1,0 +1,136 @@
+"""Split and read handlers: five-page units, idempotent re-execution, pages never read twice."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import Harness
+
+from extract.handling import Outcome, handle_message
+from extract.messages import READ_QUEUE, SPLIT_QUEUE, SplitMessage
+from extract.split import plan_pdf_units
+from extract.state import UnitStatus
+from lake.layout import page_key
+
+
+def test_plan_pdf_units_makes_five_page_runs():
+    units = plan_pdf_units(12, 5)
+    assert [(u.first_page, u.last_page) for u in units] == [(1, 5), (6, 10), (11, 12)]
+    assert [u.unit_id for u in units] == ["u00001", "u00002", "u00003"]
+    assert plan_pdf_units(5, 5)[0].last_page == 5 and len(plan_pdf_units(5, 5)) == 1
+    with pytest.raises(ValueError):
+        plan_pdf_units(3, 0)
+
+
+async def _split_and_read(harness: Harness, path):
+    ingested = harness.planner.ingest(path)
+    (split,) = harness.receive(SPLIT_QUEUE)
+    assert await handle_message(harness.ctx, split) is Outcome.ACK
+    harness.queue.delete(split)
+    return ingested
+
+
+async def test_split_plans_units_and_sends_one_message_per_unit(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 12))
+    job = harness.store.get_job(ingested.job_id)
+    assert (job.pages, job.units, job.detected_format) == (12, 3, "pdf")
+    assert len(harness.receive(READ_QUEUE)) == 3
+    planned = harness.sink.of_type("unit_planned")
+    assert [(e.first_page, e.last_page) for e in planned] == [(1, 5), (6, 10), (11, 12)]
+
+
+async def test_a_redelivered_split_only_resends_unfinished_units(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 7))
+    first, second = harness.receive(READ_QUEUE)
+    assert await handle_message(harness.ctx, first) is Outcome.ACK
+    redelivered = SplitMessage(document_id=ingested.document_id, job_id=ingested.job_id)
+    harness.queue.send(SPLIT_QUEUE, redelivered.model_dump_json())
+    (again,) = harness.receive(SPLIT_QUEUE)
+    await handle_message(harness.ctx, again)
+    resent = harness.receive(READ_QUEUE)
+    assert len(resent) == 1 and '"u00002"' in resent[0].body
+    assert len(harness.store.list_units(ingested.job_id)) == 2
+
+
+async def test_read_stores_pages_then_marks_the_unit_done(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 3))
+    (message,) = harness.receive(READ_QUEUE)
+    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    keys = harness.objects.list(f"pages/{ingested.document_id}/{ingested.job_id}/")
+    assert [k.rsplit("/", 1)[1] for k in keys] == ["00001.md", "00002.md", "00003.md"]
+    assert harness.objects.get(keys[1]).decode() == "hello a.pdf page 2\n"
+    (unit,) = harness.store.list_units(ingested.job_id)
+    assert unit.status is UnitStatus.DONE and unit.attempts == 1
+    reads = harness.sink.of_type("page_read")
+    assert [(e.page_number, e.reader, e.chars) for e in reads] == [
+        (1, "text", 19), (2, "text", 19), (3, "text", 19)]
+
+
+async def test_a_redelivered_unit_skips_stored_pages_and_keeps_event_ids(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 5))
+    (message,) = harness.receive(READ_QUEUE)
+    await handle_message(harness.ctx, message)
+    first_ids = [e.event_id for e in harness.sink.of_type("page_read")]
+    reads_before = [c for c in harness.cpu.calls if c[0] == "read_text_layer"]
+    assert reads_before[0][1][1] == [1, 2, 3, 4, 5]
+
+    # The worker "died" after storing pages 1-3 and before marking the unit done.
+    harness.store._db.execute("UPDATE units SET status = 'running'")
+    for page in (4, 5):
+        key = page_key(ingested.document_id, ingested.job_id, page)
+        harness.objects.delete_prefix(key)
+    harness.queue.change_visibility(message, 0)
+    (again,) = harness.receive(READ_QUEUE)
+    assert again.receive_count == 2
+    await handle_message(harness.ctx, again)
+
+    reads = [c for c in harness.cpu.calls if c[0] == "read_text_layer"]
+    assert len(reads) == 2 and reads[1][1][1] == [4, 5]
+    page_events = harness.sink.of_type("page_read")
+    assert [e.event_id for e in page_events[5:]] == first_ids
+    done = harness.sink.of_type("unit_done")
+    assert done[-1].pages_skipped == 3
+
+
+async def test_a_done_unit_is_a_no_op_on_redelivery(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    await _split_and_read(harness, pdf_factory("a.pdf", 2))
+    (message,) = harness.receive(READ_QUEUE)
+    await handle_message(harness.ctx, message)
+    calls, events = len(harness.cpu.calls), len(harness.sink.events)
+    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    assert len(harness.cpu.calls) == calls and len(harness.sink.events) == events
+
+
+async def test_a_transient_error_retries_until_the_last_delivery_fails_the_unit(
+        tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 2))
+
+    async def broken(fn, *args, timeout_s):
+        raise OSError("disk hiccup")
+
+    harness.ctx.cpu.run = broken
+    outcomes = []
+    for _ in range(3):
+        (message,) = harness.receive(READ_QUEUE)
+        outcomes.append(await handle_message(harness.ctx, message))
+        harness.queue.change_visibility(message, 0)
+    assert outcomes == [Outcome.RETRY, Outcome.RETRY, Outcome.ACK]
+    (unit,) = harness.store.list_units(ingested.job_id)
+    assert unit.status is UnitStatus.FAILED and unit.error_type == "OSError"
+    failures = harness.sink.of_type("failure")
+    assert [f.final for f in failures] == [False, False, True]
+    assert len(harness.sink.of_type("unit_failed")) == 1
+
+
+async def test_a_malformed_message_is_recorded_and_dropped(tmp_path):
+    harness = Harness(tmp_path)
+    harness.queue.send(READ_QUEUE, '{"type": "read_unit"}')
+    (message,) = harness.receive(READ_QUEUE)
+    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    (failure,) = harness.sink.of_type("failure")
+    assert failure.error_type == "malformed_message" and failure.final

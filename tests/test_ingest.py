@@ -1,0 +1,64 @@
+"""Ingest plans without opening the file; versions and identical bytes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from helpers import Harness
+
+from extract.state import JobStatus
+from ingest.planner import IngestOutcome, expand_paths
+from lake.layout import upload_key
+
+
+def test_ingest_creates_a_queued_job_an_extracting_document_and_one_message(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    result = harness.planner.ingest(pdf_factory("a.pdf", 2))
+    assert result.outcome is IngestOutcome.NEW
+    job = harness.store.get_job(result.job_id)
+    assert job.status is JobStatus.QUEUED and job.units is None
+    assert harness.store._db.execute("SELECT status FROM documents").fetchone()[0] == "extracting"
+    assert harness.objects.head(upload_key(result.document_id, result.job_id)) == {}
+    (message,) = harness.split_messages()
+    assert message[1].job_id == result.job_id and message[1].type == "split"
+    assert set(json.loads(message[0].body)) == {"type", "document_id", "job_id"}  # ids only
+    assert [e.event_type for e in harness.sink.events] == ["document_registered", "job_created"]
+
+
+def test_identical_bytes_are_not_processed_twice(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    path = pdf_factory("a.pdf", 2)
+    first = harness.planner.ingest(path)
+    copy = shutil.copy(path, tmp_path / "copy-of-a.pdf")
+    second = harness.planner.ingest(copy)
+    again = harness.planner.ingest(path)
+    assert second.outcome is IngestOutcome.UNCHANGED and again.outcome is IngestOutcome.UNCHANGED
+    assert second.job_id == again.job_id == first.job_id
+    assert len(harness.store.list_jobs()) == 1
+
+
+def test_same_name_new_bytes_is_a_new_version_with_a_clean_folder(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    path = pdf_factory("a.pdf", 2)
+    first = harness.planner.ingest(path)
+    pdf_factory("a.pdf", 3, word="changed")
+    second = harness.planner.ingest(path)
+    assert second.outcome is IngestOutcome.NEW_VERSION
+    assert second.document_id == first.document_id and second.job_id != first.job_id
+    document = harness.store.get_document(first.document_id)
+    assert (document.version, document.latest_job_id) == (2, second.job_id)
+    registered = harness.sink.of_type("document_registered")
+    assert [e.version for e in registered] == [1, 2]
+
+
+def test_expand_paths_walks_folders_skips_hidden_files_and_rejects_missing(tmp_path, pdf_factory):
+    a = pdf_factory("a.pdf", 1)
+    (a.parent / ".hidden.pdf").write_bytes(b"x")
+    nested = a.parent / "sub"
+    nested.mkdir()
+    (nested / "b.txt").write_text("b")
+    assert [p.name for p in expand_paths([a.parent])] == ["a.pdf", "b.txt"]
+    with pytest.raises(FileNotFoundError, match="nope"):
+        expand_paths([a, tmp_path / "nope"])
