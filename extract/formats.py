@@ -56,7 +56,7 @@ def sniff(path: Path) -> Format:
         return _sniff_zip(path)
     if head.startswith(OLE2_MAGIC):
         return _sniff_ole(path)
-    return _sniff_text(head)
+    return _sniff_text(head, truncated=len(head) == HEAD_BYTES)
 
 
 def _sniff_zip(path: Path) -> Format:
@@ -101,7 +101,7 @@ def _sniff_ole(path: Path) -> Format:
     return Format.UNKNOWN
 
 
-def _sniff_text(head: bytes) -> Format:
+def _sniff_text(head: bytes, *, truncated: bool) -> Format:
     if b"\x00" in head:
         return Format.UNKNOWN
     try:
@@ -111,10 +111,13 @@ def _sniff_text(head: bytes) -> Format:
             text = head.decode("cp1252")
         except UnicodeDecodeError:
             return Format.UNKNOWN
-    lines = [line for line in text.splitlines()[:20] if line.strip()]
+    lines = [line for line in text.splitlines() if line.strip()]
+    if truncated:
+        lines = lines[:-1]  # the last line may be cut short
+    lines = lines[:50]
     if len(lines) >= 2:
         for delimiter in (",", ";", "\t", "|"):
-            counts = {line.count(delimiter) for line in lines[:-1] or lines}
-            if min(counts) > 0 and len(counts) <= 2:
+            # Every non-blank line has the delimiter (rows may be ragged); prose rarely does.
+            if all(delimiter in line for line in lines):
                 return Format.CSV
     return Format.TEXT

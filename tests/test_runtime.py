@@ -1,0 +1,83 @@
+"""The embedded runtime end to end: drop files, get searchable pages and a lake that agrees."""
+
+from __future__ import annotations
+
+import asyncio
+
+from extract.state import JobStatus
+from infra.local.runtime import LocalRuntime
+from lake.catalog import query
+
+
+def run_to_completion(runtime: LocalRuntime, paths) -> list:
+    ingested = runtime.planner().ingest_many(paths)
+    ids = [i.job_id for i in ingested]
+
+    def done():
+        return all(j.status.terminal and (j.status is JobStatus.FAILED or j.indexed_at)
+                   for j in runtime.store.list_jobs(ids))
+
+    asyncio.run(runtime.process(done))
+    return ingested
+
+
+def test_good_and_bad_files_all_reach_a_terminal_state(settings, pdf_factory, tmp_path):
+    long_doc = pdf_factory("long.pdf", 23, word="zebra")
+    letter = pdf_factory("letter.pdf", 2, word="giraffe")
+    folder = long_doc.parent
+    (folder / "empty.pdf").write_bytes(b"")
+    (folder / "notes.pdf").write_text("this is plain text, not a PDF\nsecond line\n")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
+    runtime = LocalRuntime(settings)
+    ingested = run_to_completion(runtime, sorted(folder.iterdir()))
+
+    jobs = {j.source_name: j for j in runtime.store.list_jobs([i.job_id for i in ingested])}
+    assert {n: (j.status.value, j.failure_reason) for n, j in jobs.items()} == {
+        "long.pdf": ("succeeded", None),
+        "letter.pdf": ("succeeded", None),
+        "empty.pdf": ("failed", "empty_file"),
+        "notes.pdf": ("failed", "unsupported_format"),
+        "broken.pdf": ("failed", "corrupt"),
+    }
+    assert (jobs["long.pdf"].pages, jobs["long.pdf"].units) == (23, 5)
+
+    hits = runtime.index.search("zebra page 17")
+    assert hits[0].source_name == "long.pdf" and hits[0].page_number == 17
+    assert runtime.index.search("giraffe")[0].source_name == "letter.pdf"
+
+    lake = settings.lake
+    lake_jobs = query(lake, "SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY 1")
+    assert lake_jobs.to_pylist() == [{"status": "failed", "n": 3}, {"status": "succeeded", "n": 2}]
+    pages = query(lake, "SELECT count(*) AS n, count(DISTINCT (job_id, page_number)) AS k FROM pages")
+    assert pages.to_pylist() == [{"n": 25, "k": 25}]
+    failures = query(lake, "SELECT error_type, stage, final FROM failures ORDER BY 1").to_pylist()
+    assert failures == [
+        {"error_type": "corrupt", "stage": "split", "final": True},
+        {"error_type": "empty_file", "stage": "split", "final": True},
+        {"error_type": "unsupported_format", "stage": "split", "final": True},
+    ]
+    formats = query(lake, "SELECT source_name, detected_format FROM documents ORDER BY 1")
+    assert dict((r["source_name"], r["detected_format"]) for r in formats.to_pylist()) == {
+        "broken.pdf": "pdf", "empty.pdf": "empty", "letter.pdf": "pdf", "long.pdf": "pdf",
+        "notes.pdf": "text"}
+    units = query(lake, "SELECT status, count(*) AS n FROM units GROUP BY 1").to_pylist()
+    assert units == [{"status": "done", "n": 6}]
+
+
+def test_pages_are_stored_per_job_zero_padded(settings, pdf_factory):
+    runtime = LocalRuntime(settings)
+    (ingested,) = run_to_completion(runtime, [pdf_factory("a.pdf", 11)])
+    keys = runtime.objects.list(f"pages/{ingested.document_id}/{ingested.job_id}/")
+    assert [k.rsplit("/", 1)[1] for k in keys] == [f"{n:05d}.md" for n in range(1, 12)]
+
+
+def test_a_new_version_replaces_the_indexed_text(settings, pdf_factory):
+    runtime = LocalRuntime(settings)
+    path = pdf_factory("a.pdf", 2, word="oldword")
+    run_to_completion(runtime, [path])
+    pdf_factory("a.pdf", 2, word="newword")
+    run_to_completion(runtime, [path])
+    assert runtime.index.search("oldword") == []
+    assert runtime.index.search("newword")[0].source_name == "a.pdf"
+    versions = query(settings.lake, "SELECT version FROM documents").to_pylist()
+    assert versions == [{"version": 2}]
