@@ -173,8 +173,12 @@ class JobStore(Protocol):
 
     def mark_indexed(self, job_id: str, at: datetime) -> bool: ...
 
-    def queued_unsplit_jobs(self) -> list[Job]:
-        """Jobs that were planned but never split: their message may have been lost."""
+    def mark_split_sent(self, job_ids: Sequence[str]) -> None:
+        """Note that the split messages of these jobs are on the queue (an outbox flag)."""
+        ...
+
+    def unsent_jobs(self) -> list[Job]:
+        """Queued jobs whose split message was never confirmed sent: a crash in ingest."""
         ...
 
     def list_jobs(self, job_ids: Sequence[str] | None = None) -> list[Job]: ...

@@ -13,7 +13,7 @@ from extract.errors import EmptyDocument, LimitExceeded, TerminalError, Unsuppor
 from extract.formats import Format, sniff
 from extract.messages import READ_QUEUE, ReadUnitMessage, SplitMessage
 from extract.pdf import count_pages
-from extract.state import Job, Unit
+from extract.state import Job, Unit, UnitStatus
 from lake.events import FormatDetected, JobSplit, UnitPlanned
 
 SEND_BATCH = 10  # SQS's batch limit; the local queue keeps the same shape
@@ -48,8 +48,10 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
     if job.status.terminal or job.error:
         return
     if job.units is not None:
-        unfinished = [u for u in ctx.store.list_units(job.job_id) if not u.status.terminal]
-        await send_unit_messages(ctx, job, unfinished)
+        # Planned by an earlier delivery that may have died before sending: send the units no
+        # worker has started (a started unit's message is still on its queue).
+        pending = [u for u in ctx.store.list_units(job.job_id) if u.status is UnitStatus.PENDING]
+        await send_unit_messages(ctx, job, pending)
         return
 
     config = ctx.config

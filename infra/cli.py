@@ -16,6 +16,8 @@ from rich.table import Table
 
 from extract.messages import QUEUES
 from extract.state import JobStatus
+from infra.bench import bench_app
+from infra.cli_aws import aws_app
 from infra.cli_lake import lake_app
 from infra.local.runtime import LocalRuntime
 from infra.output import print_rows
@@ -25,6 +27,8 @@ from ingest.planner import IngestOutcome, expand_paths
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Turn documents into searchable text and a queryable event lake.")
 app.add_typer(lake_app, name="lake")
+app.add_typer(bench_app, name="bench")
+app.add_typer(aws_app, name="aws")
 console = Console(stderr=True)
 
 HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
@@ -63,9 +67,9 @@ def run(
     runtime = LocalRuntime(settings)
     started = time.perf_counter()
     runtime.cpu.warm()
+    runtime.recover()  # what an earlier, interrupted run left behind
     ingested = runtime.planner().ingest_many(files)
     job_ids = sorted({i.job_id for i in ingested})
-    runtime.recover()
 
     def done() -> bool:
         jobs = runtime.store.list_jobs(job_ids)

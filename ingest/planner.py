@@ -73,7 +73,8 @@ class Planner:
 
     Files are planned in batches: uploads stored, then each job created in its own transaction,
     then one event flush for the batch, then the split messages. A crash anywhere in between
-    is repaired by the runtime's recovery (jobs without events or messages are re-sent both).
+    is repaired by the runtime's recovery: jobs not marked sent get their events (same ids) and
+    their split message again.
     """
 
     def __init__(self, store: JobStore, objects: ObjectStore, queue: Queue,
@@ -124,6 +125,7 @@ class Planner:
                       for v in planned]
             for start in range(0, len(bodies), 10):
                 self.queue.send_batch(SPLIT_QUEUE, bodies[start:start + 10])
+            self.store.mark_split_sent([v.job_id for v in planned])
         return results
 
     def _plan(self, path: Path, digest: str, failed_before: Document | None) -> NewVersion:

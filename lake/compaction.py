@@ -30,6 +30,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -48,6 +49,12 @@ TMP_PREFIX = ".tmp-"
 OUTPUT_PREFIX = "compacted-"
 # DuckDB's own row-group size: its unit of parallelism when it scans a file.
 ROW_GROUP_ROWS = 122_880
+# Inputs are read once and held in memory while their decoded total fits; the rest are read
+# twice (keys first, then whole), so a huge partition never has to fit in memory.
+CACHE_BYTES = 512 * 2**20
+# Footer reads, reads and deletes are I/O-bound and release the GIL; on S3 each is a round trip.
+IO_THREADS = 8
+KEY_COLUMNS = ("event_id", "occurred_at")
 
 
 @dataclass
@@ -125,6 +132,7 @@ class CompactionReport:
 class _DataFile:
     path: str
     rows: int
+    nbytes: int  # decoded size, summed from the footer's row groups
     schema: pa.Schema
 
 
@@ -227,15 +235,26 @@ def _remove_stale_tmp(filesystem: pafs.FileSystem, infos: list[pafs.FileInfo],
 
 def _read_footers(filesystem: pafs.FileSystem, paths: list[str],
                   report: CompactionReport) -> list[_DataFile]:
-    """Row counts and schemas; a file that cannot be read is reported and never becomes an input."""
-    files = []
-    for path in sorted(paths):
+    """Row counts, sizes and schemas; an unreadable file is reported and never becomes an input."""
+
+    def footer(path: str) -> _DataFile | Exception:
         try:
             with filesystem.open_input_file(path) as source:
                 parquet = pq.ParquetFile(source)
-                files.append(_DataFile(path, parquet.metadata.num_rows, parquet.schema_arrow))
+                meta = parquet.metadata
+                nbytes = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+                return _DataFile(path, meta.num_rows, nbytes, parquet.schema_arrow)
         except (OSError, pa.ArrowException) as error:
-            report.errors.append(f"{path}: left in place, unreadable: {error}")
+            return error
+
+    with ThreadPoolExecutor(IO_THREADS) as pool:
+        results = list(pool.map(footer, sorted(paths)))
+    files = []
+    for path, result in zip(sorted(paths), results, strict=True):
+        if isinstance(result, Exception):
+            report.errors.append(f"{path}: left in place, unreadable: {result}")
+        else:
+            files.append(result)
     return files
 
 
@@ -258,8 +277,9 @@ def _compact_partition(
     if len(inputs) < min_files:
         return None
     schema = _output_schema(event_type, [f.schema for f in inputs])
-    keep = _keep_masks(filesystem, inputs, schema)
-    outputs = _write_outputs(filesystem, folder, inputs, keep, schema, target_rows)
+    held, keys = _load(filesystem, inputs, schema)
+    keep = _keep_masks(keys, [f.rows for f in inputs])
+    outputs = _write_outputs(filesystem, folder, inputs, held, keep, schema, target_rows)
     kept = sum(int(mask.sum()) for mask in keep)
     total = sum(f.rows for f in files)
     dt = _basename(folder).removeprefix("dt=")
@@ -271,11 +291,15 @@ def _compact_partition(
     )
     if before_delete is not None:
         before_delete(result)
-    for f in inputs:
-        # FileNotFoundError: another compaction got there first, and its outputs hold the rows.
-        with contextlib.suppress(FileNotFoundError):
-            filesystem.delete_file(f.path)
+    with ThreadPoolExecutor(IO_THREADS) as pool:
+        list(pool.map(lambda path: _delete(filesystem, path), result.inputs))
     return result
+
+
+def _delete(filesystem: pafs.FileSystem, path: str) -> None:
+    # FileNotFoundError: another compaction got there first, and its outputs hold the rows.
+    with contextlib.suppress(FileNotFoundError):
+        filesystem.delete_file(path)
 
 
 def _output_schema(event_type: str, schemas: list[pa.Schema]) -> pa.Schema:
@@ -287,38 +311,42 @@ def _output_schema(event_type: str, schemas: list[pa.Schema]) -> pa.Schema:
     return pa.unify_schemas([current, *schemas]).with_metadata(current.metadata)
 
 
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """An input table in the output schema: columns older files lack read as nulls."""
-    arrays = [
-        table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(len(table), f.type)
-        for f in schema
-    ]
+def _read(filesystem: pafs.FileSystem, f: _DataFile, schema: pa.Schema) -> pa.Table:
+    """One input in ``schema`` (all columns, or just the keys): missing columns read as nulls."""
+    with filesystem.open_input_file(f.path) as source:
+        table = pq.ParquetFile(source).read(columns=[n for n in schema.names
+                                                     if n in f.schema.names])
+    if table.num_rows != f.rows:
+        raise OSError(f"{f.path} changed while being compacted")
+    if table.schema.equals(schema):
+        return table
+    arrays = [table[c.name].cast(c.type) if c.name in table.column_names
+              else pa.nulls(len(table), c.type) for c in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _keep_masks(filesystem: pafs.FileSystem, inputs: list[_DataFile],
-                schema: pa.Schema) -> list[np.ndarray]:
-    """Per input, which rows to keep: the earliest row of each event_id, ties to the first file.
+def _load(filesystem: pafs.FileSystem, inputs: list[_DataFile],
+          schema: pa.Schema) -> tuple[list[pa.Table | None], pa.Table]:
+    """Read every input once, in parallel: whole while the decoded total stays within
+    CACHE_BYTES (held for the write pass), else only its keys (read again when written)."""
+    key_schema = pa.schema([schema.field(name) for name in KEY_COLUMNS])
+    budget, plans = CACHE_BYTES, []
+    for f in inputs:
+        whole = f.nbytes <= budget
+        budget -= f.nbytes if whole else 0
+        plans.append((f, schema if whole else key_schema))
+    with ThreadPoolExecutor(IO_THREADS) as pool:
+        tables = list(pool.map(lambda plan: _read(filesystem, *plan), plans))
+    keys = pa.concat_tables([t.select(list(KEY_COLUMNS)) for t in tables])
+    held = [t if s is schema else None for t, (_, s) in zip(tables, plans, strict=True)]
+    return held, keys
 
-    Only the two key columns of the partition are held in memory, never the whole partition.
-    """
-    key_schema = pa.schema([schema.field("event_id"), schema.field("occurred_at")])
-    ids, times, positions = [], [], []
-    for number, f in enumerate(inputs):
-        keys = _conform(pq.read_table(f.path, filesystem=filesystem,
-                                      columns=[n for n in key_schema.names
-                                               if n in f.schema.names]), key_schema)
-        if keys.num_rows != f.rows:
-            raise OSError(f"{f.path} changed while being compacted")
-        ids.append(keys["event_id"])
-        times.append(keys["occurred_at"])
-        positions.append(np.full(keys.num_rows, number, dtype=np.int64))
-    total = sum(f.rows for f in inputs)
-    table = pa.table({
-        "event_id": pa.chunked_array([c for a in ids for c in a.chunks], key_schema[0].type),
-        "occurred_at": pa.chunked_array([c for a in times for c in a.chunks], key_schema[1].type),
-        "order": np.arange(total, dtype=np.int64),
-    })
+
+def _keep_masks(keys: pa.Table, rows: list[int]) -> list[np.ndarray]:
+    """Per input, which rows to keep: the earliest row of each event_id, ties to the first file
+    (files are in name order: earlier compactions first, then writes in time order)."""
+    total = keys.num_rows
+    table = keys.append_column("order", pa.array(np.arange(total, dtype=np.int64)))
     order = pc.sort_indices(table, sort_keys=[
         ("event_id", "ascending"), ("occurred_at", "ascending"), ("order", "ascending")])
     sorted_ids = pc.take(table["event_id"], order).combine_chunks()
@@ -326,21 +354,22 @@ def _keep_masks(filesystem: pafs.FileSystem, inputs: list[_DataFile],
     first_of_run = np.concatenate([[True], first.to_numpy(zero_copy_only=False)])[:total]
     keep = np.zeros(total, dtype=bool)
     keep[order.to_numpy()[first_of_run]] = True
-    bounds = np.cumsum([0, *(f.rows for f in inputs)])
-    return [keep[bounds[i]:bounds[i + 1]] for i in range(len(inputs))]
+    bounds = np.cumsum([0, *rows])
+    return [keep[bounds[i]:bounds[i + 1]] for i in range(len(rows))]
 
 
 def _write_outputs(filesystem: pafs.FileSystem, folder: str, inputs: list[_DataFile],
-                   keep: list[np.ndarray], schema: pa.Schema, target_rows: int) -> list[str]:
+                   held: list[pa.Table | None], keep: list[np.ndarray], schema: pa.Schema,
+                   target_rows: int) -> list[str]:
     """Stream the kept rows of the inputs, in input order, into files of at most target_rows."""
     out = _RollingWriter(filesystem, folder, schema, target_rows)
     try:
-        for f, mask in zip(inputs, keep, strict=True):
+        for i, (f, mask) in enumerate(zip(inputs, keep, strict=True)):
+            table, held[i] = held[i], None  # let go of each input once written
             if not mask.any():
                 continue
-            table = _conform(pq.read_table(f.path, filesystem=filesystem), schema)
-            if table.num_rows != len(mask):
-                raise OSError(f"{f.path} changed while being compacted")
+            if table is None:
+                table = _read(filesystem, f, schema)
             out.add(table if mask.all() else table.filter(pa.array(mask)))
         return out.finish()
     except BaseException:

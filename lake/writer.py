@@ -32,6 +32,10 @@ def open_lake(uri: str) -> tuple[pafs.FileSystem, str]:
     if "://" not in uri:
         os.makedirs(uri, exist_ok=True)
         return pafs.LocalFileSystem(), os.path.abspath(uri)
+    if uri.startswith("s3://"):
+        from lake.s3 import open_s3  # honours DOCLAKE_S3_ENDPOINT / AWS_ENDPOINT_URL
+
+        return open_s3(uri)
     fs, path = pafs.FileSystem.from_uri(uri)
     return fs, path
 

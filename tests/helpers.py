@@ -7,7 +7,7 @@ from pathlib import Path
 from conftest import CountingRunner, MemorySink
 
 from extract.context import ExtractConfig, HandlerContext
-from extract.messages import SPLIT_QUEUE, READ_QUEUE, parse_message
+from extract.messages import READ_QUEUE, SPLIT_QUEUE, parse_message
 from extract.ports import ReceivedMessage
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore

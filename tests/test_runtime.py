@@ -23,7 +23,7 @@ def run_to_completion(runtime: LocalRuntime, paths) -> list:
 
 def test_good_and_bad_files_all_reach_a_terminal_state(settings, pdf_factory, tmp_path):
     long_doc = pdf_factory("long.pdf", 23, word="zebra")
-    letter = pdf_factory("letter.pdf", 2, word="giraffe")
+    pdf_factory("letter.pdf", 2, word="giraffe")
     folder = long_doc.parent
     (folder / "empty.pdf").write_bytes(b"")
     (folder / "notes.pdf").write_text("this is plain text, not a PDF\nsecond line\n")

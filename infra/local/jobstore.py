@@ -15,6 +15,7 @@ from pathlib import Path
 from extract.ports import NewVersion
 from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitStatus
 from infra.local.sqlite import open_database, transaction
+from lake.replay import JobState, ReplayState, UnitState
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -46,7 +47,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   detected_format TEXT,
   error TEXT,
   failure_reason TEXT,
-  indexed_at TEXT
+  indexed_at TEXT,
+  split_sent_at TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
 CREATE INDEX IF NOT EXISTS jobs_sha ON jobs (sha256);
@@ -86,6 +88,7 @@ class SqliteJobStore:
     def _job(row: sqlite3.Row) -> Job:
         data = dict(row)
         data.pop("sha256", None)
+        data.pop("split_sent_at", None)
         for key in ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at"):
             data[key] = _ts(data[key])
         return Job(**data)
@@ -290,9 +293,15 @@ class SqliteJobStore:
         )
         return cursor.rowcount == 1
 
-    def queued_unsplit_jobs(self) -> list[Job]:
+    def mark_split_sent(self, job_ids: Sequence[str]) -> None:
+        now = _now()
+        with transaction(self._db) as db:
+            db.executemany("UPDATE jobs SET split_sent_at = ? WHERE job_id = ?",
+                           [(now, job_id) for job_id in job_ids])
+
+    def unsent_jobs(self) -> list[Job]:
         rows = self._db.execute(
-            "SELECT * FROM jobs WHERE status = 'queued' AND units IS NULL AND error IS NULL"
+            "SELECT * FROM jobs WHERE status = 'queued' AND split_sent_at IS NULL"
         ).fetchall()
         return [self._job(r) for r in rows]
 
@@ -310,6 +319,20 @@ class SqliteJobStore:
             total += row[0]
             done += row[1]
         return total, done
+
+    def snapshot(self) -> ReplayState:
+        """Every job and unit in the shape ``lake.replay`` rebuilds from the events."""
+        jobs = {
+            r["job_id"]: JobState(r["job_id"], r["document_id"], r["status"], r["pages"],
+                                  r["units"], r["failure_reason"])
+            for r in self._db.execute("SELECT * FROM jobs")
+        }
+        units = {
+            (r["job_id"], r["unit_id"]): UnitState(r["job_id"], r["unit_id"], r["status"],
+                                                   r["first_page"], r["last_page"])
+            for r in self._db.execute("SELECT * FROM units")
+        }
+        return ReplayState(jobs=jobs, units=units)
 
     def close(self) -> None:
         self._db.close()

@@ -72,7 +72,7 @@ class LocalRuntime:
     def recover(self) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops)."""
         released = self.queue.release_orphans()
-        unsplit = self.store.queued_unsplit_jobs()
+        unsplit = self.store.unsent_jobs()
         events = []
         for job in unsplit:
             document = self.store.get_document(job.document_id)
@@ -87,6 +87,7 @@ class LocalRuntime:
         for job in unsplit:
             self.queue.send(SPLIT_QUEUE, SplitMessage(document_id=job.document_id,
                                                       job_id=job.job_id).model_dump_json())
+        self.store.mark_split_sent([job.job_id for job in unsplit])
         unindexed = self.store.jobs_to_index()
         for job in unindexed:
             self.queue.send(INDEX_QUEUE, IndexMessage(document_id=job.document_id,

@@ -1,0 +1,38 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+DEMO_HOME ?= .doclake-demo
+
+.PHONY: install demo test lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: install
+	rm -rf $(DEMO_HOME)
+	$(BIN)/doclake run examples --home $(DEMO_HOME)
+	$(BIN)/doclake sql --home $(DEMO_HOME) "SELECT d.source_name, j.status, j.pages, \
+	  round(l.seconds, 2) AS seconds FROM jobs j JOIN documents d USING (document_id) \
+	  JOIN job_latency l USING (job_id) ORDER BY d.source_name"
+	$(BIN)/doclake sql --home $(DEMO_HOME) "SELECT event_type, count(*) AS events FROM events \
+	  GROUP BY event_type ORDER BY events DESC"
+	$(BIN)/doclake search --home $(DEMO_HOME) "confidential information" --limit 3
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/doclake bench pipeline
+
+clean:
+	rm -rf $(VENV) $(DEMO_HOME) .pytest_cache .ruff_cache
