@@ -1,0 +1,92 @@
+"""The ``doclake`` command as a user types it."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from infra.cli import app
+from infra.output import plain
+
+runner = CliRunner()
+FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
+        "DOCLAKE_CPU_WORKERS": "1"}
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env=FAST, catch_exceptions=False)
+
+
+def test_run_then_sql_search_status_and_rerun(tmp_path, pdf_factory):
+    home = str(tmp_path / "home")
+    pdf_factory("a.pdf", 7, word="walrus")
+    folder = str(tmp_path / "docs")
+    (tmp_path / "docs" / "bad.pdf").write_bytes(b"not a pdf at all")
+    result = invoke("run", folder, "--home", home)
+    assert result.exit_code == 0, result.output
+    assert "succeeded 1  failed 1  pages 7" in result.output
+    assert "unsupported_format" in result.output
+
+    result = invoke("sql", "SELECT status, count(*) AS n, sum(pages) AS pages FROM jobs "
+                    "GROUP BY 1 ORDER BY 1", "--home", home, "--format", "json")
+    assert json.loads(result.output) == [{"status": "failed", "n": 1, "pages": None},
+                                         {"status": "succeeded", "n": 1, "pages": 7}]
+    result = invoke("sql", "SELECT 7.0 AS whole, 2.5 AS half", "--home", home, "--format", "csv")
+    assert result.output.splitlines() == ["whole,half", "7,2.5"]
+
+    result = invoke("search", "walrus page 6", "--home", home)
+    assert "a.pdf" in result.output and "│ 6" in result.output
+    assert "succeeded  │ 1" in invoke("status", "--home", home).output.replace("    ", " ")
+
+    again = invoke("run", folder, "--home", home)
+    assert "unchanged 1" in again.output
+
+
+def test_a_missing_path_is_a_usage_error_and_nothing_is_ingested(tmp_path, pdf_factory):
+    home = tmp_path / "home"
+    good = pdf_factory("a.pdf", 1)
+    result = invoke("run", str(good), str(tmp_path / "missing.pdf"), "--home", str(home))
+    assert result.exit_code == 2
+    assert "no such file" in result.output
+    assert not home.exists()
+
+
+def test_bad_sql_exits_non_zero_with_the_error(tmp_path):
+    result = invoke("sql", "SELECT nope FROM jobs", "--home", str(tmp_path))
+    assert result.exit_code == 1
+    assert "nope" in result.output
+
+
+def test_lake_commands_on_a_finished_run(tmp_path, pdf_factory):
+    home = str(tmp_path / "home")
+    pdf_factory("a.pdf", 6)
+    assert invoke("run", str(tmp_path / "docs"), "--home", home).exit_code == 0
+    replay = invoke("lake", "replay", "--check", "--home", home)
+    assert replay.exit_code == 0 and "no difference" in replay.output
+    compact = invoke("lake", "compact", "--home", home, "--format", "json")
+    assert json.loads(compact.output)["duplicates_dropped"] == 0
+    check = invoke("lake", "check", "--home", home)
+    assert check.exit_code == 0, check.output
+    assert ", 0 failed" in check.output
+
+
+def test_replay_check_fails_when_the_store_disagrees(tmp_path, pdf_factory):
+    import sqlite3
+
+    home = tmp_path / "home"
+    pdf_factory("a.pdf", 2)
+    assert invoke("run", str(tmp_path / "docs"), "--home", str(home)).exit_code == 0
+    with sqlite3.connect(home / "jobs.db") as db:
+        db.execute("UPDATE jobs SET status = 'failed', failure_reason = 'tampered'")
+    replay = invoke("lake", "replay", "--check", "--home", str(home))
+    assert replay.exit_code == 1
+    assert "tampered" in replay.output
+
+
+def test_plain_prints_whole_numbers_as_integers():
+    from decimal import Decimal
+
+    assert plain(3.0) == 3 and isinstance(plain(3.0), int)
+    assert plain(Decimal("12")) == 12 and plain(Decimal("1.5")) == 1.5
+    assert plain([1.0, 2.5]) == [1, 2.5]
