@@ -16,7 +16,7 @@ install: $(BIN)/.installed
 
 demo: install
 	rm -rf $(DEMO_HOME)
-	$(BIN)/doclake run examples --home $(DEMO_HOME)
+	$(BIN)/doclake run examples/*.pdf --home $(DEMO_HOME)
 	$(BIN)/doclake sql --home $(DEMO_HOME) "SELECT d.source_name, j.status, j.pages, \
 	  round(l.seconds, 2) AS seconds FROM jobs j JOIN documents d USING (document_id) \
 	  JOIN job_latency l USING (job_id) ORDER BY d.source_name"

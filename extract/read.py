@@ -7,6 +7,7 @@ the unit done. A delivery that dies anywhere in between is redone from the store
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from extract.context import Delivery, HandlerContext
@@ -17,6 +18,13 @@ from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key
 
 TEXT_READER = "text"
+
+
+def _store_pages(ctx: HandlerContext, document_id: str, job_id: str,
+                 texts: list[tuple[int, str]]) -> None:
+    for number, text in texts:
+        ctx.objects.put(page_key(document_id, job_id, number), text.encode("utf-8"),
+                        metadata={"reader": TEXT_READER, "chars": str(len(text))})
 
 
 async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: Delivery) -> None:
@@ -48,12 +56,12 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
             texts = await ctx.cpu.run(read_text_layer, path, missing, ctx.config.password_value,
                                       timeout_s=ctx.config.read_timeout_s)
         per_page_ms = (time.perf_counter() - read_started) * 1000 / len(missing)
+        # Off the event loop: each put is durable (fsync), and other units go on meanwhile.
+        await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, texts)
         for number, text in texts:
-            key = page_key(job.document_id, job.job_id, number)
-            ctx.objects.put(key, text.encode("utf-8"),
-                            metadata={"reader": TEXT_READER, "chars": str(len(text))})
             delivery.emit(PageRead, unit_id=unit.unit_id, page_number=number,
-                          reader=TEXT_READER, chars=len(text), object_key=key,
+                          reader=TEXT_READER, chars=len(text),
+                          object_key=page_key(job.document_id, job.job_id, number),
                           duration_ms=per_page_ms)
 
     pages = len(unit.page_numbers)

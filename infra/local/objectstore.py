@@ -51,6 +51,8 @@ class FolderObjectStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
         shutil.copyfile(path, temporary)
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
         os.replace(temporary, target)
 
     def get(self, key: str) -> bytes:
