@@ -22,7 +22,7 @@ class Settings(BaseSettings):
     lake_uri: str | None = Field(None, description="Lake root; default <home>/lake.")
 
     pages_per_unit: int = Field(5, ge=1, description="Pages per unit of work.")
-    concurrency: int = Field(16, ge=1, description="Messages handled at once.")
+    concurrency: int = Field(64, ge=1, description="Messages handled at once.")
     cpu_workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1,
                              description="Processes for CPU work (parsing).")
     poll_interval_s: float = Field(5.0, gt=0, description="Poller period.")

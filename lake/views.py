@@ -142,6 +142,10 @@ SELECT document_id, job_id, status, effective_date, jurisdiction, party, term, s
 FROM ev_result_published
 QUALIFY row_number() OVER (PARTITION BY document_id ORDER BY occurred_at DESC) = 1
 """,
+    "quality_checks": """
+SELECT occurred_at, run_id, table_name, expectation, success, unexpected_count, details
+FROM ev_expectation_checked
+""",
     "job_latency": """
 SELECT
   job_id,
