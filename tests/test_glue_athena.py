@@ -408,3 +408,20 @@ def test_athena_failure_and_timeout_stop_the_run():
     with pytest.raises(AthenaQueryFailed, match="still RUNNING"):
         create_views_with_athena(stuck, "lake", timeout_s=5, sleep=lambda s: now.__setitem__(
             0, now[0] + s), clock=lambda: now[0])
+
+
+def test_the_aws_catalog_command_creates_the_catalog(moto_endpoint, glue):
+    from typer.testing import CliRunner
+
+    from infra.cli import app
+
+    env = {"AWS_ENDPOINT_URL": moto_endpoint, "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+    result = CliRunner().invoke(app, ["aws", "catalog", "--bucket", "cli-lake", "--database",
+                                      "cli_db", "--prefix", "p"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "in cli_db" in result.output
+    tables = _all_tables(glue, "cli_db")
+    assert RAW_TABLES | {"jobs", "pages", "failures"} <= set(tables)
+    assert tables["raw_job_created"]["StorageDescriptor"]["Location"] == (
+        "s3://cli-lake/p/events/event_type=job_created/")
