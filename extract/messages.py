@@ -50,13 +50,8 @@ class IndexMessage(_Message):
 Message = Annotated[SplitMessage | ReadUnitMessage | IndexMessage, Field(discriminator="type")]
 _ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
-QUEUE_OF: dict[str, str] = {"split": SPLIT_QUEUE, "read_unit": READ_QUEUE, "index": INDEX_QUEUE}
-
 
 def parse_message(body: str) -> SplitMessage | ReadUnitMessage | IndexMessage:
     """Parse a message body; raises ``pydantic.ValidationError`` on a malformed one."""
     return _ADAPTER.validate_json(body)
 
-
-def queue_for(message: _Message) -> str:
-    return QUEUE_OF[message.type]  # type: ignore[attr-defined]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import datetime
 
 EVENTS_PREFIX = "events"
-COMPACTED_PREFIX = "compacted"
 
 
 def upload_key(document_id: str, upload_id: str) -> str:

@@ -67,13 +67,3 @@ class ProcessPoolRunner:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-
-
-class InlineRunner:
-    """Runs in a thread of this process: for Lambda, where one invocation is one unit."""
-
-    async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
-        try:
-            return await asyncio.wait_for(asyncio.to_thread(fn, *args), timeout=timeout_s)
-        except TimeoutError:
-            raise WorkerTimeout(f"{fn.__name__} ran past {timeout_s:g} s") from None
