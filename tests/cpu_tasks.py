@@ -1,0 +1,19 @@
+"""Functions for the process-pool tests (importable by worker processes)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def square(value: int) -> int:
+    return value * value
+
+
+def sleep_for(seconds: float) -> str:
+    time.sleep(seconds)
+    return "woke"
+
+
+def die() -> None:
+    os._exit(13)  # a crash PDFium could cause: no exception, the process is gone
