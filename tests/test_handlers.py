@@ -134,3 +134,22 @@ async def test_a_malformed_message_is_recorded_and_dropped(tmp_path):
     assert await handle_message(harness.ctx, message) is Outcome.ACK
     (failure,) = harness.sink.of_type("failure")
     assert failure.error_type == "malformed_message" and failure.final
+
+
+async def test_a_dead_lettered_unit_fails_its_job_at_once(tmp_path, pdf_factory):
+    from extract.handling import handle_dead_letter
+    from extract.poller import poll_once
+    from extract.state import JobStatus
+
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 2))
+    for _ in range(harness.queue.max_receives):  # a worker that dies on every delivery
+        (message,) = harness.receive(READ_QUEUE)
+        harness.queue.change_visibility(message, 0)
+    assert harness.receive(READ_QUEUE) == []
+    (dead,) = harness.receive("read-dlq")
+    assert await handle_dead_letter(harness.ctx, dead) is Outcome.ACK
+    (unit,) = harness.store.list_units(ingested.job_id)
+    assert (unit.status, unit.error_type) == (UnitStatus.FAILED, "dead_letter")
+    (decision,) = await poll_once(harness.ctx)
+    assert (decision.new, decision.reason) == (JobStatus.FAILED, "dead_letter")
