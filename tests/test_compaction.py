@@ -362,3 +362,21 @@ def test_compaction_on_s3(s3_lake) -> None:
     assert con.execute("SELECT count(*) FROM raw_page_read").fetchone() == (15,)
     con.close()
     assert len(before) == written
+
+
+# --- the benchmark stays runnable --------------------------------------------------------------
+
+
+def test_lake_benchmark_runs_at_small_scale(tmp_path: Path, capsys) -> None:
+    from benchmarks.lake_bench import main
+
+    results = main(["--events", "3000", "--write-events", "300", "--single-write-events", "50",
+                    "--anchor-events", "300", "--repeats", "1", "--workdir", str(tmp_path),
+                    "--format", "json"])
+
+    lake = results["lake"]
+    assert lake["compaction"]["same_answers"] is True
+    assert lake["files_after"] < lake["files_before"]
+    assert lake["compaction"]["rows_after"] == lake["compaction"]["rows_before"] <= lake["events"]
+    assert results["small_files"]["files"]["one_file_per_event"] == results["small_files"]["events"]
+    assert '"events_per_s"' in capsys.readouterr().out
