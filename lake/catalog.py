@@ -85,6 +85,7 @@ def connect(lake_uri: str, *, threads: int | None = None):
         config["threads"] = threads
     con = _duckdb().connect(":memory:", config=config)
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET parquet_metadata_cache = true")  # views stack: read each footer once
     define_views(con, lake_uri)
     return con
 
@@ -94,8 +95,15 @@ def query(lake_uri: str, sql: str, parameters: list | None = None) -> pa.Table:
 
     >>> query(".doclake/lake", "SELECT status, count(*) AS n FROM jobs GROUP BY status")
     """
-    con = connect(lake_uri)
-    try:
-        return con.sql(sql, params=parameters).to_arrow_table()
-    finally:
-        con.close()
+    duckdb = _duckdb()
+    for attempt in (1, 2):
+        con = connect(lake_uri)
+        try:
+            return con.sql(sql, params=parameters).to_arrow_table()
+        except duckdb.IOException:
+            # Compaction may delete files between listing and reading: list again, once.
+            if attempt == 2:
+                raise
+        finally:
+            con.close()
+    raise AssertionError("unreachable")

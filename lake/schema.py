@@ -6,6 +6,7 @@ views, the Glue table definitions) reads it from here, so the three cannot drift
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from dataclasses import dataclass
@@ -74,8 +75,11 @@ def columns(event_cls: type[Event]) -> list[Column]:
     return [_column(name, hints[name]) for name in (*ENVELOPE_FIELDS, *own)]
 
 
+@functools.cache
 def arrow_schema(event_cls: type[Event]) -> pa.Schema:
-    """The Parquet schema of one event type, with the schema version in its metadata."""
+    """The Parquet schema of one event type, with the schema version in its metadata.
+
+    Cached: the writer asks for it on every flush, and it only changes with the code."""
     from lake.events import SCHEMA_VERSION
 
     fields = [pa.field(c.name, c.arrow, nullable=c.name not in ("event_id", "event_type"))

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from uuid6 import uuid7
@@ -84,7 +85,12 @@ class ParquetEventWriter:
         path = f"{folder}/part-{uuid7()}.parquet"
         table = to_table(batch)
         if not self._local:
-            pq.write_table(table, path, filesystem=self.filesystem, compression=self.compression)
+            # Encode in memory, then one PUT: a failure half-way never leaves a partial object
+            # under the final name (a multipart stream abandoned on error may still complete).
+            buffer = pa.BufferOutputStream()
+            pq.write_table(table, buffer, compression=self.compression)
+            with self.filesystem.open_output_stream(path) as stream:
+                stream.write(buffer.getvalue())
             return path
         os.makedirs(folder, exist_ok=True)
         temporary = f"{folder}/.tmp-{uuid.uuid4().hex}"
