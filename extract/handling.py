@@ -79,6 +79,8 @@ async def _record_failure(ctx: HandlerContext, message, delivery: Delivery,
         ctx.store.fail_unit(message.job_id, message.unit_id, error_type, text)
     elif isinstance(message, SplitMessage):
         ctx.store.set_job_error(message.job_id, error_type)
+    elif isinstance(message, IndexMessage):
+        ctx.store.mark_index_failed(message.job_id, error_type)
     ctx.notify()
 
 

@@ -173,6 +173,10 @@ class JobStore(Protocol):
 
     def mark_indexed(self, job_id: str, at: datetime) -> bool: ...
 
+    def mark_index_failed(self, job_id: str, error: str) -> bool:
+        """The indexer gave up on this job: it stays succeeded, its text unsearchable."""
+        ...
+
     def mark_split_sent(self, job_ids: Sequence[str]) -> None:
         """Note that the split messages of these jobs are on the queue (an outbox flag)."""
         ...

@@ -70,6 +70,14 @@ class Job(_Record):
     error: str | None = None
     failure_reason: str | None = None
     indexed_at: datetime | None = None
+    index_error: str | None = None
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more will happen to this job: terminal, and a success indexed (or given up)."""
+        if self.status is JobStatus.SUCCEEDED:
+            return self.indexed_at is not None or self.index_error is not None
+        return self.status is JobStatus.FAILED
 
 
 class Unit(_Record):

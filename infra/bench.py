@@ -69,8 +69,7 @@ def pipeline_run(paths: list[Path], concurrency: int | None) -> dict:
         ids = [i.job_id for i in ingested]
 
         def done() -> bool:
-            return all(j.status.terminal and (j.status is JobStatus.FAILED or j.indexed_at)
-                       for j in runtime.store.list_jobs(ids))
+            return all(j.settled for j in runtime.store.list_jobs(ids))
 
         asyncio.run(runtime.process(done))
         seconds = time.perf_counter() - started

@@ -73,8 +73,7 @@ def run(
 
     def done() -> bool:
         jobs = runtime.store.list_jobs(job_ids)
-        return all(j.status.terminal and (j.status is JobStatus.FAILED or j.indexed_at)
-                   for j in jobs)
+        return all(j.settled for j in jobs)
 
     with _progress() as progress:
         documents = progress.add_task("documents", total=len(job_ids))

@@ -79,3 +79,22 @@ async def test_poll_once_fails_a_stalled_job_with_a_failure_row(tmp_path, pdf_fa
     assert (job.status, job.failure_reason) == (JobStatus.FAILED, NO_PROGRESS)
     (failure,) = harness.sink.of_type("failure")
     assert failure.stage == "poller" and failure.final
+
+
+async def test_an_index_that_cannot_be_built_is_given_up_and_the_job_settles(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    ingested = harness.planner.ingest(pdf_factory("a.pdf", 3))
+    for queue in (SPLIT_QUEUE, READ_QUEUE):
+        for message in harness.receive(queue):
+            await handle_message(harness.ctx, message)
+    await poll_once(harness.ctx)
+    page = harness.objects.list(f"pages/{ingested.document_id}/")[0]
+    harness.objects.delete_prefix(page)  # a page lost from storage after the job succeeded
+    (message,) = harness.receive(INDEX_QUEUE)
+    await handle_message(harness.ctx, message)
+    job = harness.store.get_job(ingested.job_id)
+    assert (job.status, job.index_error, job.indexed_at) == (JobStatus.SUCCEEDED, "missing_pages",
+                                                             None)
+    assert job.settled and harness.store.jobs_to_index() == []
+    (failure,) = harness.sink.of_type("failure")
+    assert (failure.stage, failure.final) == ("index", True)

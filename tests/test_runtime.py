@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-from extract.state import JobStatus
 from infra.local.runtime import LocalRuntime
 from lake.catalog import query
 
@@ -14,8 +13,7 @@ def run_to_completion(runtime: LocalRuntime, paths) -> list:
     ids = [i.job_id for i in ingested]
 
     def done():
-        return all(j.status.terminal and (j.status is JobStatus.FAILED or j.indexed_at)
-                   for j in runtime.store.list_jobs(ids))
+        return all(j.settled for j in runtime.store.list_jobs(ids))
 
     asyncio.run(runtime.process(done))
     return ingested

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   error TEXT,
   failure_reason TEXT,
   indexed_at TEXT,
+  index_error TEXT,
   split_sent_at TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
@@ -282,6 +283,7 @@ class SqliteJobStore:
     def jobs_to_index(self) -> list[Job]:
         rows = self._db.execute(
             "SELECT * FROM jobs WHERE status = 'succeeded' AND indexed_at IS NULL "
+            "AND index_error IS NULL "
             "ORDER BY finished_at"
         ).fetchall()
         return [self._job(r) for r in rows]
@@ -290,6 +292,13 @@ class SqliteJobStore:
         cursor = self._db.execute(
             "UPDATE jobs SET indexed_at = ? WHERE job_id = ? AND indexed_at IS NULL",
             (at.isoformat(), job_id),
+        )
+        return cursor.rowcount == 1
+
+    def mark_index_failed(self, job_id: str, error: str) -> bool:
+        cursor = self._db.execute(
+            "UPDATE jobs SET index_error = ? WHERE job_id = ? AND indexed_at IS NULL",
+            (error, job_id),
         )
         return cursor.rowcount == 1
 
