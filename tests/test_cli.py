@@ -90,3 +90,20 @@ def test_plain_prints_whole_numbers_as_integers():
     assert plain(3.0) == 3 and isinstance(plain(3.0), int)
     assert plain(Decimal("12")) == 12 and plain(Decimal("1.5")) == 1.5
     assert plain([1.0, 2.5]) == [1, 2.5]
+
+
+def test_lake_check_fails_on_a_bad_row_and_records_its_results(tmp_path):
+    from lake.catalog import query
+    from lake.events import ModelCalled
+    from lake.writer import ParquetEventWriter
+
+    lake = tmp_path / "home" / "lake"
+    ParquetEventWriter.for_uri(str(lake)).write([
+        ModelCalled(call_id="c1", job_id="j", purpose="read", provider="gemini", model="m",
+                    outcome="ok", input_tokens=10, output_tokens=-5, cost_usd=-0.01)])
+    check = invoke("lake", "check", "--home", str(tmp_path / "home"))
+    assert check.exit_code == 1
+    assert "2 failed" in check.output
+    recorded = query(str(lake), "SELECT count(*) AS n, count(*) FILTER (WHERE NOT success) AS bad "
+                                "FROM quality_checks").to_pylist()
+    assert recorded[0]["bad"] == 2 and recorded[0]["n"] > 10
