@@ -22,7 +22,9 @@ from rich.table import Table
 
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures.")
 
-DEFAULT_PDFS = Path(__file__).resolve().parents[1].parent / "shared/data/kleister-nda/train/documents"
+KLEISTER = "data/kleister-nda/train/documents"
+DEFAULT_PDFS = Path(os.environ.get("DOCLAKE_SHARED_DIR")
+                    or Path(__file__).resolve().parents[2] / "shared") / KLEISTER
 
 
 def _plain_read(path: str) -> int:

@@ -119,14 +119,36 @@ class Planner:
             result = Ingested(outcome, version.document_id, version.job_id, path.name)
             claimed[digest] = result
             results.append(result)
-        if planned:
-            self.write_events([e for v in planned for e in registration_events(v, self.worker)])
-            bodies = [SplitMessage(document_id=v.document_id, job_id=v.job_id).model_dump_json()
-                      for v in planned]
-            for start in range(0, len(bodies), 10):
-                self.queue.send_batch(SPLIT_QUEUE, bodies[start:start + 10])
-            self.store.mark_split_sent([v.job_id for v in planned])
+        self._publish(planned)
         return results
+
+    def _publish(self, planned: Sequence[NewVersion]) -> None:
+        """Events first (durable), then the split messages, then the outbox flag."""
+        if not planned:
+            return
+        self.write_events([e for v in planned for e in registration_events(v, self.worker)])
+        bodies = [SplitMessage(document_id=v.document_id, job_id=v.job_id).model_dump_json()
+                  for v in planned]
+        for start in range(0, len(bodies), 10):
+            self.queue.send_batch(SPLIT_QUEUE, bodies[start:start + 10])
+        self.store.mark_split_sent([v.job_id for v in planned])
+
+    def resend_unsent(self) -> int:
+        """After a crash in ingest: publish again the jobs created but never marked sent.
+
+        Their events are rebuilt from the store with the job's creation time, hence the same
+        event ids; a split message that did get out is simply handled twice (a no-op)."""
+        unsent = []
+        for job in self.store.unsent_jobs():
+            document = self.store.get_document(job.document_id)
+            if document is None or document.latest_job_id != job.job_id:
+                continue  # superseded by a newer version: the poller's timeout fails it
+            unsent.append(NewVersion(
+                document_id=job.document_id, job_id=job.job_id, source_name=job.source_name,
+                source_key=document.source_key, sha256=document.sha256, bytes=document.bytes,
+                version=document.version, object_key=job.object_key, created_at=job.created_at))
+        self._publish(unsent)
+        return len(unsent)
 
     def _plan(self, path: Path, digest: str, failed_before: Document | None) -> NewVersion:
         source_key = str(path.resolve())

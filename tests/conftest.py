@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -14,7 +15,19 @@ from pdfgen import make_pdf  # noqa: E402
 
 from infra.settings import Settings  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+def _find_shared() -> Path:
+    """The team's shared test data: $DOCLAKE_SHARED_DIR, else a ``shared/`` beside the clone or
+    beside any folder above it (the repository normally sits at ``<work>/main``)."""
+    if os.environ.get("DOCLAKE_SHARED_DIR"):
+        return Path(os.environ["DOCLAKE_SHARED_DIR"])
+    for folder in Path(__file__).resolve().parents[1:]:
+        if (folder / "shared" / "corpus").is_dir():
+            return folder / "shared"
+    return Path(__file__).resolve().parents[2] / "shared"
+
+
+SHARED = _find_shared()
 CORPUS = SHARED / "corpus"
 KLEISTER = SHARED / "data" / "kleister-nda" / "train" / "documents"
 

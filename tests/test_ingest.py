@@ -10,6 +10,7 @@ from helpers import Harness
 
 from extract.state import JobStatus
 from ingest.planner import IngestOutcome, expand_paths
+from lake.events import JobCreated
 from lake.layout import upload_key
 
 
@@ -62,3 +63,25 @@ def test_expand_paths_walks_folders_skips_hidden_files_and_rejects_missing(tmp_p
     assert [p.name for p in expand_paths([a.parent])] == ["a.pdf", "b.txt"]
     with pytest.raises(FileNotFoundError, match="nope"):
         expand_paths([a, tmp_path / "nope"])
+
+
+def test_a_crash_between_the_database_and_the_events_is_repaired(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+
+    def crash(events):
+        raise KeyboardInterrupt("killed after the job was created")
+
+    harness.planner.write_events = crash
+    with pytest.raises(KeyboardInterrupt):
+        harness.planner.ingest(pdf_factory("a.pdf", 2))
+    (job,) = harness.store.list_jobs()
+    assert harness.sink.events == [] and harness.split_messages() == []
+
+    harness.planner.write_events = harness.sink.events.extend
+    assert harness.planner.resend_unsent() == 1
+    assert harness.planner.resend_unsent() == 0
+    (message,) = harness.split_messages()
+    assert message[1].job_id == job.job_id
+    registered, created = harness.sink.events
+    assert (registered.job_id, registered.occurred_at) == (job.job_id, job.created_at)
+    assert created.event_id == JobCreated(job_id=job.job_id).event_id

@@ -24,18 +24,17 @@ from extract.messages import (
     READ_QUEUE,
     SPLIT_QUEUE,
     IndexMessage,
-    SplitMessage,
     dead_letter_queue,
 )
 from extract.poller import poll_once
-from extract.ports import NewVersion, ReceivedMessage
+from extract.ports import ReceivedMessage
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
 from infra.local.queue import SqliteQueue
 from infra.local.search import Fts5SearchIndex
 from infra.settings import Settings
-from ingest.planner import Planner, registration_events
+from ingest.planner import Planner
 from lake.writer import GroupCommitter, ParquetEventWriter
 
 log = logging.getLogger(__name__)
@@ -72,27 +71,12 @@ class LocalRuntime:
     def recover(self) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops)."""
         released = self.queue.release_orphans()
-        unsplit = self.store.unsent_jobs()
-        events = []
-        for job in unsplit:
-            document = self.store.get_document(job.document_id)
-            if document is not None and document.latest_job_id == job.job_id:
-                events += registration_events(NewVersion(
-                    document_id=job.document_id, job_id=job.job_id, source_name=job.source_name,
-                    source_key=document.source_key, sha256=document.sha256,
-                    bytes=document.bytes, version=document.version, object_key=job.object_key,
-                    created_at=job.created_at), worker="recovery")
-        if events:
-            self.writer.write(events)
-        for job in unsplit:
-            self.queue.send(SPLIT_QUEUE, SplitMessage(document_id=job.document_id,
-                                                      job_id=job.job_id).model_dump_json())
-        self.store.mark_split_sent([job.job_id for job in unsplit])
+        resent_splits = self.planner().resend_unsent()
         unindexed = self.store.jobs_to_index()
         for job in unindexed:
             self.queue.send(INDEX_QUEUE, IndexMessage(document_id=job.document_id,
                                                       job_id=job.job_id).model_dump_json())
-        return {"released": released, "resent_splits": len(unsplit),
+        return {"released": released, "resent_splits": resent_splits,
                 "resent_index": len(unindexed)}
 
     def idle(self) -> bool:
