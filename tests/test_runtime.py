@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from extract.state import JobStatus
 from infra.local.runtime import LocalRuntime
 from lake.catalog import query
 
@@ -79,3 +80,29 @@ def test_a_new_version_replaces_the_indexed_text(settings, pdf_factory):
     assert runtime.index.search("newword")[0].source_name == "a.pdf"
     versions = query(settings.lake, "SELECT version FROM documents").to_pylist()
     assert versions == [{"version": 2}]
+
+
+def test_an_event_lake_that_cannot_be_written_loses_no_worker_and_no_document(
+        settings, pdf_factory, monkeypatch):
+    """Writes fail for a while (a full disk, say): messages are redelivered, then all finish."""
+    from lake.writer import ParquetEventWriter
+
+    real_write = ParquetEventWriter.write
+    failures = {"left": 4}
+
+    def flaky_write(self, events):
+        # Both the unit's events and the failure record that follows them fail to write.
+        if failures["left"] > 0 and any(e.event_type in ("unit_done", "failure") for e in events):
+            failures["left"] -= 1
+            raise OSError(28, "No space left on device")
+        return real_write(self, events)
+
+    monkeypatch.setattr(ParquetEventWriter, "write", flaky_write)
+    settings = settings.model_copy(update={"visibility_timeout_s": 1.0, "concurrency": 2})
+    runtime = LocalRuntime(settings)
+    ingested = run_to_completion(runtime, [pdf_factory("a.pdf", 12), pdf_factory("b.pdf", 3)])
+    jobs = runtime.store.list_jobs([i.job_id for i in ingested])
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED, JobStatus.SUCCEEDED]
+    assert failures["left"] == 0
+    attempts = [u.attempts for j in jobs for u in runtime.store.list_units(j.job_id)]
+    assert max(attempts) >= 2  # the failed deliveries came back and were done again

@@ -105,7 +105,10 @@ class LocalRuntime:
         tasks.append(asyncio.create_task(self._receiver(inbox, stop)))
         try:
             while True:
-                await poll_once(ctx)
+                try:
+                    await poll_once(ctx)
+                except Exception:  # the next pass decides again, with the same event ids
+                    log.exception("poll failed; retrying at the next interval")
                 if on_tick:
                     on_tick()
                 if done():
@@ -145,6 +148,8 @@ class LocalRuntime:
             received = await inbox.get()
             try:
                 await self._handle(ctx, received)
+            except Exception:  # e.g. the lake's disk is full: never lose the worker itself
+                log.exception("handling %s failed; it will be redelivered", received.message_id)
             finally:
                 inbox.task_done()
 
