@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from extract.context import Delivery, HandlerContext
 from extract.errors import TerminalError, error_type_of
 from extract.indexer import handle_index
-from extract.messages import IndexMessage, ReadUnitMessage, SplitMessage, parse_message
+from extract.messages import IndexMessage, Message, ReadUnitMessage, SplitMessage, parse_message
 from extract.ports import ReceivedMessage
 from extract.read import handle_read
 from extract.split import handle_split
@@ -41,7 +41,7 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
     except ValidationError as error:
         delivery = Delivery(received.receive_count, True, None, None, ctx.worker, ctx.sink)
         delivery.emit(FailureRecorded, stage="dispatch", error_type="malformed_message",
-                      message=str(error)[:2000], final=True)
+                      message=str(error)[:2000], final=True, message_id=received.message_id)
         await delivery.commit()
         return Outcome.ACK
 
@@ -55,21 +55,22 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
         elif isinstance(message, IndexMessage):
             await handle_index(ctx, message, delivery)
         return Outcome.ACK
-    except Exception as error:  # sorted below; nothing escapes to the worker loop
+    except Exception as error:  # sorted here; only a failure to record it escapes
         give_up = isinstance(error, TerminalError) or final
         if not isinstance(error, TerminalError):
             log.warning("%s failed (attempt %d): %r", message.type, delivery.attempt, error)
-        await _record_failure(ctx, message, delivery, error, final=give_up)
+        await _record_failure(ctx, message, delivery, error, final=give_up,
+                              message_id=received.message_id)
         return Outcome.ACK if give_up else Outcome.RETRY
 
 
-async def _record_failure(ctx: HandlerContext, message, delivery: Delivery,
-                          error: BaseException, *, final: bool) -> None:
+async def _record_failure(ctx: HandlerContext, message: Message, delivery: Delivery,
+                          error: BaseException, *, final: bool, message_id: str) -> None:
     error_type = error_type_of(error)
     text = str(error)[:2000] or repr(error)
     unit_id = getattr(message, "unit_id", None)
     delivery.emit(FailureRecorded, unit_id=unit_id, stage=STAGES[message.type],
-                  error_type=error_type, message=text, final=final)
+                  error_type=error_type, message=text, final=final, message_id=message_id)
     if final and isinstance(message, ReadUnitMessage):
         delivery.emit(UnitFailed, unit_id=unit_id, error_type=error_type, message=text)
     await delivery.commit()
@@ -101,5 +102,6 @@ async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> 
         f"{received.body}",
         error_type="dead_letter",
     )
-    await _record_failure(ctx, message, delivery, error, final=True)
+    await _record_failure(ctx, message, delivery, error, final=True,
+                          message_id=received.message_id)
     return Outcome.ACK

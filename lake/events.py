@@ -184,12 +184,14 @@ class FailureRecorded(Event):
     """Any error at any stage, retried or final: the failures table."""
 
     event_type: ClassVar[str] = "failure"
-    identity: ClassVar[tuple[str, ...]] = ("job_id", "unit_id", "stage", "attempt", "error_type")
+    identity: ClassVar[tuple[str, ...]] = (
+        "job_id", "unit_id", "stage", "attempt", "error_type", "message_id")
 
     stage: str
     error_type: str
     message: str
     final: bool
+    message_id: str | None = None
 
 
 # --- finish ------------------------------------------------------------------------------------

@@ -128,7 +128,8 @@ SELECT job_id, document_id, page_number, reader, chars, unit_id, occurred_at AS 
 FROM ev_page_read
 """,
     "failures": """
-SELECT occurred_at, job_id, document_id, unit_id, stage, error_type, message, final, attempt
+SELECT occurred_at, job_id, document_id, unit_id, stage, error_type, message, final, attempt,
+       message_id
 FROM ev_failure
 """,
     "model_calls": """

@@ -153,3 +153,12 @@ async def test_a_dead_lettered_unit_fails_its_job_at_once(tmp_path, pdf_factory)
     assert (unit.status, unit.error_type) == (UnitStatus.FAILED, "dead_letter")
     (decision,) = await poll_once(harness.ctx)
     assert (decision.new, decision.reason) == (JobStatus.FAILED, "dead_letter")
+
+
+async def test_two_malformed_messages_are_two_failures(tmp_path):
+    harness = Harness(tmp_path)
+    harness.queue.send_batch(READ_QUEUE, ['{"type": "read_unit"}', "not json"])
+    for message in harness.receive(READ_QUEUE):
+        await handle_message(harness.ctx, message)
+    ids = {f.event_id for f in harness.sink.of_type("failure")}
+    assert len(ids) == 2
