@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 from pathlib import Path
@@ -52,6 +53,20 @@ def pdf_factory(tmp_path: Path):
         return make_pdf(folder / name, [f"{word} {name} page {i}" for i in range(1, pages + 1)])
 
     return make
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint():
+    """A moto server on 127.0.0.1: the closest stand-in for AWS's own HTTP protocol."""
+    server_module = pytest.importorskip(
+        "moto.server", reason="moto[server] is not installed (pip install -e '.[dev]')")
+    pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[aws]')")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one INFO line per request
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
 
 
 class CountingRunner:

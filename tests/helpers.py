@@ -7,6 +7,7 @@ from pathlib import Path
 from conftest import CountingRunner, MemorySink
 
 from extract.context import ExtractConfig, HandlerContext
+from extract.handling import handle_message
 from extract.messages import READ_QUEUE, SPLIT_QUEUE, parse_message
 from extract.ports import ReceivedMessage
 from infra.local.jobstore import SqliteJobStore
@@ -31,6 +32,13 @@ class Harness:
 
     def receive(self, queue: str) -> list[ReceivedMessage]:
         return self.queue.receive(queue, max_messages=100, visibility_timeout_s=60)
+
+    async def drain(self, *queues: str) -> None:
+        """Handle and acknowledge every message on these queues, in order, once."""
+        for queue in queues:
+            for message in self.receive(queue):
+                await handle_message(self.ctx, message)
+                self.queue.delete(message)
 
     def read_messages(self):
         return [(m, parse_message(m.body)) for m in self.receive(READ_QUEUE)]

@@ -8,7 +8,6 @@ running the SQL (moto records Athena queries without parsing or running them).
 
 from __future__ import annotations
 
-import logging
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -282,17 +281,6 @@ def test_view_table_input_carries_a_decodable_presto_view():
 # --- the catalog in moto -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def moto_endpoint():
-    server_module = pytest.importorskip(
-        "moto.server", reason="moto[server] is not installed (pip install -e '.[dev]')")
-    pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[aws]')")
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one INFO line per request
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 def _client(service: str, endpoint: str):

@@ -56,10 +56,7 @@ def test_queued_with_units_becomes_extracting_and_terminal_is_left_alone():
 async def test_poll_once_transitions_once_and_sends_the_index_message(tmp_path, pdf_factory):
     harness = Harness(tmp_path)
     ingested = harness.planner.ingest(pdf_factory("a.pdf", 3))
-    for queue in (SPLIT_QUEUE, READ_QUEUE):
-        for message in harness.receive(queue):
-            await handle_message(harness.ctx, message)
-            harness.queue.delete(message)
+    await harness.drain(SPLIT_QUEUE, READ_QUEUE)
     applied = await poll_once(harness.ctx)
     assert [(d.job_id, d.new) for d in applied] == [(ingested.job_id, JobStatus.SUCCEEDED)]
     assert await poll_once(harness.ctx) == []
@@ -84,9 +81,7 @@ async def test_poll_once_fails_a_stalled_job_with_a_failure_row(tmp_path, pdf_fa
 async def test_an_index_that_cannot_be_built_is_given_up_and_the_job_settles(tmp_path, pdf_factory):
     harness = Harness(tmp_path)
     ingested = harness.planner.ingest(pdf_factory("a.pdf", 3))
-    for queue in (SPLIT_QUEUE, READ_QUEUE):
-        for message in harness.receive(queue):
-            await handle_message(harness.ctx, message)
+    await harness.drain(SPLIT_QUEUE, READ_QUEUE)
     await poll_once(harness.ctx)
     page = harness.objects.list(f"pages/{ingested.document_id}/")[0]
     harness.objects.delete_prefix(page)  # a page lost from storage after the job succeeded

@@ -8,6 +8,7 @@ import sys
 from datetime import datetime, timedelta
 
 import pytest
+from lakegen import failed_job, succeeded_job
 
 from evals.quality import CheckResult, QualityReport, check_lake, to_events
 from lake import events as ev
@@ -25,39 +26,11 @@ def at(seconds: float) -> datetime:
 def job(doc: str, job_id: str, *, pages: int, pages_read: int | None = None, fail: bool = False,
         t: float = 0.0) -> list[ev.Event]:
     """One PDF job, end to end: registered, split into five-page units, read, finished."""
-    ids = {"document_id": doc, "job_id": job_id}
-    ranges = [(first, min(first + 4, pages)) for first in range(1, pages + 1, 5)]
-    out: list[ev.Event] = [
-        ev.DocumentRegistered(**ids, occurred_at=at(t), source_name=f"{doc}.pdf",
-                              sha256="ab" * 32, bytes=2048),
-        ev.JobCreated(**ids, occurred_at=at(t)),
-        ev.FormatDetected(**ids, occurred_at=at(t + 1), detected_format="pdf"),
-        ev.JobSplit(**ids, occurred_at=at(t + 1), pages=pages, units=len(ranges)),
-        *(ev.UnitPlanned(**ids, unit_id=f"u{n}", kind="pdf", first_page=a, last_page=b,
-                         occurred_at=at(t + 1)) for n, (a, b) in enumerate(ranges)),
-        ev.JobExtracting(**ids, occurred_at=at(t + 2)),
-    ]
-    readable = pages if pages_read is None else pages_read
-    for n, (first, last) in enumerate(ranges):
-        unit = {**ids, "unit_id": f"u{n}"}
-        out.append(ev.UnitStarted(**unit, attempt=1, occurred_at=at(t + 3)))
-        if fail:
-            out += [
-                ev.UnitFailed(**unit, attempt=1, error_type="Blocked", message="safety block",
-                              occurred_at=at(t + 4)),
-                ev.FailureRecorded(**unit, attempt=1, stage="read", error_type="Blocked",
-                                   message="safety block", final=True, occurred_at=at(t + 4)),
-            ]
-            continue
-        out += [ev.PageRead(**unit, page_number=p, reader="gemini", chars=1500,
-                            occurred_at=at(t + 4)) for p in range(first, last + 1) if p <= readable]
-        out.append(ev.UnitDone(**unit, pages=last - first + 1, occurred_at=at(t + 5)))
     if fail:
-        out.append(ev.JobFailed(**ids, failure_reason="unit u0 failed: Blocked",
-                                occurred_at=at(t + 6)))
-    else:
-        out.append(ev.JobSucceeded(**ids, pages=pages, units=len(ranges), occurred_at=at(t + 6)))
-    return out
+        return failed_job(doc, job_id, start=at(t), pages=pages, error_type="Blocked",
+                          message="safety block")
+    return succeeded_job(doc, job_id, start=at(t), pages=pages, pages_read=pages_read,
+                         reader="gemini", chars=1500, size=2048)
 
 
 def model_call(call_id: str, job_id: str, *, cost: float = 0.0004, when=None) -> ev.ModelCalled:

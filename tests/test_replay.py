@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 import pytest
+from lakegen import failed_job as lakegen_failed_job
+from lakegen import succeeded_job
 
 from lake import events as ev
 from lake.replay import Difference, JobState, ReplayState, UnitState, diff, replay
@@ -21,52 +23,12 @@ def at(seconds: float) -> datetime:
 
 def pdf_job(doc: str, job: str, *, t: float = 0.0, pages: int = 7) -> list[ev.Event]:
     """A PDF that succeeds: split into five-page units, every page read, every unit done."""
-    ids = {"document_id": doc, "job_id": job}
-    ranges = [(first, min(first + 4, pages)) for first in range(1, pages + 1, 5)]
-    out: list[ev.Event] = [
-        ev.DocumentRegistered(**ids, occurred_at=at(t), source_name=f"{doc}.pdf",
-                              sha256="ab" * 32, bytes=1234),
-        ev.JobCreated(**ids, occurred_at=at(t)),
-        ev.FormatDetected(**ids, occurred_at=at(t + 1), detected_format="pdf"),
-        ev.JobSplit(**ids, occurred_at=at(t + 1), pages=pages, units=len(ranges)),
-    ]
-    for n, (first, last) in enumerate(ranges):
-        out.append(ev.UnitPlanned(**ids, unit_id=f"u{n}", occurred_at=at(t + 1), kind="pdf",
-                                  first_page=first, last_page=last))
-    out.append(ev.JobExtracting(**ids, occurred_at=at(t + 2)))
-    for n, (first, last) in enumerate(ranges):
-        unit = {**ids, "unit_id": f"u{n}"}
-        out.append(ev.UnitStarted(**unit, attempt=1, occurred_at=at(t + 3)))
-        out += [ev.PageRead(**unit, page_number=p, reader="text", chars=100 * p,
-                            occurred_at=at(t + 4)) for p in range(first, last + 1)]
-        out.append(ev.UnitDone(**unit, pages=last - first + 1, occurred_at=at(t + 5)))
-    out.append(ev.JobSucceeded(**ids, pages=pages, units=len(ranges), occurred_at=at(t + 6)))
-    return out
+    return succeeded_job(doc, job, start=at(t), pages=pages)
 
 
 def failed_job(doc: str, job: str, *, t: float = 0.0) -> list[ev.Event]:
     """A three-page PDF whose only unit fails twice; the poller fails the job."""
-    ids = {"document_id": doc, "job_id": job}
-    unit = {**ids, "unit_id": "u0"}
-    return [
-        ev.DocumentRegistered(**ids, occurred_at=at(t), source_name=f"{doc}.pdf",
-                              sha256="cd" * 32, bytes=99),
-        ev.JobCreated(**ids, occurred_at=at(t)),
-        ev.FormatDetected(**ids, occurred_at=at(t + 1), detected_format="pdf"),
-        ev.JobSplit(**ids, occurred_at=at(t + 1), pages=3, units=1),
-        ev.UnitPlanned(**unit, occurred_at=at(t + 1), kind="pdf", first_page=1, last_page=3),
-        ev.JobExtracting(**ids, occurred_at=at(t + 2)),
-        ev.UnitStarted(**unit, attempt=1, occurred_at=at(t + 3)),
-        ev.FailureRecorded(**unit, attempt=1, stage="read", error_type="Timeout",
-                           message="model timed out", final=False, occurred_at=at(t + 4)),
-        ev.UnitStarted(**unit, attempt=2, occurred_at=at(t + 5)),
-        ev.UnitFailed(**unit, attempt=2, error_type="Timeout", message="model timed out",
-                      occurred_at=at(t + 6)),
-        ev.FailureRecorded(**unit, attempt=2, stage="read", error_type="Timeout",
-                           message="model timed out", final=True, occurred_at=at(t + 6)),
-        ev.JobFailed(**ids, failure_reason="unit u0 failed: Timeout", pages=3, units=1,
-                     occurred_at=at(t + 7)),
-    ]
+    return lakegen_failed_job(doc, job, start=at(t), attempts=2)
 
 
 def running_job(doc: str, job: str, *, t: float = 0.0) -> list[ev.Event]:

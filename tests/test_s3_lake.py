@@ -7,7 +7,6 @@ MinIO or LocalStack.
 
 from __future__ import annotations
 
-import logging
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -23,17 +22,6 @@ from lake.writer import ParquetEventWriter
 ENDPOINT_VARIABLES = ("DOCLAKE_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 
 
-@pytest.fixture(scope="module")
-def moto_endpoint():
-    server_module = pytest.importorskip(
-        "moto.server", reason="moto[server] is not installed (pip install -e '.[dev]')")
-    pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[aws]')")
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one INFO line per request
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture
