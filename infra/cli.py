@@ -57,7 +57,8 @@ def run(
         raise typer.BadParameter(f"reader {reader!r} is not available in this build; use auto or text")
     if fields != "none":
         raise typer.BadParameter("field extraction is not available in this build; use --fields none")
-    del strategy
+    if strategy not in ("rules", "single-pass", "agentic"):
+        raise typer.BadParameter(f"strategy {strategy!r}: use rules, single-pass or agentic")
     settings = load_settings(home, concurrency=concurrency, password=password)
     try:
         files = expand_paths(paths)
@@ -98,7 +99,6 @@ def _progress() -> Progress:
 
 def _print_summary(runtime: LocalRuntime, ingested, job_ids, elapsed: float) -> None:
     jobs = runtime.store.list_jobs(job_ids)
-    by_id = {j.job_id: j for j in jobs}
     succeeded = [j for j in jobs if j.status is JobStatus.SUCCEEDED]
     failed = [j for j in jobs if j.status is JobStatus.FAILED]
     pages = sum(j.pages or 0 for j in succeeded)
@@ -112,7 +112,7 @@ def _print_summary(runtime: LocalRuntime, ingested, job_ids, elapsed: float) -> 
         table = Table("reason", "documents", "examples", title="failed")
         reasons = Counter(j.failure_reason or "unknown" for j in failed)
         for reason, count in reasons.most_common():
-            names = [by_id[j.job_id].source_name for j in failed if j.failure_reason == reason]
+            names = [j.source_name for j in failed if (j.failure_reason or "unknown") == reason]
             table.add_row(reason, str(count), ", ".join(names[:3]) + (" …" if len(names) > 3 else ""))
         out.print(table)
 
