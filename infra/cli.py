@@ -31,6 +31,8 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(aws_app, name="aws")
 console = Console(stderr=True)
 
+INTERRUPTED = 130  # the shell's convention for a run stopped by a signal
+
 HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
                        "(default $DOCLAKE_HOME, else ./.doclake).", show_default=False)]
 
@@ -86,9 +88,14 @@ def run(
             total, read = runtime.store.page_progress(job_ids)
             progress.update(pages, total=total or None, completed=read)
 
-        asyncio.run(runtime.process(done, on_tick=tick))
+        stats = asyncio.run(runtime.process(done, on_tick=tick))
     elapsed = time.perf_counter() - started
     _print_summary(runtime, ingested, job_ids, elapsed)
+    if stats.interrupted:
+        unsettled = sum(not j.settled for j in runtime.store.list_jobs(job_ids))
+        console.print(f"[yellow]interrupted:[/yellow] {unsettled} documents not finished; "
+                      "`doclake worker --until-idle` (or the same `doclake run`) finishes them")
+        raise typer.Exit(INTERRUPTED)
 
 
 def _progress() -> Progress:
@@ -133,6 +140,8 @@ def worker(
     stats = asyncio.run(runtime.process(runtime.idle if until_idle else (lambda: False)))
     console.print(f"handled {stats.messages} messages ({stats.retries} retries, "
                   f"{stats.dead_letters} dead letters) in {time.perf_counter() - started:.1f} s")
+    if stats.interrupted and until_idle:
+        raise typer.Exit(INTERRUPTED)
 
 
 @app.command()

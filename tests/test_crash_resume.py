@@ -91,3 +91,31 @@ def test_kill_9_then_worker_until_idle_finishes_everything(kill_point, tmp_path,
     assert pages == sum(DOCS.values())
     statuses = query(lake, "SELECT DISTINCT status FROM jobs").to_pylist()
     assert statuses == [{"status": "succeeded"}]
+
+
+def test_sigterm_stops_gracefully_and_nothing_is_left_in_flight(tmp_path, pdf_factory):
+    for name, pages in DOCS.items():
+        pdf_factory(name, pages, word="graceful")
+    home = tmp_path / "home"
+    env = {**os.environ, **ENV}
+    process = subprocess.Popen(_doclake("run", str(tmp_path / "docs"), home=home), env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while _units_done(home) < 3:
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr
+    with sqlite3.connect(home / "queue.db") as db:
+        held = db.execute("SELECT count(*) FROM messages WHERE visible_at > ?",
+                          (time.time(),)).fetchone()[0]
+    assert held == 0, "a message was left hidden: the next worker would wait for it"
+
+    resumed = subprocess.run(_doclake("worker", "--until-idle", home=home), env=env,
+                             capture_output=True, text=True, timeout=180)
+    assert resumed.returncode == 0, resumed.stderr
+    with sqlite3.connect(home / "jobs.db") as db:
+        statuses = db.execute("SELECT DISTINCT status FROM jobs").fetchall()
+    assert statuses == [("succeeded",)]

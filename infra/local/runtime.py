@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,6 +49,7 @@ class RuntimeStats:
     messages: int = 0
     retries: int = 0
     dead_letters: int = 0
+    interrupted: bool = False
 
 
 class LocalRuntime:
@@ -100,6 +102,7 @@ class LocalRuntime:
                              sink=committer, cpu=cpu, config=settings.extract_config(),
                              index=self.index, notify=wake.set)
         stop = asyncio.Event()
+        shutdown = _on_signals(wake)
         inbox: asyncio.Queue[ReceivedMessage] = asyncio.Queue()
         tasks = [asyncio.create_task(self._worker(ctx, inbox)) for _ in range(settings.concurrency)]
         tasks.append(asyncio.create_task(self._receiver(inbox, stop)))
@@ -111,20 +114,30 @@ class LocalRuntime:
                     log.exception("poll failed; retrying at the next interval")
                 if on_tick:
                     on_tick()
-                if done():
+                if done() or shutdown.is_set():
                     break
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), timeout=settings.poll_interval_s)
                 wake.clear()
         finally:
             stop.set()
-            await inbox.join()  # messages already received are finished, not abandoned
+            _remove_signal_handlers()
+            if shutdown.is_set():
+                self.stats.interrupted = True
+                self._release_waiting(inbox)
+            await inbox.join()  # messages being handled are finished, not abandoned
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await committer.close()
             cpu.close()
         return self.stats
+
+    def _release_waiting(self, inbox: asyncio.Queue[ReceivedMessage]) -> None:
+        """On shutdown, hand back the messages no worker has started, for the next process."""
+        while not inbox.empty():
+            self.queue.change_visibility(inbox.get_nowait(), 0)
+            inbox.task_done()
 
     async def _receiver(self, inbox: asyncio.Queue[ReceivedMessage], stop: asyncio.Event) -> None:
         """One task receives for all workers, in batches, keeping at most one message per worker
@@ -179,3 +192,29 @@ class LocalRuntime:
         while True:
             await asyncio.sleep(timeout / 2)
             self.queue.change_visibility(received, timeout)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _on_signals(wake: asyncio.Event) -> asyncio.Event:
+    """SIGINT or SIGTERM asks for a graceful stop: finish what is in hand, hand back the rest."""
+    shutdown = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def request() -> None:
+        log.warning("stopping: finishing the messages in hand")
+        shutdown.set()
+        wake.set()
+
+    for number in STOP_SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(number, request)
+    return shutdown
+
+
+def _remove_signal_handlers() -> None:
+    loop = asyncio.get_running_loop()
+    for number in STOP_SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.remove_signal_handler(number)
