@@ -92,3 +92,12 @@ def test_empty_lake_has_every_contract_table(tmp_path):
                   "results", "job_latency", "daily_costs"):
         assert query(str(tmp_path / "lake"), f"SELECT count(*) AS n FROM {table}").to_pylist() == \
             [{"n": 0}]
+
+
+def test_the_lake_and_the_job_store_share_one_status_vocabulary():
+    from extract.state import JobStatus, UnitStatus
+    from lake.replay import JOB_STATUSES, TERMINAL_JOB_STATUSES, UNIT_STATUSES
+
+    assert {s.value for s in JobStatus} == JOB_STATUSES
+    assert {s.value for s in JobStatus if s.terminal} == TERMINAL_JOB_STATUSES
+    assert {s.value for s in UnitStatus} == UNIT_STATUSES
