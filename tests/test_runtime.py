@@ -106,3 +106,15 @@ def test_an_event_lake_that_cannot_be_written_loses_no_worker_and_no_document(
     assert failures["left"] == 0
     attempts = [u.attempts for j in jobs for u in runtime.store.list_units(j.job_id)]
     assert max(attempts) >= 2  # the failed deliveries came back and were done again
+
+
+def test_a_two_page_letter_does_not_wait_behind_a_long_agreement(settings, pdf_factory):
+    runtime = LocalRuntime(settings)
+    agreement = pdf_factory("agreement.pdf", 300, word="agreement")
+    letter = pdf_factory("letter.pdf", 2, word="letter")
+    run_to_completion(runtime, [agreement, letter])  # the agreement's 60 units are queued first
+    jobs = {j.source_name: j for j in runtime.store.list_jobs()}
+    started = min(j.created_at for j in jobs.values())
+    letter_s = (jobs["letter.pdf"].finished_at - started).total_seconds()
+    agreement_s = (jobs["agreement.pdf"].finished_at - started).total_seconds()
+    assert letter_s < agreement_s / 2, (letter_s, agreement_s)
