@@ -148,12 +148,20 @@ def worker(
 def status(home: HomeOption = None) -> None:
     """Jobs by status and queue depths."""
     runtime = LocalRuntime(load_settings(home))
-    counts = Counter(j.status.value for j in runtime.store.list_jobs())
+    all_jobs = runtime.store.list_jobs()
+    counts = Counter(j.status.value for j in all_jobs)
     out = Console()
     jobs = Table("status", "jobs", title="jobs")
     for value in JobStatus:
         jobs.add_row(value.value, str(counts.get(value.value, 0)))
     out.print(jobs)
+    reasons = Counter(j.failure_reason or "unknown" for j in all_jobs
+                      if j.status is JobStatus.FAILED)
+    if reasons:
+        failed = Table("failure reason", "jobs", title="failed jobs")
+        for reason, count in reasons.most_common():
+            failed.add_row(reason, str(count))
+        out.print(failed)
     queues = Table("queue", "visible", "in flight", "dead letter", title="queues")
     for name in QUEUES:
         depth = runtime.queue.depth(name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from typer.testing import CliRunner
 
@@ -37,7 +38,9 @@ def test_run_then_sql_search_status_and_rerun(tmp_path, pdf_factory):
 
     result = invoke("search", "walrus page 6", "--home", home)
     assert "a.pdf" in result.output and "│ 6" in result.output
-    assert "succeeded  │ 1" in invoke("status", "--home", home).output.replace("    ", " ")
+    status = invoke("status", "--home", home).output
+    assert re.search(r"succeeded\s+│ 1", status) and re.search(r"unsupported_format\s+│ 1", status)
+    assert re.search(r"read\s+│ 0\s+│ 0\s+│ 0", status)  # queue drained, nothing dead-lettered
 
     again = invoke("run", folder, "--home", home)
     assert "unchanged 1" in again.output
