@@ -201,7 +201,8 @@ def sql(
     settings = load_settings(home)
     con = connect(settings.lake)
     if query is not None:
-        _run_sql(con, query, output_format)
+        if not _run_sql(con, query, output_format):
+            raise typer.Exit(1)
         return
     console.print("doclake sql: DuckDB over the lake's views; end a statement with ';', "
                   "Ctrl-D to quit")
@@ -209,22 +210,21 @@ def sql(
     for line in sys.stdin:
         buffer += line
         if buffer.strip().endswith(";"):
-            try:
-                _run_sql(con, buffer, output_format)
-            except Exception as error:  # an interactive prompt reports and goes on
-                console.print(f"[red]{error}[/red]")
+            _run_sql(con, buffer, output_format)  # an interactive prompt reports and goes on
             buffer = ""
 
 
-def _run_sql(con, query: str, output_format: str) -> None:
+def _run_sql(con, query: str, output_format: str) -> bool:
+    """Run and print one statement; False (with the error printed) if DuckDB refused it."""
     import duckdb
 
     try:
         table = con.sql(query).to_arrow_table()
     except duckdb.Error as error:
         console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(1) from None
+        return False
     print_rows(table, output_format)
+    return True
 
 
 @app.callback()

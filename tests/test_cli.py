@@ -110,3 +110,11 @@ def test_lake_check_fails_on_a_bad_row_and_records_its_results(tmp_path):
     recorded = query(str(lake), "SELECT count(*) AS n, count(*) FILTER (WHERE NOT success) AS bad "
                                 "FROM quality_checks").to_pylist()
     assert recorded[0]["bad"] == 2 and recorded[0]["n"] > 10
+
+
+def test_interactive_sql_reports_a_bad_statement_and_goes_on(tmp_path):
+    result = runner.invoke(app, ["sql", "--home", str(tmp_path), "--format", "csv"],
+                           input="SELECT 1 AS one;\nSELECT nope;\nSELECT 2.0\n AS two;\n", env=FAST)
+    assert result.exit_code == 0
+    assert result.output.count("error") == 1
+    assert "one\n1\n" in result.output and "two\n2\n" in result.output
