@@ -59,7 +59,6 @@ class Delivery:
     """One delivery of one message: its attempt number and the events it has produced."""
 
     attempt: int
-    final: bool
     document_id: str | None
     job_id: str | None
     worker: str

@@ -39,13 +39,13 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
     try:
         message = parse_message(received.body)
     except ValidationError as error:
-        delivery = Delivery(received.receive_count, True, None, None, ctx.worker, ctx.sink)
+        delivery = Delivery(received.receive_count, None, None, ctx.worker, ctx.sink)
         delivery.emit(FailureRecorded, stage="dispatch", error_type="malformed_message",
                       message=str(error)[:2000], final=True, message_id=received.message_id)
         await delivery.commit()
         return Outcome.ACK
 
-    delivery = Delivery(received.receive_count, final, message.document_id, message.job_id,
+    delivery = Delivery(received.receive_count, message.document_id, message.job_id,
                         ctx.worker, ctx.sink)
     try:
         if isinstance(message, SplitMessage):
@@ -95,7 +95,7 @@ async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> 
         message = parse_message(received.body)
     except ValidationError:
         return Outcome.ACK
-    delivery = Delivery(received.receive_count, True, message.document_id, message.job_id,
+    delivery = Delivery(received.receive_count, message.document_id, message.job_id,
                         ctx.worker, ctx.sink)
     error = TerminalError(
         f"{message.type} message dead-lettered after {ctx.queue.max_receives} deliveries: "
