@@ -74,21 +74,19 @@ def run(
     ingested = runtime.planner().ingest_many(files)
     job_ids = sorted({i.job_id for i in ingested})
 
-    def done() -> bool:
-        jobs = runtime.store.list_jobs(job_ids)
-        return all(j.settled for j in jobs)
-
     with _progress() as progress:
         documents = progress.add_task("documents", total=len(job_ids))
         pages = progress.add_task("pages", total=None)
 
-        def tick() -> None:
+        def done() -> bool:
+            """Checked after each poll: one read of the jobs serves the bar and the answer."""
             jobs = runtime.store.list_jobs(job_ids)
             progress.update(documents, completed=sum(j.status.terminal for j in jobs))
             total, read = runtime.store.page_progress(job_ids)
             progress.update(pages, total=total or None, completed=read)
+            return all(j.settled for j in jobs)
 
-        stats = asyncio.run(runtime.process(done, on_tick=tick))
+        stats = asyncio.run(runtime.process(done))
     elapsed = time.perf_counter() - started
     _print_summary(runtime, ingested, job_ids, elapsed)
     if stats.interrupted:

@@ -91,8 +91,7 @@ class LocalRuntime:
                 return False
         return True
 
-    async def process(self, done: Callable[[], bool],
-                      on_tick: Callable[[], None] | None = None) -> RuntimeStats:
+    async def process(self, done: Callable[[], bool]) -> RuntimeStats:
         """Run workers and the poller until ``done()`` is true (checked after each poll)."""
         settings = self.settings
         cpu = self.cpu
@@ -112,8 +111,6 @@ class LocalRuntime:
                     await poll_once(ctx)
                 except Exception:  # the next pass decides again, with the same event ids
                     log.exception("poll failed; retrying at the next interval")
-                if on_tick:
-                    on_tick()
                 if done() or shutdown.is_set():
                     break
                 with contextlib.suppress(TimeoutError):
