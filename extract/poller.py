@@ -1,19 +1,26 @@
 """The completion poller: the only writer of job status.
 
-``decide`` is a pure function of one job's progress and the time, so the rules are tested
-without a clock or a database. ``poll_once`` applies the decisions: the event first, then the
-conditional transition (a poller that dies between the two repeats the same decision, with the
-same event id, on its next pass), then the index message for a succeeded job.
+``decide`` is a pure function of one job's progress, so the rules are tested without a clock or a
+database. ``poll_once`` applies the decisions: the conditional transition first (the store is the
+truth), then its event, then the outbox flag that says the event is durable; then the index message
+of a succeeded job, then its flag. A poller that dies anywhere in between finds the flag unset on
+its next pass and emits the same event again, built from the store, with the same id: the lake
+never keeps a decision the store did not take.
+
+The no-progress clock (``Job.stalled_s``) counts only time in which the job could have moved: the
+poller adds the time since its own previous pass (so time with no runtime running never counts),
+and skips a job that is waiting its turn (its next messages are visible on a queue with a backlog).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from extract.context import HandlerContext
-from extract.messages import INDEX_QUEUE, IndexMessage
-from extract.state import JobProgress, JobStatus
+from extract.messages import INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE, IndexMessage
+from extract.state import Job, JobProgress, JobStatus
 from lake.events import (
     Event,
     FailureRecorded,
@@ -36,9 +43,9 @@ class Decision:
     detail: str | None = None
 
 
-def decide(progress: JobProgress, now: datetime, no_progress_timeout_s: float) -> Decision | None:
-    """The rules, in order: a worker's error, a failed unit, all units done, units planned,
-    no progress for too long. None means leave the job as it is."""
+def decide(progress: JobProgress, no_progress_timeout_s: float) -> Decision | None:
+    """The rules, in order: a worker's error, a failed unit, all units done, no progress for too
+    long, units planned. None means leave the job as it is."""
     job = progress.job
     if job.status.terminal:
         return None
@@ -52,52 +59,104 @@ def decide(progress: JobProgress, now: datetime, no_progress_timeout_s: float) -
         return to(JobStatus.FAILED, progress.first_failure or "unit_failed")
     if progress.units_planned and progress.units_done == progress.units_planned:
         return to(JobStatus.SUCCEEDED)
-    idle_s = (now - job.last_progress_at).total_seconds()
-    if idle_s > no_progress_timeout_s:
+    if job.stalled_s > no_progress_timeout_s:
         return to(JobStatus.FAILED, NO_PROGRESS,
-                  f"no progress for {idle_s:.0f} s (limit {no_progress_timeout_s:g} s)")
+                  f"no progress for {job.stalled_s:.0f} s of runtime while its work was not "
+                  f"waiting in a queue (limit {no_progress_timeout_s:g} s)")
     if progress.units_planned and job.status is JobStatus.QUEUED:
         return to(JobStatus.EXTRACTING)
     return None
 
 
-def _events(decision: Decision, progress: JobProgress, worker: str) -> list[Event]:
-    job = progress.job
-    envelope = {"document_id": decision.document_id, "job_id": decision.job_id, "worker": worker}
-    if decision.new is JobStatus.EXTRACTING:
-        return [JobExtracting(**envelope)]
-    if decision.new is JobStatus.SUCCEEDED:
-        return [JobSucceeded(**envelope, pages=job.pages, units=job.units)]
+def waiting_its_turn(progress: JobProgress, backlog: dict[str, bool]) -> bool:
+    """True when the job's next step is a message that is visible on a queue with a backlog: it
+    waits behind other work, which is not a stall. ``backlog`` maps queue -> has visible messages."""
+    if progress.units_planned == 0:
+        return backlog.get(SPLIT_QUEUE, False)
+    return progress.units_pending > 0 and backlog.get(READ_QUEUE, False)
+
+
+def status_events(job: Job, worker: str) -> list[Event]:
+    """The events of the job's current status, built from the store's record alone, so that the
+    first emission and any repair after a crash are identical (same ids, same times)."""
+    envelope = {"document_id": job.document_id, "job_id": job.job_id, "worker": worker}
+    if job.status is JobStatus.EXTRACTING:
+        return [JobExtracting(**envelope, occurred_at=job.updated_at)]
+    at = job.finished_at or job.updated_at
+    if job.status is JobStatus.SUCCEEDED:
+        return [JobSucceeded(**envelope, occurred_at=at, pages=job.pages, units=job.units)]
+    if job.status is not JobStatus.FAILED:
+        return []
     events: list[Event] = []
-    if decision.reason == NO_PROGRESS:
-        events.append(FailureRecorded(**envelope, stage="poller", error_type=NO_PROGRESS,
-                                      message=decision.detail or "", final=True))
-    events.append(JobFailed(**envelope, failure_reason=decision.reason or "failed",
+    if job.failure_reason == NO_PROGRESS:
+        events.append(FailureRecorded(**envelope, occurred_at=at, stage="poller",
+                                      error_type=NO_PROGRESS, message=job.failure_detail or "",
+                                      final=True))
+    events.append(JobFailed(**envelope, occurred_at=at, failure_reason=job.failure_reason or "failed",
                             pages=job.pages, units=job.units))
     return events
 
 
-async def poll_once(ctx: HandlerContext, *, now: datetime | None = None) -> list[Decision]:
+async def poll_once(ctx: HandlerContext, *, now: datetime | None = None,
+                    elapsed_s: float = 0.0) -> list[Decision]:
     """One pass over every active job; returns the transitions made.
 
-    The events of every decision of the pass are committed together, in one flush.
+    ``elapsed_s`` is the time since this poller's previous pass (0 on its first): the most a job
+    can have stalled since then.
     """
     now = now or utc_now()
-    decided = []
-    for progress in ctx.store.active_jobs():
-        decision = decide(progress, now, ctx.config.no_progress_timeout_s)
-        if decision is not None:
-            decided.append((decision, progress))
-    if not decided:
-        return []
-    await ctx.sink.commit([e for d, p in decided for e in _events(d, p, ctx.worker)])
+    active = ctx.store.active_jobs()
+    if elapsed_s > 0 and active:
+        active = _count_stalls(ctx, active, elapsed_s)
+    decided = [d for d in (decide(p, ctx.config.no_progress_timeout_s) for p in active) if d]
     applied = []
-    for decision, _ in decided:
-        if not ctx.store.transition_job(decision.job_id, decision.current, decision.new,
-                                        failure_reason=decision.reason, at=now):
-            continue
-        applied.append(decision)
-        if decision.new is JobStatus.SUCCEEDED:
-            ctx.queue.send(INDEX_QUEUE, IndexMessage(document_id=decision.document_id,
-                                                     job_id=decision.job_id).model_dump_json())
+    for decision in decided:
+        if ctx.store.transition_job(decision.job_id, decision.current, decision.new,
+                                    failure_reason=decision.reason,
+                                    failure_detail=decision.detail, at=now):
+            applied.append(decision)
+    await publish_status_events(ctx, [d.job_id for d in applied])
+    send_index_messages(ctx)
     return applied
+
+
+def _count_stalls(ctx: HandlerContext, active: list[JobProgress],
+                  elapsed_s: float) -> list[JobProgress]:
+    backlog = {queue: ctx.queue.depth(queue).visible > 0 for queue in (SPLIT_QUEUE, READ_QUEUE)}
+    stalled = [p for p in active if not waiting_its_turn(p, backlog)]
+    if not stalled:
+        return active
+    ctx.store.add_stall([(p.job.job_id, elapsed_s, p.job.last_progress_at) for p in stalled])
+    added = {p.job.job_id for p in stalled}
+    return [
+        p.model_copy(update={"job": p.job.model_copy(
+            update={"stalled_s": p.job.stalled_s + elapsed_s})}) if p.job.job_id in added else p
+        for p in active
+    ]
+
+
+async def publish_status_events(ctx: HandlerContext, job_ids: Iterable[str] = ()) -> int:
+    """Emit the status events of the jobs just transitioned and of any job whose event a crash
+    lost, in one flush; then flag them. Returns the jobs published."""
+    wanted = set(job_ids)
+    jobs = {j.job_id: j for j in ctx.store.jobs_missing_status_event()}
+    jobs.update({j.job_id: j for j in ctx.store.list_jobs(sorted(wanted - set(jobs)))} if
+                wanted - set(jobs) else {})
+    if not jobs:
+        return 0
+    await ctx.sink.commit([e for job in jobs.values() for e in status_events(job, ctx.worker)])
+    for job in jobs.values():
+        ctx.store.mark_status_event(job.job_id, job.status)
+    return len(jobs)
+
+
+def send_index_messages(ctx: HandlerContext) -> int:
+    """Send the index message of every succeeded job that has none confirmed sent, then flag it:
+    a send that failed after the transition is repaired on the next pass, not at a restart."""
+    jobs = ctx.store.unsent_index_jobs()
+    for job in jobs:
+        ctx.queue.send(INDEX_QUEUE, IndexMessage(document_id=job.document_id,
+                                                 job_id=job.job_id).model_dump_json())
+    if jobs:
+        ctx.store.mark_index_sent([j.job_id for j in jobs])
+    return len(jobs)

@@ -163,9 +163,30 @@ class JobStore(Protocol):
         ...
 
     def transition_job(self, job_id: str, expected: JobStatus, new: JobStatus, *,
-                       failure_reason: str | None = None, at: datetime) -> bool:
-        """The poller's write: only from ``expected``; sets ``finished_at`` when terminal."""
+                       failure_reason: str | None = None, failure_detail: str | None = None,
+                       at: datetime) -> bool:
+        """The poller's write: only from ``expected``; sets ``finished_at`` (= ``at``) when
+        terminal. The store is the truth; the poller's events follow it."""
         ...
+
+    def add_stall(self, stalls: Sequence[tuple[str, float, datetime]]) -> int:
+        """Add ``(job_id, seconds, last_progress_at)`` to each job's stall clock, only where the
+        job has not progressed since ``last_progress_at`` was read; returns rows changed."""
+        ...
+
+    def mark_status_event(self, job_id: str, status: JobStatus) -> None:
+        """Note that the event of the job's current status is durable in the lake (an outbox)."""
+        ...
+
+    def jobs_missing_status_event(self) -> list[Job]:
+        """Jobs whose current status (past queued) has no confirmed event: a crash in between."""
+        ...
+
+    def acquire_lease(self, name: str, holder: str, ttl_s: float) -> bool:
+        """Take or renew a named lease; False while another live holder has it. One poller."""
+        ...
+
+    def release_lease(self, name: str, holder: str) -> None: ...
 
     def jobs_to_index(self) -> list[Job]:
         """Succeeded jobs not yet indexed."""
@@ -175,6 +196,22 @@ class JobStore(Protocol):
 
     def mark_index_failed(self, job_id: str, error: str) -> bool:
         """The indexer gave up on this job: it stays succeeded, its text unsearchable."""
+        ...
+
+    def mark_index_sent(self, job_ids: Sequence[str]) -> None:
+        """Note that these jobs' index messages are on the queue (an outbox flag)."""
+        ...
+
+    def unsent_index_jobs(self) -> list[Job]:
+        """Succeeded jobs, not indexed, whose index message was never confirmed sent."""
+        ...
+
+    def mark_units_sent(self, job_id: str, unit_ids: Sequence[str]) -> None:
+        """Note that these units' read messages are on the queue (an outbox flag)."""
+        ...
+
+    def unsent_units(self, job_id: str) -> list[Unit]:
+        """Pending units whose message was never confirmed sent."""
         ...
 
     def mark_split_sent(self, job_ids: Sequence[str]) -> None:

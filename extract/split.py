@@ -1,7 +1,7 @@
 """Prepare and split: sniff the real format, count the pages, plan five-page units.
 
-A redelivered split message finds the units already planned and only re-sends the messages of
-units not yet finished (the first delivery may have died between planning and sending).
+A redelivered split message finds the units already planned and only sends the messages never
+confirmed sent (the first delivery may have died between planning and sending).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from extract.errors import EmptyDocument, LimitExceeded, TerminalError, Unsuppor
 from extract.formats import Format, sniff
 from extract.messages import READ_QUEUE, ReadUnitMessage, SplitMessage
 from extract.pdf import count_pages
-from extract.state import Job, Unit, UnitStatus
+from extract.state import Job, Unit
 from lake.events import FormatDetected, JobSplit, UnitPlanned
 
 SEND_BATCH = 10  # SQS's batch limit; the local queue keeps the same shape
@@ -32,13 +32,14 @@ def plan_pdf_units(pages: int, pages_per_unit: int) -> list[Unit]:
 
 
 async def send_unit_messages(ctx: HandlerContext, job: Job, units: Sequence[Unit]) -> None:
-    bodies = [
-        ReadUnitMessage(document_id=job.document_id, job_id=job.job_id,
-                        unit_id=u.unit_id).model_dump_json()
-        for u in units
-    ]
-    for start in range(0, len(bodies), SEND_BATCH):
-        ctx.queue.send_batch(READ_QUEUE, bodies[start:start + SEND_BATCH], group=job.job_id)
+    """Send, batch by batch, then flag each batch sent (the outbox rule: a redelivery or a
+    crash re-sends only what was never confirmed, so no unit is read twice for it)."""
+    for start in range(0, len(units), SEND_BATCH):
+        batch = units[start:start + SEND_BATCH]
+        bodies = [ReadUnitMessage(document_id=job.document_id, job_id=job.job_id,
+                                  unit_id=u.unit_id).model_dump_json() for u in batch]
+        ctx.queue.send_batch(READ_QUEUE, bodies, group=job.job_id)
+        ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in batch])
 
 
 async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Delivery) -> None:
@@ -48,10 +49,9 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
     if job.status.terminal or job.error:
         return
     if job.units is not None:
-        # Planned by an earlier delivery that may have died before sending: send the units no
-        # worker has started (a started unit's message is still on its queue).
-        pending = [u for u in ctx.store.list_units(job.job_id) if u.status is UnitStatus.PENDING]
-        await send_unit_messages(ctx, job, pending)
+        # Planned by an earlier delivery that may have died before sending everything: send
+        # only the units whose message was never confirmed sent.
+        await send_unit_messages(ctx, job, ctx.store.unsent_units(job.job_id))
         return
 
     config = ctx.config

@@ -71,6 +71,10 @@ class Job(_Record):
     failure_reason: str | None = None
     indexed_at: datetime | None = None
     index_error: str | None = None
+    failure_detail: str | None = None
+    stalled_s: float = 0.0
+    """Seconds without progress while it could have progressed: a runtime was up and the job
+    was not waiting its turn behind visible messages. Reset by every unit that moves."""
 
     @property
     def settled(self) -> bool:
@@ -106,4 +110,10 @@ class JobProgress(_Record):
     units_planned: int
     units_done: int
     units_failed: int
+    units_running: int = 0
     first_failure: str | None = None
+
+    @property
+    def units_pending(self) -> int:
+        """Units no worker has started: their messages wait (or were lost) on the queue."""
+        return self.units_planned - self.units_done - self.units_failed - self.units_running

@@ -28,3 +28,41 @@ async def test_a_crashed_worker_is_a_transient_error_and_the_pool_recovers():
         assert await runner.run(cpu_tasks.square, 3, timeout_s=30) == 9
     finally:
         runner.close()
+
+
+async def test_a_time_limit_counts_from_the_start_and_a_timeout_kills_only_its_own_call():
+    """One call sleeps past its limit among many that queue for two processes: the queued
+    calls wait longer than the limit in all, yet only the stuck one times out."""
+    import asyncio
+
+    runner = ProcessPoolRunner(2)
+    try:
+        runner.warm()
+        stuck = asyncio.ensure_future(runner.run(cpu_tasks.sleep_for, 30, timeout_s=1.5))
+        normal = [asyncio.ensure_future(runner.run(cpu_tasks.sleep_for, 0.25, timeout_s=1.5))
+                  for _ in range(16)]  # 16 x 0.25 s on what is left: about 4 s of queueing
+        results = await asyncio.gather(*normal, return_exceptions=True)
+        assert results == ["woke"] * 16
+        with pytest.raises(WorkerTimeout):
+            await stuck
+        assert await runner.run(cpu_tasks.square, 5, timeout_s=5) == 25
+    finally:
+        runner.close()
+
+
+async def test_a_cancelled_caller_does_not_leave_its_call_running():
+    import asyncio
+    import time
+
+    runner = ProcessPoolRunner(1)
+    try:
+        call = asyncio.ensure_future(runner.run(cpu_tasks.sleep_for, 30, timeout_s=60))
+        await asyncio.sleep(1.0)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        started = time.monotonic()
+        assert await runner.run(cpu_tasks.square, 4, timeout_s=20) == 16
+        assert time.monotonic() - started < 15  # the sleeping process was killed, not waited on
+    finally:
+        runner.close()

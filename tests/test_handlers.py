@@ -39,18 +39,40 @@ async def test_split_plans_units_and_sends_one_message_per_unit(tmp_path, pdf_fa
     assert [(e.first_page, e.last_page) for e in planned] == [(1, 5), (6, 10), (11, 12)]
 
 
-async def test_a_redelivered_split_only_resends_unfinished_units(tmp_path, pdf_factory):
+async def test_a_redelivered_split_sends_no_read_message_again(tmp_path, pdf_factory):
     harness = Harness(tmp_path)
     ingested = await _split_and_read(harness, pdf_factory("a.pdf", 7))
-    first, second = harness.receive(READ_QUEUE)
-    assert await handle_message(harness.ctx, first) is Outcome.ACK
     redelivered = SplitMessage(document_id=ingested.document_id, job_id=ingested.job_id)
     harness.queue.send(SPLIT_QUEUE, redelivered.model_dump_json())
     (again,) = harness.receive(SPLIT_QUEUE)
     await handle_message(harness.ctx, again)
-    resent = harness.receive(READ_QUEUE)
-    assert len(resent) == 1 and '"u00002"' in resent[0].body
+    assert len(harness.receive(READ_QUEUE)) == 2  # the first delivery's two, no more
     assert len(harness.store.list_units(ingested.job_id)) == 2
+
+
+async def test_a_split_that_died_while_sending_sends_only_the_rest(tmp_path, pdf_factory):
+    """25 units, sent in batches of 10: the delivery dies after the first batch."""
+    harness = Harness(tmp_path)
+    ingested = harness.planner.ingest(pdf_factory("a.pdf", 125))
+    real_send_batch = harness.queue.send_batch
+    sent = {"batches": 0}
+
+    def dies_after_one_batch(queue, bodies, **kwargs):
+        if sent["batches"] == 1:
+            raise OSError("killed while sending")
+        sent["batches"] += 1
+        return real_send_batch(queue, bodies, **kwargs)
+
+    harness.queue.send_batch = dies_after_one_batch
+    (split,) = harness.receive(SPLIT_QUEUE)
+    assert await handle_message(harness.ctx, split) is Outcome.RETRY
+    harness.queue.send_batch = real_send_batch
+    harness.queue.change_visibility(split, 0)
+    (again,) = harness.receive(SPLIT_QUEUE)
+    assert await handle_message(harness.ctx, again) is Outcome.ACK
+    bodies = [m.body for m in harness.receive(READ_QUEUE)]
+    assert len(bodies) == 25 == len(set(bodies))
+    assert len(harness.store.list_units(ingested.job_id)) == 25
 
 
 async def test_read_stores_pages_then_marks_the_unit_done(tmp_path, pdf_factory):

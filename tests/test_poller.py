@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
 from helpers import Harness
@@ -16,41 +17,41 @@ NOW = utc_now()
 
 
 def progress(status=JobStatus.EXTRACTING, planned=3, done=0, failed=0, error=None,
-             idle_s=0.0, first_failure=None) -> JobProgress:
+             stalled_s=0.0, first_failure=None) -> JobProgress:
     job = Job(job_id="j", document_id="d", status=status, object_key="k", source_name="a.pdf",
-              created_at=NOW, updated_at=NOW, last_progress_at=NOW - timedelta(seconds=idle_s),
+              created_at=NOW, updated_at=NOW, last_progress_at=NOW, stalled_s=stalled_s,
               error=error)
     return JobProgress(job=job, units_planned=planned, units_done=done, units_failed=failed,
                        first_failure=first_failure)
 
 
 def test_all_units_done_succeeds():
-    decision = decide(progress(planned=3, done=3), NOW, 1800)
+    decision = decide(progress(planned=3, done=3), 1800)
     assert decision.new is JobStatus.SUCCEEDED and decision.current is JobStatus.EXTRACTING
 
 
 def test_a_failed_unit_fails_the_job_with_its_error_type():
-    decision = decide(progress(planned=3, done=2, failed=1, first_failure="corrupt"), NOW, 1800)
+    decision = decide(progress(planned=3, done=2, failed=1, first_failure="corrupt"), 1800)
     assert (decision.new, decision.reason) == (JobStatus.FAILED, "corrupt")
 
 
 def test_a_worker_error_before_units_fails_the_job():
     decision = decide(progress(status=JobStatus.QUEUED, planned=0, error="unsupported_format"),
-                      NOW, 1800)
+                      1800)
     assert (decision.new, decision.reason) == (JobStatus.FAILED, "unsupported_format")
 
 
 def test_no_progress_for_longer_than_the_timeout_fails():
-    assert decide(progress(planned=3, done=1, idle_s=1799), NOW, 1800) is None
-    decision = decide(progress(planned=3, done=1, idle_s=1801), NOW, 1800)
+    assert decide(progress(planned=3, done=1, stalled_s=1799), 1800) is None
+    decision = decide(progress(planned=3, done=1, stalled_s=1801), 1800)
     assert (decision.new, decision.reason) == (JobStatus.FAILED, NO_PROGRESS)
 
 
 def test_queued_with_units_becomes_extracting_and_terminal_is_left_alone():
-    assert decide(progress(status=JobStatus.QUEUED, planned=2), NOW, 1800).new is \
+    assert decide(progress(status=JobStatus.QUEUED, planned=2), 1800).new is \
         JobStatus.EXTRACTING
-    assert decide(progress(status=JobStatus.QUEUED, planned=0), NOW, 1800) is None
-    assert decide(progress(status=JobStatus.SUCCEEDED, planned=2, done=2), NOW, 1800) is None
+    assert decide(progress(status=JobStatus.QUEUED, planned=0), 1800) is None
+    assert decide(progress(status=JobStatus.SUCCEEDED, planned=2, done=2), 1800) is None
 
 
 async def test_poll_once_transitions_once_and_sends_the_index_message(tmp_path, pdf_factory):
@@ -68,14 +69,104 @@ async def test_poll_once_transitions_once_and_sends_the_index_message(tmp_path, 
 async def test_poll_once_fails_a_stalled_job_with_a_failure_row(tmp_path, pdf_factory):
     harness = Harness(tmp_path, no_progress_timeout_s=0.5)
     ingested = harness.planner.ingest(pdf_factory("a.pdf", 3))
-    assert await poll_once(harness.ctx, now=utc_now()) == []
-    later = utc_now() + timedelta(seconds=1)
-    (decision,) = await poll_once(harness.ctx, now=later)
+    harness.receive(SPLIT_QUEUE)  # taken by a worker that then hangs: the work is not waiting
+    assert await poll_once(harness.ctx) == []
+    assert await poll_once(harness.ctx, elapsed_s=0.3) == []
+    (decision,) = await poll_once(harness.ctx, elapsed_s=0.3)
     assert decision.reason == NO_PROGRESS
     job = harness.store.get_job(ingested.job_id)
     assert (job.status, job.failure_reason) == (JobStatus.FAILED, NO_PROGRESS)
     (failure,) = harness.sink.of_type("failure")
     assert failure.stage == "poller" and failure.final
+    assert "limit 0.5 s" in failure.message
+
+
+async def test_time_with_no_poller_running_is_not_a_stall(tmp_path, pdf_factory):
+    """Down for longer than the limit: the first poll after the restart counts nothing."""
+    harness = Harness(tmp_path, no_progress_timeout_s=0.5)
+    ingested = harness.planner.ingest(pdf_factory("a.pdf", 3))
+    harness.receive(SPLIT_QUEUE)
+    await poll_once(harness.ctx, now=utc_now() + timedelta(hours=2))  # a poller's first pass
+    job = harness.store.get_job(ingested.job_id)
+    assert (job.status, job.stalled_s) == (JobStatus.QUEUED, 0.0)
+
+
+async def test_a_job_waiting_behind_a_backlog_is_not_stalled(tmp_path, pdf_factory):
+    harness = Harness(tmp_path, no_progress_timeout_s=0.5)
+    ingested = harness.planner.ingest(pdf_factory("a.pdf", 3))  # its split message is visible
+    for _ in range(5):
+        assert await poll_once(harness.ctx, elapsed_s=0.3) == []
+    assert harness.store.get_job(ingested.job_id).stalled_s == 0.0
+    await harness.drain(SPLIT_QUEUE)  # split: its three... one unit waits, visible, on read
+    await poll_once(harness.ctx, elapsed_s=0.3)
+    assert harness.store.get_job(ingested.job_id).stalled_s == 0.0
+
+
+async def test_progress_resets_the_stall_clock(tmp_path, pdf_factory):
+    harness = Harness(tmp_path, no_progress_timeout_s=10)
+    ingested = harness.planner.ingest(pdf_factory("a.pdf", 12))
+    await harness.drain(SPLIT_QUEUE)
+    messages = harness.read_messages()  # all three units taken; none finished yet
+    await poll_once(harness.ctx, elapsed_s=2)
+    assert harness.store.get_job(ingested.job_id).stalled_s == 2
+    received, _ = messages[0]
+    await handle_message(harness.ctx, received)
+    assert harness.store.get_job(ingested.job_id).stalled_s == 0
+    await poll_once(harness.ctx, elapsed_s=2)
+    assert harness.store.get_job(ingested.job_id).stalled_s == 2
+
+
+async def test_the_event_follows_the_store_and_a_lost_event_is_re_emitted(tmp_path, pdf_factory):
+    """A poller that loses the conditional update writes no event; a crash between the
+    transition and its event is repaired by the next pass, with the same event id."""
+    harness = Harness(tmp_path)
+    ingested = harness.planner.ingest(pdf_factory("a.pdf", 3))
+    await harness.drain(SPLIT_QUEUE, READ_QUEUE)
+    store = harness.store
+    real_transition = store.transition_job
+    store.transition_job = lambda *a, **k: False  # another poller got there first
+    assert await poll_once(harness.ctx) == []
+    assert harness.sink.of_type("job_succeeded") == []
+
+    store.transition_job = real_transition
+    real_commit = harness.sink.commit
+
+    async def crash(events):
+        raise OSError("killed between the transition and its event")
+
+    harness.sink.commit = crash
+    with contextlib.suppress(OSError):
+        await poll_once(harness.ctx)
+    assert store.get_job(ingested.job_id).status is JobStatus.SUCCEEDED
+    assert harness.sink.of_type("job_succeeded") == []
+    harness.sink.commit = real_commit
+    await poll_once(harness.ctx)
+    (event,) = harness.sink.of_type("job_succeeded")
+    job = store.get_job(ingested.job_id)
+    assert event.occurred_at == job.finished_at
+    await poll_once(harness.ctx)
+    assert len(harness.sink.of_type("job_succeeded")) == 1  # flagged: not emitted again
+    assert len(harness.receive(INDEX_QUEUE)) == 1
+
+
+async def test_an_index_message_whose_send_failed_is_sent_on_the_next_pass(tmp_path, pdf_factory):
+    harness = Harness(tmp_path)
+    harness.planner.ingest(pdf_factory("a.pdf", 3))
+    await harness.drain(SPLIT_QUEUE, READ_QUEUE)
+    real_send = harness.queue.send
+
+    def down(*args, **kwargs):
+        raise OSError("queue unavailable")
+
+    harness.queue.send = down
+    with contextlib.suppress(OSError):
+        await poll_once(harness.ctx)
+    assert harness.receive(INDEX_QUEUE) == []
+    harness.queue.send = real_send
+    await poll_once(harness.ctx)
+    assert len(harness.receive(INDEX_QUEUE)) == 1
+    await poll_once(harness.ctx)
+    assert harness.receive(INDEX_QUEUE) == []  # in flight now, and not sent twice
 
 
 async def test_an_index_that_cannot_be_built_is_given_up_and_the_job_settles(tmp_path, pdf_factory):

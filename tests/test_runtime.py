@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+
+import pytest
 
 from extract.state import JobStatus
 from infra.local.runtime import LocalRuntime
@@ -118,3 +121,83 @@ def test_a_two_page_letter_does_not_wait_behind_a_long_agreement(settings, pdf_f
     letter_s = (jobs["letter.pdf"].finished_at - started).total_seconds()
     agreement_s = (jobs["agreement.pdf"].finished_at - started).total_seconds()
     assert letter_s < agreement_s / 2, (letter_s, agreement_s)
+
+
+def test_one_parse_past_its_limit_retries_only_its_own_message(settings, pdf_factory):
+    """The first read of one unit hangs (a hostile page, say) among many normal reads on two
+    processes: it is killed at its limit, only its message is retried, and the run ends."""
+    import cpu_tasks
+
+    from extract.pdf import read_text_layer
+
+    slow = pdf_factory("slow.pdf", 3, word="slow")
+    others = [pdf_factory(f"doc{i}.pdf", 12) for i in range(12)]
+    settings = settings.model_copy(update={"cpu_workers": 2, "concurrency": 8,
+                                           "read_timeout_s": 2.0})
+    runtime = LocalRuntime(settings)
+    real_run = runtime.cpu.run
+    hung = {"times": 0}
+
+    async def run(fn, *args, timeout_s):
+        if fn is read_text_layer and args[0].stat().st_size == slow.stat().st_size \
+                and hung["times"] == 0:
+            hung["times"] += 1
+            return await real_run(cpu_tasks.sleep_for, 60, timeout_s=timeout_s)
+        return await real_run(fn, *args, timeout_s=timeout_s)
+
+    runtime.cpu.run = run
+    ingested = run_to_completion(runtime, [slow, *others])
+    jobs = runtime.store.list_jobs([i.job_id for i in ingested])
+    assert {j.status for j in jobs} == {JobStatus.SUCCEEDED} and len(jobs) == 13
+    assert hung["times"] == 1 and runtime.stats.retries == 1
+    failures = query(settings.lake, "SELECT d.source_name, f.error_type, f.final FROM failures f "
+                                    "JOIN documents d USING (document_id)").to_pylist()
+    assert failures == [{"source_name": "slow.pdf", "error_type": "timeout", "final": False}]
+
+
+def test_a_worker_task_that_is_cancelled_from_outside_is_restarted(settings, pdf_factory,
+                                                                   monkeypatch):
+    """A CancelledError that is not the runtime's own shutdown never ends a worker for good
+    (with one worker, a dead worker task would leave the run waiting forever)."""
+    import infra.local.runtime as runtime_module
+    from extract import handling
+
+    runtime = LocalRuntime(settings.model_copy(update={"concurrency": 1}))
+    real = handling.handle_message
+    calls = {"n": 0}
+
+    async def cancelled_once(ctx, received):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise asyncio.CancelledError()
+        return await real(ctx, received)
+
+    monkeypatch.setattr(runtime_module, "handle_message", cancelled_once)
+    ingested = run_to_completion(runtime, [pdf_factory("a.pdf", 7)])
+    (job,) = runtime.store.list_jobs([i.job_id for i in ingested])
+    assert job.status is JobStatus.SUCCEEDED and calls["n"] >= 2
+
+
+def test_a_receiver_that_fails_is_restarted_and_one_that_keeps_failing_stops_the_run(
+        settings, pdf_factory):
+    from infra.local.runtime import RuntimeFailure
+
+    runtime = LocalRuntime(settings)
+    real_receive = runtime.queue.receive
+    failures = {"left": 2}
+
+    def flaky(*args, **kwargs):
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return real_receive(*args, **kwargs)
+
+    runtime.queue.receive = flaky
+    ingested = run_to_completion(runtime, [pdf_factory("a.pdf", 3)])
+    assert runtime.store.get_job(ingested[0].job_id).status is JobStatus.SUCCEEDED
+
+    broken = LocalRuntime(settings)
+    broken.queue.receive = lambda *a, **k: (_ for _ in ()).throw(OSError("disk gone"))
+    broken.planner().ingest(pdf_factory("b.pdf", 3))
+    with pytest.raises(RuntimeFailure, match="receiver failed 5 times.*disk gone"):
+        asyncio.run(broken.process(lambda: False))

@@ -1,22 +1,32 @@
-"""CPU work in a pool of processes that can be killed: a stuck or crashed parse costs one retry.
+"""CPU work in killable processes: a stuck or crashed parse costs one retry of its own message.
 
 PDFium is not thread-safe and a hostile file can loop or crash it; in a separate process neither
-reaches the event loop. On a timeout or a dead worker the pool is torn down and rebuilt, and the
-caller gets a ``TransientError`` so the message is retried (and fails for good at its last try).
+reaches the event loop. The pool is pebble's: each call's time limit counts from the moment the
+call starts in its worker process (not while it waits for a free one), and on expiry pebble kills
+that one process and starts a fresh one, so the calls running beside it are untouched. The caller
+gets a ``WorkerTimeout`` (or a ``TransientError`` for a process that died), which the handler turns
+into a retry of that message only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import multiprocessing
+import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
+
+from pebble import ProcessExpired, ProcessPool
 
 from extract.errors import TransientError, WorkerTimeout
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+# Modules every worker needs: imported once in the fork server, inherited by every worker it
+# starts (a worker replaced after a timeout is ready in milliseconds, not after a fresh import).
+PRELOAD = ["pypdfium2", "extract.pdf"]
 
 
 def _warm_up() -> None:
@@ -24,46 +34,62 @@ def _warm_up() -> None:
 
 
 class ProcessPoolRunner:
+    """``CpuRunner`` on a pebble process pool of ``workers`` processes."""
+
     def __init__(self, workers: int):
         self.workers = max(1, workers)
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: ProcessPool | None = None
+        self._lock = threading.Lock()
 
-    def _get_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            context = multiprocessing.get_context("forkserver")
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
-        return self._pool
-
-    def _reset(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
+    def _get_pool(self) -> ProcessPool:
+        with self._lock:
+            if self._pool is None or not self._pool.active:
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload(PRELOAD)
+                self._pool = ProcessPool(max_workers=self.workers, context=context)
+            return self._pool
 
     def warm(self) -> None:
         """Start the worker processes now (they import PDFium), while the caller does other work."""
         pool = self._get_pool()
         for _ in range(self.workers):
-            pool.submit(_warm_up)
+            pool.schedule(_warm_up)
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
-        loop = asyncio.get_running_loop()
         pool = self._get_pool()
         try:
-            future = loop.run_in_executor(pool, fn, *args)
-            return await asyncio.wait_for(future, timeout=timeout_s)
+            future = pool.schedule(fn, args=args, timeout=timeout_s)
+        except RuntimeError:  # the pool broke between the check and the call: a fresh one
+            self._discard(pool)
+            future = self._get_pool().schedule(fn, args=args, timeout=timeout_s)
+        try:
+            return await asyncio.wrap_future(future)
         except TimeoutError:
-            if self._pool is pool:
-                self._reset()
             raise WorkerTimeout(f"{fn.__name__} ran past {timeout_s:g} s") from None
-        except BrokenProcessPool:
+        except ProcessExpired as error:
+            raise TransientError(f"the worker process died (exit code {error.exitcode})",
+                                 error_type="worker_crashed") from None
+        except asyncio.CancelledError:
+            # Our caller cancelled: wrap_future has cancelled the call too (pebble kills its
+            # process). A call cancelled by anyone else is a retry, never a dead worker task.
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            raise TransientError(f"{fn.__name__} was cancelled", error_type="cancelled") from None
+        except RuntimeError as error:  # pebble's "pool is broken": start again, retry the message
+            self._discard(pool)
+            raise TransientError(f"the process pool broke: {error}",
+                                 error_type="worker_crashed") from None
+
+    def _discard(self, pool: ProcessPool) -> None:
+        with self._lock:
             if self._pool is pool:
-                self._reset()
-            raise TransientError("a worker process died", error_type="worker_crashed") from None
+                self._pool = None
+        pool.stop()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()
+            pool.join(timeout=10)

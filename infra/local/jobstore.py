@@ -7,13 +7,17 @@ the row count.
 
 from __future__ import annotations
 
+import os
+import socket
 import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from extract.ports import NewVersion
 from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitStatus
+from infra.local.processes import process_alive
 from infra.local.sqlite import open_database, transaction
 from lake.replay import JobState, ReplayState, UnitState
 
@@ -49,7 +53,11 @@ CREATE TABLE IF NOT EXISTS jobs (
   failure_reason TEXT,
   indexed_at TEXT,
   index_error TEXT,
-  split_sent_at TEXT
+  split_sent_at TEXT,
+  index_sent_at TEXT,
+  stalled_s REAL NOT NULL DEFAULT 0,
+  failure_detail TEXT,
+  status_event TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
 CREATE INDEX IF NOT EXISTS jobs_sha ON jobs (sha256);
@@ -65,9 +73,27 @@ CREATE TABLE IF NOT EXISTS units (
   error_type TEXT,
   error TEXT,
   updated_at TEXT NOT NULL,
+  sent_at TEXT,
   PRIMARY KEY (job_id, unit_id)
 );
+CREATE TABLE IF NOT EXISTS leases (
+  name TEXT PRIMARY KEY,
+  holder TEXT NOT NULL,
+  holder_host TEXT NOT NULL,
+  holder_pid INTEGER NOT NULL,
+  expires_at REAL NOT NULL
+);
 """
+
+# Columns added after the first release: a home created by an older build gains them on open.
+_ADDED_COLUMNS = {
+    "jobs": {"index_sent_at": "TEXT", "stalled_s": "REAL NOT NULL DEFAULT 0",
+             "failure_detail": "TEXT", "status_event": "TEXT"},
+    "units": {"sent_at": "TEXT"},
+}
+# Store-internal bookkeeping that the Job record does not carry.
+_INTERNAL_JOB_COLUMNS = ("sha256", "split_sent_at", "index_sent_at", "status_event")
+
 
 
 def _now() -> str:
@@ -82,14 +108,23 @@ class SqliteJobStore:
     def __init__(self, path: Path):
         self._db = open_database(path)
         self._db.executescript(_SCHEMA)
+        self._migrate()
+        self._host = socket.gethostname()
+
+    def _migrate(self) -> None:
+        for table, columns in _ADDED_COLUMNS.items():
+            have = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for name, kind in columns.items():
+                if name not in have:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     # --- reading -------------------------------------------------------------------------------
 
     @staticmethod
     def _job(row: sqlite3.Row) -> Job:
         data = dict(row)
-        data.pop("sha256", None)
-        data.pop("split_sent_at", None)
+        for name in _INTERNAL_JOB_COLUMNS:
+            data.pop(name, None)
         for key in ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at"):
             data[key] = _ts(data[key])
         return Job(**data)
@@ -105,6 +140,7 @@ class SqliteJobStore:
     def _unit(row: sqlite3.Row) -> Unit:
         data = dict(row)
         data.pop("updated_at", None)
+        data.pop("sent_at", None)
         return Unit(**data)
 
     def get_document(self, document_id: str) -> Document | None:
@@ -187,7 +223,8 @@ class SqliteJobStore:
         with transaction(self._db) as db:
             cursor = db.execute(
                 "UPDATE jobs SET pages = ?, units = ?, detected_format = ?, updated_at = ?, "
-                "last_progress_at = ? WHERE job_id = ? AND units IS NULL AND status = 'queued'",
+                "last_progress_at = ?, stalled_s = 0 "
+                "WHERE job_id = ? AND units IS NULL AND status = 'queued'",
                 (pages, len(units), detected_format, now, now, job_id),
             )
             if cursor.rowcount == 0:
@@ -220,8 +257,8 @@ class SqliteJobStore:
             )
             if cursor.rowcount == 0:
                 return False
-            db.execute("UPDATE jobs SET last_progress_at = ?, updated_at = ? WHERE job_id = ?",
-                       (now, now, job_id))
+            db.execute("UPDATE jobs SET last_progress_at = ?, updated_at = ?, stalled_s = 0 "
+                       "WHERE job_id = ?", (now, now, job_id))
         return True
 
     _OPEN = (UnitStatus.PENDING, UnitStatus.RUNNING)
@@ -247,6 +284,8 @@ class SqliteJobStore:
             "   AS done,"
             " (SELECT count(*) FROM units u WHERE u.job_id = j.job_id AND u.status = 'failed')"
             "   AS failed,"
+            " (SELECT count(*) FROM units u WHERE u.job_id = j.job_id AND u.status = 'running')"
+            "   AS running,"
             " (SELECT u.error_type FROM units u WHERE u.job_id = j.job_id"
             "   AND u.status = 'failed' ORDER BY u.unit_id LIMIT 1) AS first_failure "
             "FROM jobs j WHERE j.status IN ('queued', 'extracting')"
@@ -254,22 +293,36 @@ class SqliteJobStore:
         progress = []
         for row in rows:
             data = dict(row)
-            counts = {k: data.pop(k) for k in ("planned", "done", "failed", "first_failure")}
+            counts = {k: data.pop(k)
+                      for k in ("planned", "done", "failed", "running", "first_failure")}
             job = self._job(data)  # type: ignore[arg-type]
             progress.append(JobProgress(job=job, units_planned=counts["planned"],
                                         units_done=counts["done"], units_failed=counts["failed"],
+                                        units_running=counts["running"],
                                         first_failure=counts["first_failure"]))
         return progress
 
+    def add_stall(self, stalls: Sequence[tuple[str, float, datetime]]) -> int:
+        stamp = _now()
+        with transaction(self._db) as db:
+            cursor = db.executemany(
+                "UPDATE jobs SET stalled_s = stalled_s + ?, updated_at = ? "
+                "WHERE job_id = ? AND last_progress_at = ? AND status IN ('queued', 'extracting')",
+                [(seconds, stamp, job_id, since.isoformat()) for job_id, seconds, since in stalls],
+            )
+        return cursor.rowcount
+
     def transition_job(self, job_id: str, expected: JobStatus, new: JobStatus, *,
-                       failure_reason: str | None = None, at: datetime) -> bool:
+                       failure_reason: str | None = None, failure_detail: str | None = None,
+                       at: datetime) -> bool:
         stamp = at.isoformat()
         finished = stamp if new.terminal else None
         with transaction(self._db) as db:
             cursor = db.execute(
-                "UPDATE jobs SET status = ?, failure_reason = ?, finished_at = ?, updated_at = ? "
-                "WHERE job_id = ? AND status = ?",
-                (new.value, failure_reason, finished, stamp, job_id, expected.value),
+                "UPDATE jobs SET status = ?, failure_reason = ?, failure_detail = ?, "
+                "finished_at = ?, updated_at = ? WHERE job_id = ? AND status = ?",
+                (new.value, failure_reason, failure_detail, finished, stamp, job_id,
+                 expected.value),
             )
             if cursor.rowcount == 0:
                 return False
@@ -301,6 +354,69 @@ class SqliteJobStore:
             (error, job_id),
         )
         return cursor.rowcount == 1
+
+    def mark_status_event(self, job_id: str, status: JobStatus) -> None:
+        self._db.execute("UPDATE jobs SET status_event = ? WHERE job_id = ? AND status = ?",
+                         (status.value, job_id, status.value))
+
+    def jobs_missing_status_event(self) -> list[Job]:
+        rows = self._db.execute(
+            "SELECT * FROM jobs WHERE status != 'queued' AND status_event IS NOT status "
+            "ORDER BY updated_at"
+        ).fetchall()
+        return [self._job(r) for r in rows]
+
+    def mark_index_sent(self, job_ids: Sequence[str]) -> None:
+        now = _now()
+        with transaction(self._db) as db:
+            db.executemany("UPDATE jobs SET index_sent_at = ? WHERE job_id = ?",
+                           [(now, job_id) for job_id in job_ids])
+
+    def unsent_index_jobs(self) -> list[Job]:
+        rows = self._db.execute(
+            "SELECT * FROM jobs WHERE status = 'succeeded' AND indexed_at IS NULL "
+            "AND index_error IS NULL AND index_sent_at IS NULL ORDER BY finished_at"
+        ).fetchall()
+        return [self._job(r) for r in rows]
+
+    def mark_units_sent(self, job_id: str, unit_ids: Sequence[str]) -> None:
+        now = _now()
+        with transaction(self._db) as db:
+            db.executemany("UPDATE units SET sent_at = ? WHERE job_id = ? AND unit_id = ?",
+                           [(now, job_id, unit_id) for unit_id in unit_ids])
+
+    def unsent_units(self, job_id: str) -> list[Unit]:
+        rows = self._db.execute(
+            "SELECT * FROM units WHERE job_id = ? AND status = 'pending' AND sent_at IS NULL "
+            "ORDER BY unit_id", (job_id,)).fetchall()
+        return [self._unit(r) for r in rows]
+
+    # --- the poller's lease --------------------------------------------------------------------
+
+    def acquire_lease(self, name: str, holder: str, ttl_s: float) -> bool:
+        """Take or renew ``name`` for ``holder``; False while another live holder has it.
+
+        A lease expires ``ttl_s`` after its last renewal; on this host, a holder whose process
+        has died loses it at once (no wait after ``kill -9``).
+        """
+        now = time.time()
+        with transaction(self._db) as db:
+            row = db.execute("SELECT * FROM leases WHERE name = ?", (name,)).fetchone()
+            if row is not None and row["holder"] != holder and row["expires_at"] > now:
+                alive = row["holder_host"] != self._host or process_alive(row["holder_pid"])
+                if alive:
+                    return False
+            db.execute(
+                "INSERT INTO leases (name, holder, holder_host, holder_pid, expires_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                "holder_host = excluded.holder_host, holder_pid = excluded.holder_pid, "
+                "expires_at = excluded.expires_at",
+                (name, holder, self._host, os.getpid(), now + ttl_s),
+            )
+        return True
+
+    def release_lease(self, name: str, holder: str) -> None:
+        self._db.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
 
     def mark_split_sent(self, job_ids: Sequence[str]) -> None:
         now = _now()

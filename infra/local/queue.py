@@ -20,6 +20,7 @@ from pathlib import Path
 
 from extract.messages import dead_letter_queue
 from extract.ports import QueueDepth, ReceivedMessage
+from infra.local.processes import process_alive
 from infra.local.sqlite import open_database, transaction
 
 _SCHEMA = """
@@ -40,15 +41,6 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE INDEX IF NOT EXISTS messages_due ON messages (queue, visible_at, group_rank, seq);
 """
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class SqliteQueue:
@@ -155,7 +147,7 @@ class SqliteQueue:
             "SELECT DISTINCT owner_pid FROM messages WHERE owner_host = ? AND visible_at > ?",
             (self._host, now),
         ).fetchall()
-        dead = [r[0] for r in rows if r[0] is not None and not _alive(r[0])]
+        dead = [r[0] for r in rows if r[0] is not None and not process_alive(r[0])]
         released = 0
         for pid in dead:
             cursor = self._db.execute(

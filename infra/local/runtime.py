@@ -3,8 +3,13 @@
 An asyncio pool of ``concurrency`` workers takes messages from the SQLite queues (split first,
 so every document is planned early; then units, interleaved fairly across jobs; then index), and
 hands parsing to a pool of processes. The poller runs every ``poll_interval_s`` and also as soon
-as a unit finishes. On start the runtime recovers from a crash: messages held by dead processes
-become visible again, planned-but-unsent splits and succeeded-but-unindexed jobs are re-sent.
+as a unit finishes, in the one runtime that holds the poller's lease (a second runtime on the
+same home works messages but does not poll). On start the runtime recovers from a crash:
+messages held by dead processes become visible again and planned-but-unsent splits are re-sent;
+the poller's outbox pass re-sends lost index messages and status events.
+
+No exception ends a worker or the receiver for good: a task that fails is logged and restarted,
+and one that keeps failing stops the run with ``RuntimeFailure`` instead of leaving it waiting.
 """
 
 from __future__ import annotations
@@ -14,19 +19,15 @@ import contextlib
 import logging
 import random
 import signal
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
-from extract.context import HandlerContext
+from extract.context import HandlerContext, default_worker_name
 from extract.handling import Outcome, handle_dead_letter, handle_message
-from extract.messages import (
-    INDEX_QUEUE,
-    QUEUES,
-    READ_QUEUE,
-    SPLIT_QUEUE,
-    IndexMessage,
-    dead_letter_queue,
-)
+from extract.messages import INDEX_QUEUE, QUEUES, READ_QUEUE, SPLIT_QUEUE, dead_letter_queue
 from extract.poller import poll_once
 from extract.ports import ReceivedMessage
 from infra.local.cpu import ProcessPoolRunner
@@ -52,6 +53,46 @@ class RuntimeStats:
     interrupted: bool = False
 
 
+class RuntimeFailure(RuntimeError):
+    """A part of the runtime kept failing after restarts: the run stops with this message."""
+
+
+@dataclass
+class _Supervisor:
+    """Restarts a background task that fails; gives up (and stops the run) if it keeps failing."""
+
+    wake: asyncio.Event
+    max_failures: int = 5
+    window_s: float = 60.0
+    fatal: str | None = None
+    _failures: dict[str, deque[float]] = field(default_factory=dict)
+
+    async def keep_running(self, name: str, body: Callable[[], Awaitable[None]]) -> None:
+        while True:
+            try:
+                await body()
+                return
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                error: BaseException = RuntimeError("cancelled by someone else")
+            except Exception as caught:
+                error = caught
+            log.error("%s failed; restarting it: %r", name, error, exc_info=error)
+            failures = self._failures.setdefault(name, deque())
+            now = time.monotonic()
+            failures.append(now)
+            while failures and failures[0] < now - self.window_s:
+                failures.popleft()
+            if len(failures) >= self.max_failures:
+                self.fatal = (f"{name} failed {len(failures)} times in {self.window_s:g} s; "
+                              f"last error: {error!r}")
+                self.wake.set()
+                return
+            await asyncio.sleep(min(0.1 * 2 ** len(failures), 5.0))
+
+
 class LocalRuntime:
     """Every port on the local machine, and the loop that drives them."""
 
@@ -66,20 +107,21 @@ class LocalRuntime:
         self.writer = ParquetEventWriter.for_uri(settings.lake)
         self.stats = RuntimeStats()
         self.cpu = ProcessPoolRunner(settings.cpu_workers)
+        self.holder = f"{default_worker_name()}:{uuid.uuid4().hex[:8]}"
+        self._busy = 0
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write)
 
     def recover(self) -> dict[str, int]:
-        """Undo what a crash left behind; safe to run at any time (duplicates are no-ops)."""
+        """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).
+
+        Index messages and status events lost in a crash are repaired by the poller's own
+        outbox pass, not here.
+        """
         released = self.queue.release_orphans()
         resent_splits = self.planner().resend_unsent()
-        unindexed = self.store.jobs_to_index()
-        for job in unindexed:
-            self.queue.send(INDEX_QUEUE, IndexMessage(document_id=job.document_id,
-                                                      job_id=job.job_id).model_dump_json())
-        return {"released": released, "resent_splits": resent_splits,
-                "resent_index": len(unindexed)}
+        return {"released": released, "resent_splits": resent_splits}
 
     def idle(self) -> bool:
         """No active job, nothing left to index, nothing in any queue."""
@@ -92,7 +134,11 @@ class LocalRuntime:
         return True
 
     async def process(self, done: Callable[[], bool]) -> RuntimeStats:
-        """Run workers and the poller until ``done()`` is true (checked after each poll)."""
+        """Run workers and the poller until ``done()`` is true (checked after each poll).
+
+        Raises ``RuntimeFailure`` if a part of the runtime keeps failing after restarts: a run
+        stops with a clear error rather than waiting forever.
+        """
         settings = self.settings
         cpu = self.cpu
         committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s)
@@ -100,18 +146,23 @@ class LocalRuntime:
         ctx = HandlerContext(store=self.store, objects=self.objects, queue=self.queue,
                              sink=committer, cpu=cpu, config=settings.extract_config(),
                              index=self.index, notify=wake.set)
+        supervisor = _Supervisor(wake)
         stop = asyncio.Event()
         shutdown = _on_signals(wake)
         inbox: asyncio.Queue[ReceivedMessage] = asyncio.Queue()
-        tasks = [asyncio.create_task(self._worker(ctx, inbox)) for _ in range(settings.concurrency)]
-        tasks.append(asyncio.create_task(self._receiver(inbox, stop)))
+        tasks = [asyncio.create_task(supervisor.keep_running(
+                     f"worker {n}", lambda: self._worker(ctx, inbox)))
+                 for n in range(settings.concurrency)]
+        tasks.append(asyncio.create_task(supervisor.keep_running(
+            "receiver", lambda: self._receiver(inbox, stop))))
+        poller = _PollerClock(settings.poll_interval_s)
         try:
-            while True:
+            while supervisor.fatal is None:
                 try:
-                    await poll_once(ctx)
-                except Exception:  # the next pass decides again, with the same event ids
+                    await self._poll(ctx, poller)
+                except Exception:  # the next pass decides again, from the store
                     log.exception("poll failed; retrying at the next interval")
-                if done() or shutdown.is_set():
+                if done() or shutdown.is_set() or supervisor.fatal:
                     break
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), timeout=settings.poll_interval_s)
@@ -119,30 +170,52 @@ class LocalRuntime:
         finally:
             stop.set()
             _remove_signal_handlers()
-            if shutdown.is_set():
-                self.stats.interrupted = True
-                self._release_waiting(inbox)
-            await inbox.join()  # messages being handled are finished, not abandoned
+            self.stats.interrupted = shutdown.is_set()
+            # Messages taken for a worker are finished, not abandoned (their receive is counted);
+            # if the workers are gone, they are handed back at once.
+            await self._drain_inbox(inbox, supervisor)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await committer.close()
             cpu.close()
+            with contextlib.suppress(Exception):
+                self.store.release_lease(POLLER_LEASE, self.holder)
+        if supervisor.fatal:
+            raise RuntimeFailure(supervisor.fatal)
         return self.stats
 
+    async def _poll(self, ctx: HandlerContext, clock: _PollerClock) -> None:
+        """One poll, by the one runtime that holds the poller's lease."""
+        ttl = max(3 * self.settings.poll_interval_s, 15.0)
+        if not self.store.acquire_lease(POLLER_LEASE, self.holder, ttl):
+            clock.lost()
+            return
+        await poll_once(ctx, elapsed_s=clock.tick())
+
+    async def _drain_inbox(self, inbox: asyncio.Queue[ReceivedMessage],
+                           supervisor: _Supervisor) -> None:
+        joined = asyncio.ensure_future(inbox.join())
+        while not joined.done():
+            await asyncio.wait([joined], timeout=0.5)
+            if supervisor.fatal:
+                self._release_waiting(inbox)
+        await joined
+
     def _release_waiting(self, inbox: asyncio.Queue[ReceivedMessage]) -> None:
-        """On shutdown, hand back the messages no worker has started, for the next process."""
+        """Hand back the messages no worker has started, for the next process."""
         while not inbox.empty():
             self.queue.change_visibility(inbox.get_nowait(), 0)
             inbox.task_done()
 
     async def _receiver(self, inbox: asyncio.Queue[ReceivedMessage], stop: asyncio.Event) -> None:
-        """One task receives for all workers, in batches, keeping at most one message per worker
-        waiting, so that the queues see few transactions and no message waits long unhidden."""
+        """One task receives for all workers, in batches, and only as many messages as there are
+        idle workers: a message received is started at once, so no receive count is spent on a
+        message that waits in memory (and a stop never has to hand one back)."""
         timeout = self.settings.visibility_timeout_s
         wanted_queues = (*RECEIVE_ORDER, *(dead_letter_queue(q) for q in RECEIVE_ORDER))
         while not stop.is_set():
-            room = self.settings.concurrency - inbox.qsize()
+            room = self.settings.concurrency - self._busy - inbox.qsize()
             got = 0
             for queue in wanted_queues:
                 if room - got <= 0:
@@ -156,11 +229,13 @@ class LocalRuntime:
     async def _worker(self, ctx: HandlerContext, inbox: asyncio.Queue[ReceivedMessage]) -> None:
         while True:
             received = await inbox.get()
+            self._busy += 1
             try:
                 await self._handle(ctx, received)
             except Exception:  # e.g. the lake's disk is full: never lose the worker itself
                 log.exception("handling %s failed; it will be redelivered", received.message_id)
             finally:
+                self._busy -= 1
                 inbox.task_done()
 
     async def _handle(self, ctx: HandlerContext, received: ReceivedMessage) -> None:
@@ -171,6 +246,12 @@ class LocalRuntime:
                 self.stats.dead_letters += 1
             else:
                 outcome = await handle_message(ctx, received)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            log.warning("handling %s was cancelled; retrying it", received.message_id)
+            outcome = Outcome.RETRY
         finally:
             heartbeat.cancel()
         self.stats.messages += 1
@@ -184,11 +265,38 @@ class LocalRuntime:
             self.queue.change_visibility(received, backoff)
 
     async def _heartbeat(self, received: ReceivedMessage) -> None:
-        """Keep a long-running message hidden: extend its visibility at half the timeout."""
+        """Keep a long-running message hidden: extend its visibility at half the timeout. A
+        failed extension is logged and tried again; it never ends the heartbeat."""
         timeout = self.settings.visibility_timeout_s
         while True:
             await asyncio.sleep(timeout / 2)
-            self.queue.change_visibility(received, timeout)
+            try:
+                self.queue.change_visibility(received, timeout)
+            except Exception:
+                log.exception("could not extend the visibility of %s", received.message_id)
+
+
+POLLER_LEASE = "poller"
+
+
+class _PollerClock:
+    """Time since this runtime's previous poll, for the no-progress clock.
+
+    0 on the first poll after start or after losing the lease, so time when no poller ran (the
+    runtime was down) never counts; capped, so a stalled event loop does not count in full."""
+
+    def __init__(self, poll_interval_s: float):
+        self.cap_s = 2 * poll_interval_s + 1.0
+        self._last: float | None = None
+
+    def tick(self) -> float:
+        now = time.monotonic()
+        elapsed = 0.0 if self._last is None else min(now - self._last, self.cap_s)
+        self._last = now
+        return elapsed
+
+    def lost(self) -> None:
+        self._last = None
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
