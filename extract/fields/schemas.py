@@ -109,12 +109,13 @@ class NdaFields(BaseModel):
 _LEGAL_SUFFIXES = [(re.compile(rf"(?<![\w.]){pattern}(?!\w)", re.IGNORECASE), text) for pattern, text in (
     (r"L\.\s?L\.\s?C\.?", "LLC"), (r"L\.\s?L\.\s?P\.?", "LLP"), (r"L\.\s?P\.?(?=\s|$)", "LP"),
     (r"Inc(?=\s|$)", "Inc."), (r"Corp(?=\s|$)", "Corp."), (r"Ltd(?=\s|$)", "Ltd."),
+    (r"Incorporated(?=\s|$)", "Inc."), (r"Limited(?=\s|$)", "Ltd."),
 )]
 
 
 def kleister_value(text: str) -> str:
     """One value as a Kleister token: '&' -> 'and', commas dropped, legal suffixes in one
-    spelling ('L.P.' -> 'LP', 'Inc' -> 'Inc.'), whitespace runs -> '_'."""
+    spelling ('L.P.' -> 'LP', 'Incorporated' -> 'Inc.'), whitespace runs -> '_'."""
     text = text.replace("&", " and ").replace(",", " ")
     text = " ".join(text.split())
     for pattern, replacement in _LEGAL_SUFFIXES:

@@ -1,0 +1,91 @@
+"""Features of a candidate value: the words around its mentions, where and how often it occurs,
+and a few facts about its shape.
+
+Features describe contexts ("preceded by 'laws of'", "first mentioned in the first 500
+characters"), never the value itself, so a model trained on them carries no names or dates from
+its training documents to new ones.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from extract.fields.candidates import Candidate
+
+__all__ = ["featurise"]
+
+_WORD = re.compile(r"[a-z]+|[“”\"(),:;/$]")
+_MAX_MENTIONS = 8
+_LEFT, _RIGHT = 6, 4
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _context(candidate: Candidate, text: str) -> dict[str, float]:
+    feats: dict[str, float] = {}
+    for index, (start, end) in enumerate(sorted(candidate.mentions)[:_MAX_MENTIONS]):
+        left = _words(text[max(0, start - 80):start])[-_LEFT:]
+        right = _words(text[end:end + 60])[:_RIGHT]
+        for word in left:
+            feats[f"L:{word}"] = 1.0
+        for word in right:
+            feats[f"R:{word}"] = 1.0
+        if left:
+            feats[f"L1:{left[-1]}"] = 1.0
+        if right:
+            feats[f"R1:{right[0]}"] = 1.0
+        if index == 0:
+            for word in left:
+                feats[f"first_L:{word}"] = 1.0
+    return feats
+
+
+def _position(candidate: Candidate, text: str, rank: int) -> dict[str, float]:
+    first, size = candidate.first, max(len(text), 1)
+    relative = first / size
+    count = len(candidate.mentions)
+    feats = {
+        "count_log": math.log1p(count), "count_1": float(count == 1), "count_3+": float(count >= 3),
+        "pos_rel": relative, "pos_rel<0.05": float(relative < 0.05), "pos_rel>0.8": float(relative > 0.8),
+        "pos<500": float(first < 500), "pos<1500": float(first < 1500),
+        f"rank={min(rank, 3)}": 1.0,
+    }
+    if any(start > 0.8 * size for start, _ in candidate.mentions):
+        feats["in_last_fifth"] = 1.0
+    return feats
+
+
+def _shape(candidate: Candidate, text: str, lowercase_words: set[str]) -> dict[str, float]:
+    value = candidate.value
+    feats: dict[str, float] = {}
+    if candidate.field == "party":
+        words = value.split()
+        feats[f"words={min(len(words), 6)}"] = 1.0
+        feats["all_caps"] = float(value.isupper())
+        known = [w for w in words if w.lower().strip(".,") in lowercase_words]
+        feats["common_words"] = len(known) / len(words)
+        feats["suffix=" + words[-1].lower().strip(".,")[:12]] = 1.0
+        feats["is_company"] = float(any(k.startswith("company") for k in candidate.kinds))
+        feats["has_newline"] = float(any("\n" in text[s:e] for s, e in candidate.mentions))
+    elif candidate.field == "term":
+        number, unit = value.split()
+        feats[f"unit={unit.rstrip('s')}"] = 1.0
+        feats["number_log"] = math.log1p(float(number))
+    return feats
+
+
+def featurise(candidates: list[Candidate], text: str) -> list[dict[str, float]]:
+    """One feature dict per candidate of one field; ``rank`` orders them by first mention."""
+    lowercase_words = set(re.findall(r"\b[a-z]+\b", text))
+    order = {id(c): rank for rank, c in enumerate(sorted(candidates, key=lambda c: c.first))}
+    rows = []
+    for candidate in candidates:
+        feats = {f"kind={kind}": 1.0 for kind in candidate.kinds}
+        feats.update(_context(candidate, text))
+        feats.update(_position(candidate, text, order[id(candidate)]))
+        feats.update(_shape(candidate, text, lowercase_words))
+        rows.append(feats)
+    return rows

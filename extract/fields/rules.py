@@ -1,0 +1,99 @@
+"""The offline ``rules`` strategy for the NDA schema: no network, no GPU, milliseconds a document.
+
+Rules propose candidates (every date, US state, duration and party-like name, with where each
+occurs); a linear model over their contexts, trained on the Kleister NDA train split and shipped
+as JSON beside this module (``doclake fields train`` rebuilds it), picks the values. Every value
+comes back with the page and character offset of its first mention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from extract.errors import TerminalError
+from extract.fields.base import Extraction, PageText, Source
+from extract.fields.candidates import (
+    Candidate,
+    date_candidates,
+    jurisdiction_candidates,
+    term_candidates,
+)
+from extract.fields.document import JoinedText
+from extract.fields.features import featurise
+from extract.fields.linear import LinearModel, select
+from extract.fields.parties import party_candidates
+from extract.fields.schemas import NdaFields
+
+__all__ = ["GENERATORS", "MODEL_PATH", "Proposals", "RulesStrategy", "propose"]
+
+MODEL_PATH = Path(__file__).with_name("nda_model.json")
+
+GENERATORS: dict[str, Callable[[str], list[Candidate]]] = {
+    "effective_date": date_candidates,
+    "jurisdiction": jurisdiction_candidates,
+    "party": party_candidates,
+    "term": term_candidates,
+}
+
+
+Proposals = dict[str, tuple[list[Candidate], list[dict[str, float]]]]
+
+
+def propose(text: str) -> Proposals:
+    """Each field's candidates and their features (shared by extraction and training)."""
+    proposals = {}
+    for name, generate in GENERATORS.items():
+        candidates = generate(text)
+        proposals[name] = (candidates, featurise(candidates, text))
+    return proposals
+
+
+@cache
+def _shipped_model() -> LinearModel:
+    if not MODEL_PATH.exists():
+        raise TerminalError(f"the rules model {MODEL_PATH.name} is missing from the package; "
+                            "build it with `doclake fields train`", error_type="model_missing")
+    return LinearModel.load(MODEL_PATH)
+
+
+class RulesStrategy:
+    """Extracts ``NdaFields``; any other schema is a terminal error (it has no rules)."""
+
+    name = "rules"
+
+    def __init__(self, model: LinearModel | None = None):
+        self.model = model or _shipped_model()
+        self.model_version = f"rules-{self.model.version}"
+
+    def run(self, pages: Sequence[PageText]) -> Extraction:
+        """The synchronous core: the async port calls it, and so can a script."""
+        joined = JoinedText.of(pages)
+        return self.decide(propose(joined.text), joined)
+
+    def decide(self, proposals: Proposals, joined: JoinedText) -> Extraction:
+        """Pick values from proposals (cross-validation proposes once and decides per fold)."""
+        values: dict[str, object] = {}
+        sources: list[Source] = []
+        for name, (candidates, features) in proposals.items():
+            field_model = self.model.fields.get(name)
+            if field_model is None or not candidates:
+                continue
+            chosen = select(candidates, [field_model.probability(f) for f in features], field_model)
+            for index, (candidate, _) in enumerate(chosen):
+                page, offset = joined.locate(candidate.first)
+                sources.append(Source(name, index, page, offset))
+            picked = [candidate.value for candidate, _ in chosen]
+            values[name] = picked if name == "party" else (picked[0] if picked else None)
+        return Extraction(NdaFields.model_validate(values), tuple(sources),
+                          model_version=self.model_version)
+
+    async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
+        if schema is not NdaFields:
+            raise TerminalError(f"the rules strategy extracts only the NDA schema, not "
+                                f"{schema.__name__}; use single-pass or agentic",
+                                error_type="unsupported_schema")
+        return self.run(pages)

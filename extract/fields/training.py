@@ -1,0 +1,105 @@
+"""Fitting the rules model and cross-validating it on labelled documents.
+
+scikit-learn is imported only here (training is a developer command, never the run-time path).
+Labels come from gold ``key=value`` tokens: a candidate is positive when its Kleister token is
+among the document's gold tokens. The result is deterministic for a given split and seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from extract.fields.document import JoinedText
+from extract.fields.kleister import KleisterDocument
+from extract.fields.linear import FieldModel, LinearModel
+from extract.fields.rules import GENERATORS, Proposals, RulesStrategy, propose
+
+__all__ = ["SELECTION", "cross_validate", "fit"]
+
+# Per field: (decision threshold, most values). Jurisdiction is always stated in an NDA.
+SELECTION: dict[str, tuple[float, int]] = {
+    "effective_date": (0.45, 1), "jurisdiction": (0.0, 1), "party": (0.35, 4), "term": (0.45, 1),
+}
+REGULARISATION = 0.3  # scikit-learn's C: smaller is simpler; chosen by cross-validation
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A document proposed once: folds reuse its candidates and features."""
+
+    document: KleisterDocument
+    joined: JoinedText
+    proposals: Proposals
+
+
+def _prepare(documents: Sequence[KleisterDocument]) -> list[_Prepared]:
+    prepared = []
+    for document in documents:
+        joined = JoinedText.of(document.pages)
+        prepared.append(_Prepared(document, joined, propose(joined.text)))
+    return prepared
+
+
+def _examples(prepared: Sequence[_Prepared]):
+    rows: dict[str, tuple[list[dict[str, float]], list[int]]] = {f: ([], []) for f in GENERATORS}
+    for item in prepared:
+        gold = {t.upper() for t in item.document.gold}
+        for name, (candidates, features) in item.proposals.items():
+            rows[name][0].extend(features)
+            rows[name][1].extend(int(f"{name}={c.key}".upper() in gold) for c in candidates)
+    return rows
+
+
+def fit(documents: Sequence[KleisterDocument], *, c: float = REGULARISATION,
+        selection: dict[str, tuple[float, int]] | None = None) -> LinearModel:
+    """A model trained on ``documents``; its version names the training set's content."""
+    return _fit(_prepare(documents), c=c, selection=selection)
+
+
+def _fit(prepared: Sequence[_Prepared], *, c: float,
+         selection: dict[str, tuple[float, int]] | None) -> LinearModel:
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    selection = selection or SELECTION
+    names = sorted(p.document.name for p in prepared)
+    digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:8]
+    model = LinearModel(version=f"lr1-{len(names)}docs-{digest}")
+    for name, (features, labels) in _examples(prepared).items():
+        if len(set(labels)) < 2:
+            continue
+        vectoriser = DictVectorizer()
+        x = vectoriser.fit_transform(features)
+        classifier = LogisticRegression(C=c, max_iter=5000, solver="lbfgs")
+        classifier.fit(x, labels)
+        weights = {feature: round(float(w), 5) for feature, w in
+                   zip(vectoriser.get_feature_names_out(), classifier.coef_[0], strict=True)
+                   if abs(w) >= 1e-4}
+        threshold, most = selection[name]
+        model.fields[name] = FieldModel(weights, round(float(classifier.intercept_[0]), 5),
+                                        threshold, most)
+    return model
+
+
+def cross_validate(documents: Sequence[KleisterDocument], *, folds: int = 5, seed: int = 0,
+                   c: float = REGULARISATION,
+                   selection: dict[str, tuple[float, int]] | None = None) -> list[list[str]]:
+    """Out-of-fold predicted tokens, one list per document in input order: every document is
+    predicted by a model that never saw it."""
+    import random
+
+    prepared = _prepare(documents)
+    order = list(range(len(documents)))
+    random.Random(seed).shuffle(order)
+    predictions: list[list[str]] = [[] for _ in documents]
+    for fold in range(folds):
+        held_out = set(order[fold::folds])
+        model = _fit([p for i, p in enumerate(prepared) if i not in held_out], c=c,
+                     selection=selection)
+        strategy = RulesStrategy(model)
+        for i in held_out:
+            extraction = strategy.decide(prepared[i].proposals, prepared[i].joined)
+            predictions[i] = extraction.fields.kleister_tokens()
+    return predictions
