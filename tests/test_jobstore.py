@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+
 from extract.ports import NewVersion
 from extract.split import plan_pdf_units
 from extract.state import JobStatus, UnitStatus
@@ -77,3 +81,46 @@ def test_a_job_error_is_noted_once_and_only_while_active(tmp_path):
     assert store.set_job_error("j", "empty_file") is True
     assert store.set_job_error("j", "corrupt") is False
     assert store.get_job("j").error == "empty_file"
+
+
+def test_the_poller_lease_has_one_holder_and_passes_on_when_its_holder_dies(tmp_path):
+    store = new_store(tmp_path)
+    assert store.acquire_lease("poller", "a", ttl_s=60) is True
+    assert store.acquire_lease("poller", "b", ttl_s=60) is False  # a is alive and in time
+    assert store.acquire_lease("poller", "a", ttl_s=60) is True  # renewal
+    store.release_lease("poller", "a")
+    assert store.acquire_lease("poller", "b", ttl_s=0.01) is True
+    time.sleep(0.05)
+    assert store.acquire_lease("poller", "a", ttl_s=60) is True  # b's lease expired
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    store._db.execute("UPDATE leases SET holder = 'dead', holder_pid = ?",
+                      (int(dead.stdout),))
+    assert store.acquire_lease("poller", "b", ttl_s=60) is True  # no wait after kill -9
+
+
+def test_stall_is_added_only_while_the_job_has_not_moved(tmp_path):
+    store = new_store(tmp_path)
+    job = store.get_job("j")
+    assert store.add_stall([("j", 2.0, job.last_progress_at)]) == 1
+    assert store.get_job("j").stalled_s == 2.0
+    store.add_units("j", units(7), pages=7, detected_format="pdf")  # progress
+    assert store.get_job("j").stalled_s == 0.0
+    assert store.add_stall([("j", 2.0, job.last_progress_at)]) == 0  # read before it moved
+    assert store.get_job("j").stalled_s == 0.0
+
+
+def test_an_older_home_gains_the_new_columns_on_open(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "jobs.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE jobs (job_id TEXT PRIMARY KEY, document_id TEXT, status TEXT, "
+                   "object_key TEXT, source_name TEXT, sha256 TEXT, created_at TEXT, "
+                   "updated_at TEXT, last_progress_at TEXT, finished_at TEXT, pages INTEGER, "
+                   "units INTEGER, detected_format TEXT, error TEXT, failure_reason TEXT, "
+                   "indexed_at TEXT, index_error TEXT, split_sent_at TEXT)")
+    store = SqliteJobStore(path)
+    columns = {r["name"] for r in store._db.execute("PRAGMA table_info(jobs)")}
+    assert {"stalled_s", "index_sent_at", "status_event", "failure_detail"} <= columns

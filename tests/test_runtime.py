@@ -201,3 +201,23 @@ def test_a_receiver_that_fails_is_restarted_and_one_that_keeps_failing_stops_the
     broken.planner().ingest(pdf_factory("b.pdf", 3))
     with pytest.raises(RuntimeFailure, match="receiver failed 5 times.*disk gone"):
         asyncio.run(broken.process(lambda: False))
+
+
+def test_a_second_runtime_on_the_same_home_works_messages_but_does_not_poll(settings,
+                                                                          pdf_factory):
+    from infra.local.runtime import POLLER_LEASE
+
+    first = LocalRuntime(settings)
+    assert first.store.acquire_lease(POLLER_LEASE, first.holder, ttl_s=600)
+    second = LocalRuntime(settings)
+    (ingested,) = second.planner().ingest_many([pdf_factory("a.pdf", 12)])
+
+    def units_done() -> bool:
+        units = second.store.list_units(ingested.job_id)
+        return bool(units) and all(u.status.terminal for u in units)
+
+    asyncio.run(second.process(units_done))
+    assert second.store.get_job(ingested.job_id).status is JobStatus.QUEUED  # not its decision
+    first.store.release_lease(POLLER_LEASE, first.holder)
+    asyncio.run(second.process(lambda: second.store.get_job(ingested.job_id).settled))
+    assert second.store.get_job(ingested.job_id).status is JobStatus.SUCCEEDED

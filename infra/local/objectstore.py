@@ -1,4 +1,5 @@
-"""The object store as a folder: the same keys as the S3 bucket, atomic writes by rename.
+"""The object store as a folder: the same keys as the S3 bucket, atomic and durable writes
+(temporary file, fsync, rename, fsync of the folder: ``infra.local.durable``).
 
 Object metadata (S3 user metadata) lives in a sidecar JSON file under ``.meta/`` so that the
 key folders hold exactly the objects, as a listing of the bucket would.
@@ -7,12 +8,11 @@ key folders hold exactly the objects, as a listing of the bucket would.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from infra.local import durable
 
 META_DIR = ".meta"
 
@@ -30,30 +30,15 @@ class FolderObjectStore:
     def _meta_path(self, key: str) -> Path:
         return self.root / META_DIR / f"{key}.json"
 
-    @staticmethod
-    def _atomic_write(path: Path, data: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-
     def put(self, key: str, data: bytes, *, metadata: dict[str, str] | None = None) -> None:
         # Metadata first: an object that exists always has its metadata.
+        target = self._path(key)
         if metadata:
-            self._atomic_write(self._meta_path(key), json.dumps(metadata).encode())
-        self._atomic_write(self._path(key), data)
+            durable.write_bytes(self._meta_path(key), json.dumps(metadata).encode())
+        durable.write_bytes(target, data)
 
     def put_file(self, key: str, path: Path) -> None:
-        target = self._path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-        shutil.copyfile(path, temporary)
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
+        durable.copy_file(path, self._path(key))
 
     def get(self, key: str) -> bytes:
         try:

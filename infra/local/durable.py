@@ -1,0 +1,65 @@
+"""Durable files on a local disk: write under a temporary name, fsync, rename, fsync the folder.
+
+A rename is only durable once the folder that holds it is fsynced, and a new folder only once its
+parent is; without that, a power loss can leave a file that was acknowledged missing. Object store
+writes go through here (the lake's writer keeps its own copy of the rule: ``lake`` imports
+nothing of ours).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+
+def fsync_dir(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def make_dirs(folder: Path) -> None:
+    """``mkdir -p``, with each folder it creates made durable in its parent."""
+    missing = []
+    current = folder
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue  # another writer made it: theirs to fsync, and ours next
+        fsync_dir(path.parent)
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+
+
+def _publish(temporary: Path, path: Path) -> None:
+    os.replace(temporary, path)
+    fsync_dir(path.parent)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    make_dirs(path.parent)
+    temporary = _temporary(path)
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    _publish(temporary, path)
+
+
+def copy_file(source: Path, path: Path) -> None:
+    make_dirs(path.parent)
+    temporary = _temporary(path)
+    shutil.copyfile(source, temporary)
+    with open(temporary, "rb+") as handle:
+        os.fsync(handle.fileno())
+    _publish(temporary, path)

@@ -1,0 +1,232 @@
+"""The ports' contracts (``extract/ports.py``), one suite per port, run against every adapter.
+
+Each fixture is parametrized over the factories in ``ADAPTERS``: the local adapters today; the AWS
+issue adds its moto-backed ones to the same lists, and every test below then runs against them
+unchanged. A test here states what the handlers rely on, not how one adapter does it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import cpu_tasks
+import pytest
+
+from extract.errors import TransientError, WorkerTimeout
+from extract.ports import NewVersion
+from extract.split import plan_pdf_units
+from extract.state import JobStatus
+from infra.local.cpu import ProcessPoolRunner
+from infra.local.jobstore import SqliteJobStore
+from infra.local.objectstore import FolderObjectStore
+from infra.local.queue import SqliteQueue
+from infra.local.search import Fts5SearchIndex
+from lake.catalog import query
+from lake.events import JobCreated, utc_now
+from lake.writer import GroupCommitter, ParquetEventWriter
+
+ADAPTERS = {
+    "object_store": {"folder": lambda tmp: FolderObjectStore(tmp / "objects")},
+    "queue": {"sqlite": lambda tmp: SqliteQueue(tmp / "queue.db", max_receives=2)},
+    "job_store": {"sqlite": lambda tmp: SqliteJobStore(tmp / "jobs.db")},
+    "search_index": {"fts5": lambda tmp: Fts5SearchIndex(tmp / "search.db")},
+    "cpu_runner": {"process_pool": lambda tmp: ProcessPoolRunner(1)},
+    "event_sink": {"group_commit_parquet": lambda tmp: (
+        GroupCommitter(ParquetEventWriter.for_uri(str(tmp / "lake")), max_delay_s=0.01),
+        str(tmp / "lake"))},
+}
+
+
+def _adapter(port: str):
+    factories = ADAPTERS[port]
+    return pytest.fixture(params=sorted(factories))(
+        lambda request, tmp_path: factories[request.param](tmp_path))
+
+
+object_store = _adapter("object_store")
+queue = _adapter("queue")
+job_store = _adapter("job_store")
+search_index = _adapter("search_index")
+cpu_runner = _adapter("cpu_runner")
+event_sink = _adapter("event_sink")
+
+
+# --- object store ------------------------------------------------------------------------------
+
+
+def test_object_store_round_trip_metadata_listing_and_delete(object_store, tmp_path: Path):
+    object_store.put("pages/d/j/00002.md", b"two", metadata={"reader": "text", "chars": "3"})
+    object_store.put("pages/d/j/00001.md", b"one")
+    source = tmp_path / "upload.pdf"
+    source.write_bytes(b"%PDF-1.7 bytes")
+    object_store.put_file("uploads/d/j/source", source)
+    assert object_store.get("pages/d/j/00002.md") == b"two"
+    assert object_store.head("pages/d/j/00002.md") == {"reader": "text", "chars": "3"}
+    assert object_store.head("pages/d/j/00001.md") == {}
+    assert object_store.head("pages/d/j/00003.md") is None
+    assert object_store.list("pages/d/j/") == ["pages/d/j/00001.md", "pages/d/j/00002.md"]
+    with object_store.local_path("uploads/d/j/source") as path:
+        assert path.read_bytes() == b"%PDF-1.7 bytes"
+    with pytest.raises(KeyError):
+        object_store.get("pages/d/j/00009.md")
+    assert object_store.delete_prefix("pages/d/") == 2
+    assert object_store.list("pages/") == []
+
+
+def test_object_store_overwrite_is_whole(object_store):
+    object_store.put("k/a", b"first version")
+    object_store.put("k/a", b"2nd")
+    assert object_store.get("k/a") == b"2nd"
+
+
+def test_folder_store_makes_renames_and_new_folders_durable(tmp_path, monkeypatch):
+    """A rename is durable only once its folder is fsynced, and a new folder once its parent is."""
+    from infra.local import durable
+
+    synced: list[Path] = []
+    real = durable.fsync_dir
+    monkeypatch.setattr(durable, "fsync_dir", lambda folder: (synced.append(folder), real(folder)))
+    store = FolderObjectStore(tmp_path / "objects")
+    store.put("pages/d/j/00001.md", b"text")
+    root = tmp_path / "objects"
+    for folder in (root, root / "pages", root / "pages" / "d", root / "pages" / "d" / "j"):
+        assert folder in synced, folder
+
+
+# --- queue -------------------------------------------------------------------------------------
+
+
+def test_queue_hides_a_received_message_and_redelivers_it_counted(queue):
+    queue.send("work", "a")
+    (first,) = queue.receive("work", visibility_timeout_s=0.3)
+    assert (first.body, first.receive_count) == ("a", 1)
+    assert queue.receive("work", visibility_timeout_s=0.3) == []
+    time.sleep(0.4)
+    (again,) = queue.receive("work", visibility_timeout_s=30)
+    assert (again.body, again.receive_count) == ("a", 2)
+    queue.delete(first)  # a stale receipt is ignored
+    assert queue.depth("work").in_flight == 1
+    queue.delete(again)
+    assert (queue.depth("work").visible, queue.depth("work").in_flight) == (0, 0)
+
+
+def test_queue_redrives_after_max_receives(queue):
+    queue.send("work", "poison")
+    for _ in range(queue.max_receives):
+        (message,) = queue.receive("work", visibility_timeout_s=30)
+        queue.change_visibility(message, 0)
+    assert queue.receive("work") == []
+    assert queue.depth("work").dead_letter == 1
+    (dead,) = queue.receive("work-dlq", visibility_timeout_s=30)
+    assert dead.body == "poison"
+
+
+def test_queue_batch_send_and_receive(queue):
+    ids = queue.send_batch("work", [f"m{i}" for i in range(10)], group="job")
+    assert len(set(ids)) == 10
+    got = queue.receive("work", max_messages=10, visibility_timeout_s=30)
+    assert sorted(m.body for m in got) == sorted(f"m{i}" for i in range(10))
+
+
+# --- job store ---------------------------------------------------------------------------------
+
+
+def _version(job_id: str = "j") -> NewVersion:
+    return NewVersion(document_id="d", job_id=job_id, source_name="a.pdf", source_key="/a.pdf",
+                      sha256="s", bytes=10, version=1, object_key=f"uploads/d/{job_id}",
+                      created_at=utc_now())
+
+
+def _units(pages: int):
+    return [u.model_copy(update={"job_id": "j"}) for u in plan_pdf_units(pages, 5)]
+
+
+def test_job_store_transitions_are_conditional(job_store):
+    job_store.create_job(_version())
+    assert job_store.add_units("j", _units(12), pages=12, detected_format="pdf")
+    assert not job_store.add_units("j", _units(12), pages=12, detected_format="pdf")
+    assert job_store.start_unit("j", "u00001", 1)
+    assert job_store.finish_unit("j", "u00001") and not job_store.finish_unit("j", "u00001")
+    assert job_store.fail_unit("j", "u00002", "corrupt", "bad page")
+    assert not job_store.start_unit("j", "u00002", 2)
+    now = utc_now()
+    assert job_store.transition_job("j", JobStatus.QUEUED, JobStatus.EXTRACTING, at=now)
+    assert not job_store.transition_job("j", JobStatus.QUEUED, JobStatus.FAILED, at=now)
+    assert job_store.transition_job("j", JobStatus.EXTRACTING, JobStatus.FAILED,
+                                    failure_reason="corrupt", at=now)
+    job = job_store.get_job("j")
+    assert (job.status, job.failure_reason, job.finished_at) == (JobStatus.FAILED, "corrupt", now)
+    assert job_store.active_jobs() == []
+
+
+def test_job_store_outbox_flags(job_store):
+    job_store.create_job(_version())
+    assert [j.job_id for j in job_store.unsent_jobs()] == ["j"]
+    job_store.mark_split_sent(["j"])
+    assert job_store.unsent_jobs() == []
+    job_store.add_units("j", _units(12), pages=12, detected_format="pdf")
+    job_store.mark_units_sent("j", ["u00001"])
+    assert [u.unit_id for u in job_store.unsent_units("j")] == ["u00002", "u00003"]
+    for unit in ("u00001", "u00002", "u00003"):
+        job_store.finish_unit("j", unit)
+    job_store.transition_job("j", JobStatus.QUEUED, JobStatus.SUCCEEDED, at=utc_now())
+    assert [j.job_id for j in job_store.jobs_missing_status_event()] == ["j"]
+    job_store.mark_status_event("j", JobStatus.SUCCEEDED)
+    assert job_store.jobs_missing_status_event() == []
+    assert [j.job_id for j in job_store.unsent_index_jobs()] == ["j"]
+    job_store.mark_index_sent(["j"])
+    assert job_store.unsent_index_jobs() == []
+    assert [j.job_id for j in job_store.jobs_to_index()] == ["j"]
+
+
+def test_job_store_stall_clock_and_lease(job_store):
+    job_store.create_job(_version())
+    read = job_store.get_job("j").last_progress_at
+    assert job_store.add_stall([("j", 1.5, read)]) == 1
+    assert job_store.add_stall([("j", 1.5, read - timedelta(seconds=1))]) == 0
+    assert job_store.get_job("j").stalled_s == 1.5
+    assert job_store.acquire_lease("poller", "one", ttl_s=60)
+    assert not job_store.acquire_lease("poller", "two", ttl_s=60)
+    job_store.release_lease("poller", "one")
+    assert job_store.acquire_lease("poller", "two", ttl_s=60)
+
+
+# --- search index ------------------------------------------------------------------------------
+
+
+def test_search_index_replaces_a_documents_pages(search_index):
+    search_index.replace_document("d", "j1", "a.pdf", iter([(1, "old zebra"), (2, "old text")]))
+    assert search_index.replace_document("d", "j2", "a.pdf", iter([(1, "new giraffe")])) == 1
+    assert search_index.search("zebra") == []
+    (hit,) = search_index.search("giraffe")
+    assert (hit.document_id, hit.job_id, hit.page_number) == ("d", "j2", 1)
+
+
+# --- CPU runner --------------------------------------------------------------------------------
+
+
+async def test_cpu_runner_returns_times_out_and_recovers(cpu_runner):
+    try:
+        assert await cpu_runner.run(cpu_tasks.square, 6, timeout_s=30) == 36
+        with pytest.raises(WorkerTimeout):
+            await cpu_runner.run(cpu_tasks.sleep_for, 30, timeout_s=0.5)
+        with pytest.raises(TransientError):
+            await cpu_runner.run(cpu_tasks.die, timeout_s=30)
+        assert await cpu_runner.run(cpu_tasks.square, 2, timeout_s=30) == 4
+    finally:
+        cpu_runner.close()
+
+
+# --- event sink --------------------------------------------------------------------------------
+
+
+async def test_event_sink_commit_is_durable_on_return(event_sink):
+    sink, lake = event_sink
+    events = [JobCreated(document_id="d", job_id=f"j{i}") for i in range(50)]
+    await asyncio.gather(*(sink.commit(events[i:i + 5]) for i in range(0, 50, 5)))
+    count = query(lake, "SELECT count(*) AS n FROM events WHERE event_type = 'job_created'")
+    assert count.to_pylist() == [{"n": 50}]
+    await sink.close()
