@@ -1,35 +1,44 @@
-"""The ``doclake`` command: composes the local runtime, the lake and the reports."""
+"""The ``doclake`` command: composes the local runtime, the lake and the reports.
+
+Conventions every command follows (later ones inherit them):
+
+- a user's mistake is a ``UserError``: one message naming the value and what is allowed, exit 2
+  (``infra.errors``); ``--debug`` shows the traceback instead;
+- ``run``, ``worker`` and ``serve`` create the home; commands that read refuse a missing one
+  (``infra.home``);
+- data goes to stdout in ``--format table|csv|json``, a table only on a terminal
+  (``infra.output``); progress and notes go to stderr;
+- heavy libraries (pyarrow, duckdb, pandas, sqlglot, boto3) are imported inside the commands that
+  use them, so ``doclake --help`` and small commands start fast.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import sys
 import time
-from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from extract.messages import QUEUES
-from extract.state import JobStatus
 from infra.bench import bench_app
 from infra.cli_aws import aws_app
 from infra.cli_lake import lake_app
-from infra.local.runtime import LocalRuntime
-from infra.output import print_rows
-from infra.settings import Settings
-from ingest.planner import IngestOutcome, expand_paths
+from infra.errors import DoclakeGroup, UserError, at_least, set_debug
+from infra.home import Access, open_settings
+from infra.output import FormatOption, print_object, print_records, resolve_format
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
+if TYPE_CHECKING:
+    from infra.local.runtime import LocalRuntime
+
+app = typer.Typer(cls=DoclakeGroup, no_args_is_help=True, add_completion=False,
+                  pretty_exceptions_show_locals=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Turn documents into searchable text and a queryable event lake.")
 app.add_typer(lake_app, name="lake")
 app.add_typer(bench_app, name="bench")
 app.add_typer(aws_app, name="aws")
-console = Console(stderr=True)
+console = Console(stderr=True, highlight=False)
 
 INTERRUPTED = 130  # the shell's convention for a run stopped by a signal
 
@@ -37,11 +46,26 @@ HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
                        "(default $DOCLAKE_HOME, else ./.doclake).", show_default=False)]
 
 
-def load_settings(home: Path | None, **overrides) -> Settings:
-    values = {k: v for k, v in overrides.items() if v is not None}
-    if home is not None:
-        values["home"] = home
-    return Settings(**values)
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"doclake {version('doclake')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks instead of short "
+                     "error messages (also DOCLAKE_DEBUG=1).")] = False,
+    show_version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                            help="Print the version and exit.")] = False,
+) -> None:
+    """doclake: documents in, searchable text and an event lake out."""
+    set_debug(debug)
+
+
+# --- run and worker -----------------------------------------------------------------------------
 
 
 @app.command()
@@ -51,75 +75,53 @@ def run(
     reader: Annotated[str, typer.Option(help="auto|text (ocr, gemini, simulated: later)")] = "auto",
     fields: Annotated[str, typer.Option(help="nda|none|MODULE:CLASS")] = "none",
     strategy: Annotated[str, typer.Option(help="rules|single-pass|agentic")] = "rules",
-    concurrency: Annotated[int | None, typer.Option(help="Messages handled at once.")] = None,
+    concurrency: Annotated[int | None, typer.Option(callback=at_least(1),
+                                                    help="Messages handled at once.")] = None,
     password: Annotated[str | None, typer.Option(help="Password for encrypted PDFs.")] = None,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Process again files whose "
+                            "identical bytes failed before (from the stored copy).")] = False,
 ) -> None:
     """Ingest files and folders and process them to a terminal state."""
+    from ingest.planner import expand_paths
+
     if reader not in ("auto", "text"):
-        raise typer.BadParameter(f"reader {reader!r} is not available in this build; use auto or text")
+        raise UserError(f"--reader {reader!r} is not available in this build", "use auto or text")
     if fields != "none":
-        raise typer.BadParameter("field extraction is not available in this build; use --fields none")
+        raise UserError(f"--fields {fields!r}: field extraction is not available in this build",
+                        "use --fields none")
     if strategy not in ("rules", "single-pass", "agentic"):
-        raise typer.BadParameter(f"strategy {strategy!r}: use rules, single-pass or agentic")
-    settings = load_settings(home, concurrency=concurrency, password=password)
+        raise UserError(f"--strategy {strategy!r} is not a strategy",
+                        "use rules, single-pass or agentic")
     try:
         files = expand_paths(paths)
     except FileNotFoundError as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise typer.Exit(2) from None
+        raise UserError(str(error), "check the path; nothing was ingested") from None
+    if not files:
+        console.print(f"[yellow]warning:[/yellow] no files in {', '.join(map(str, paths))}; "
+                      "nothing to do (hidden files are skipped)")
+        return
+    settings = open_settings(home, Access.CREATE, options={"concurrency": "--concurrency"},
+                             concurrency=concurrency, password=password)
+    from infra.local.runtime import LocalRuntime
+    from infra.run_report import RunReport, progress_bar
+
     runtime = LocalRuntime(settings)
     started = time.perf_counter()
     runtime.cpu.warm()
     runtime.recover()  # what an earlier, interrupted run left behind
-    ingested = runtime.planner().ingest_many(files)
-    job_ids = sorted({i.job_id for i in ingested})
-
-    with _progress() as progress:
-        documents = progress.add_task("documents", total=len(job_ids))
-        pages = progress.add_task("pages", total=None)
-
-        def done() -> bool:
-            """Checked after each poll: one read of the jobs serves the bar and the answer."""
-            jobs = runtime.store.list_jobs(job_ids)
-            progress.update(documents, completed=sum(j.status.terminal for j in jobs))
-            total, read = runtime.store.page_progress(job_ids)
-            progress.update(pages, total=total or None, completed=read)
-            return all(j.settled for j in jobs)
-
-        stats = asyncio.run(runtime.process(done))
-    elapsed = time.perf_counter() - started
-    _print_summary(runtime, ingested, job_ids, elapsed)
+    ingested = runtime.planner().ingest_many(files, retry_failed=retry_failed)
+    report = RunReport.start(runtime.store, ingested, started)
+    with progress_bar(console) as bar:
+        stats = _process(runtime, bar.tracker(runtime.store, report))
+    report.finish(runtime.store, interrupted=stats.interrupted).print(Console(highlight=False))
     if stats.interrupted:
-        unsettled = sum(not j.settled for j in runtime.store.list_jobs(job_ids))
-        console.print(f"[yellow]interrupted:[/yellow] {unsettled} documents not finished; "
-                      "`doclake worker --until-idle` (or the same `doclake run`) finishes them")
         raise typer.Exit(INTERRUPTED)
 
 
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False,
-                    disable=not console.is_terminal)
+def _process(runtime: LocalRuntime, done):
+    import asyncio
 
-
-def _print_summary(runtime: LocalRuntime, ingested, job_ids, elapsed: float) -> None:
-    jobs = runtime.store.list_jobs(job_ids)
-    succeeded = [j for j in jobs if j.status is JobStatus.SUCCEEDED]
-    failed = [j for j in jobs if j.status is JobStatus.FAILED]
-    pages = sum(j.pages or 0 for j in succeeded)
-    unchanged = sum(1 for i in ingested if i.outcome is IngestOutcome.UNCHANGED)
-    out = Console()
-    out.print(f"documents {len(ingested)}  (new jobs {len(ingested) - unchanged}, "
-              f"unchanged {unchanged})")
-    out.print(f"succeeded {len(succeeded)}  failed {len(failed)}  pages {pages}  "
-              f"time {elapsed:.1f} s  ({pages / elapsed if elapsed else 0:.1f} pages/s)")
-    if failed:
-        table = Table("reason", "documents", "examples", title="failed")
-        reasons = Counter(j.failure_reason or "unknown" for j in failed)
-        for reason, count in reasons.most_common():
-            names = [j.source_name for j in failed if (j.failure_reason or "unknown") == reason]
-            table.add_row(reason, str(count), ", ".join(names[:3]) + (" …" if len(names) > 3 else ""))
-        out.print(table)
+    return asyncio.run(runtime.process(done))
 
 
 @app.command()
@@ -128,106 +130,124 @@ def worker(
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop when nothing is left.")]
     = False,
     password: Annotated[str | None, typer.Option(help="Password for encrypted PDFs.")] = None,
+    output_format: FormatOption = None,
 ) -> None:
     """Resume and drain pending work (after a crash, say)."""
-    settings = load_settings(home, password=password)
+    output_format = resolve_format(output_format)
+    settings = open_settings(home, Access.CREATE, password=password)
+    from infra.local.runtime import LocalRuntime
+    from infra.run_report import WorkerReport
+
     runtime = LocalRuntime(settings)
     recovered = runtime.recover()
-    console.print(f"recovered: {recovered}")
-    started = time.perf_counter()
-    stats = asyncio.run(runtime.process(runtime.idle if until_idle else (lambda: False)))
-    console.print(f"handled {stats.messages} messages ({stats.retries} retries, "
-                  f"{stats.dead_letters} dead letters) in {time.perf_counter() - started:.1f} s")
-    if stats.interrupted and until_idle:
+    report = WorkerReport.start(runtime.store, recovered)
+    stats = _process(runtime, runtime.idle if until_idle else (lambda: False))
+    summary = report.finish(runtime.store, stats)
+    if output_format == "table":
+        summary.print(Console(highlight=False))
+    else:
+        print_object(summary.to_dict(), output_format)
+    if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
 
 
+# --- status and search --------------------------------------------------------------------------
+
+
 @app.command()
-def status(home: HomeOption = None) -> None:
-    """Jobs by status and queue depths."""
-    runtime = LocalRuntime(load_settings(home))
-    all_jobs = runtime.store.list_jobs()
-    counts = Counter(j.status.value for j in all_jobs)
-    out = Console()
-    jobs = Table("status", "jobs", title="jobs")
-    for value in JobStatus:
-        jobs.add_row(value.value, str(counts.get(value.value, 0)))
-    out.print(jobs)
-    reasons = Counter(j.failure_reason or "unknown" for j in all_jobs
-                      if j.status is JobStatus.FAILED)
-    if reasons:
-        failed = Table("failure reason", "jobs", title="failed jobs")
-        for reason, count in reasons.most_common():
-            failed.add_row(reason, str(count))
-        out.print(failed)
-    queues = Table("queue", "visible", "in flight", "dead letter", title="queues")
-    for name in QUEUES:
-        depth = runtime.queue.depth(name)
-        queues.add_row(name, str(depth.visible), str(depth.in_flight), str(depth.dead_letter))
-    out.print(queues)
+def status(
+    home: HomeOption = None,
+    jobs: Annotated[bool, typer.Option("--jobs", help="Count every job, not documents by their "
+                    "latest job.")] = False,
+    output_format: FormatOption = None,
+) -> None:
+    """Documents by the status of their latest job, failure reasons, queue depths."""
+    from infra.status import read_status
+
+    output_format = resolve_format(output_format)
+    settings = open_settings(home, Access.WRITE)
+    report = read_status(settings, every_job=jobs)
+    if output_format == "json":
+        print_object(report.to_dict(), "json")
+    elif output_format == "csv":
+        print_records(("table", "key", "value"), report.long_rows(), "csv")
+    else:
+        report.print_tables()
 
 
 @app.command()
 def search(
-    query: Annotated[str, typer.Argument(help="Words to find.")],
+    query: Annotated[list[str], typer.Argument(help='Words to find, all of them; a quoted '
+                     'argument ("exact phrase") is searched as a phrase.')],
     home: HomeOption = None,
-    limit: Annotated[int, typer.Option(help="Most hits shown.")] = 10,
+    limit: Annotated[int, typer.Option(callback=at_least(1), help="Most hits shown.")] = 10,
+    output_format: FormatOption = None,
 ) -> None:
     """Full-text search over indexed documents: which document, which page."""
-    runtime = LocalRuntime(load_settings(home))
-    hits = runtime.index.search(query, limit=limit)
-    if not hits:
-        Console().print("no match")
+    from infra.local.search import Fts5SearchIndex
+
+    output_format = resolve_format(output_format)
+    settings = open_settings(home, Access.WRITE)
+    text = " ".join(f'"{word}"' if any(c.isspace() for c in word.strip()) else word
+                    for word in query)
+    if not text.strip():
+        raise UserError("the search query is empty", 'give words to find, e.g. doclake search '
+                        '"non-solicitation"')
+    hits = Fts5SearchIndex(settings.home / "search.db").search(text, limit=limit)
+    if not hits and output_format == "table":
+        console.print("no match")
         return
-    table = Table("document", "page", "snippet", "document_id")
-    for hit in hits:
-        table.add_row(hit.source_name, str(hit.page_number), hit.snippet, hit.document_id)
-    Console().print(table)
+    print_records(("document", "page", "snippet", "document_id", "job_id"),
+                  ((h.source_name, h.page_number, " ".join(h.snippet.split()), h.document_id, h.job_id)
+                   for h in hits), output_format)
+
+
+# --- SQL ----------------------------------------------------------------------------------------
 
 
 @app.command()
 def sql(
-    query: Annotated[str | None, typer.Argument(help="SQL over the lake's views.")] = None,
+    query: Annotated[str | None, typer.Argument(help="SQL over the lake's tables; several "
+                     "statements are separated by ';'. None: an interactive prompt.")] = None,
     home: HomeOption = None,
-    output_format: Annotated[str, typer.Option("--format", help="table|csv|json")] = "table",
+    output_format: FormatOption = None,
+    engine: Annotated[str, typer.Option(help="duckdb (athena: with the AWS issue)")] = "duckdb",
+    tables: Annotated[bool, typer.Option("--tables", help="List the tables and their columns, "
+                      "with a description of each, and exit.")] = False,
 ) -> None:
     """Query the lake with DuckDB; no query opens an interactive prompt."""
+    from infra import sqlshell
+
+    output_format = resolve_format(output_format)
+    if tables:
+        sqlshell.print_reference(output_format)
+        return
+    if engine != "duckdb":
+        raise UserError(f"--engine {engine!r} is not available in this build", "use duckdb")
+    settings = open_settings(home, Access.READ)
     from lake.catalog import connect
 
-    if output_format not in ("table", "csv", "json"):
-        raise typer.BadParameter("--format must be table, csv or json")
-    settings = load_settings(home)
     con = connect(settings.lake)
-    if query is not None:
-        if not _run_sql(con, query, output_format):
-            raise typer.Exit(1)
-        return
-    console.print("doclake sql: DuckDB over the lake's views; end a statement with ';', "
-                  "Ctrl-D to quit")
-    buffer = ""
-    for line in sys.stdin:
-        buffer += line
-        if buffer.strip().endswith(";"):
-            _run_sql(con, buffer, output_format)  # an interactive prompt reports and goes on
-            buffer = ""
+    if query is None:
+        sqlshell.interactive(con, output_format)
+    elif not sqlshell.run_script(con, query, output_format):
+        raise typer.Exit(1)
 
 
-def _run_sql(con, query: str, output_format: str) -> bool:
-    """Run and print one statement; False (with the error printed) if DuckDB refused it."""
-    import duckdb
+@app.command()
+def schema(
+    table: Annotated[str | None, typer.Argument(help="One table (default: all of them).")] = None,
+    output_format: FormatOption = None,
+) -> None:
+    """The tables an analyst queries, their columns and what each means."""
+    from infra import schema_doc, sqlshell
 
-    try:
-        table = con.sql(query).to_arrow_table()
-    except duckdb.Error as error:
-        console.print(f"[red]error:[/red] {error}")
-        return False
-    print_rows(table, output_format)
-    return True
-
-
-@app.callback()
-def main() -> None:
-    """doclake: documents in, searchable text and an event lake out."""
+    output_format = resolve_format(output_format)
+    if table is None:
+        sqlshell.print_reference(output_format)
+    elif not sqlshell.print_schema(table, output_format):
+        raise UserError(f"no table {table!r}",
+                        f"the tables are: {', '.join(t.name for t in schema_doc.tables())}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,16 +10,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from infra.errors import at_least
+
 lake_app = typer.Typer(no_args_is_help=True, help="Maintain and verify the event lake.")
 
 HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
                        "(default $DOCLAKE_HOME, else ./.doclake).", show_default=False)]
 
 
-def _settings(home: Path | None):
-    from infra.settings import Settings
+def _settings(home: Path | None, access=None):
+    """Settings over an existing home (``infra.home``): these commands never create one."""
+    from infra.home import Access, open_settings
 
-    return Settings(home=home) if home is not None else Settings()
+    return open_settings(home, access or Access.WRITE)
 
 
 @lake_app.command()
@@ -27,7 +30,8 @@ def compact(
     home: HomeOption = None,
     event_type: Annotated[list[str] | None, typer.Option("--event-type",
                           help="Only these event types (repeatable).")] = None,
-    target_rows: Annotated[int, typer.Option(help="Most rows per compacted file.")] = 1_000_000,
+    target_rows: Annotated[int, typer.Option(callback=at_least(1),
+                           help="Most rows per compacted file.")] = 1_000_000,
     output_format: Annotated[str, typer.Option("--format", help="table|json")] = "table",
 ) -> None:
     """Rewrite each partition's small files into large ones; safe to interrupt or run live."""
@@ -54,11 +58,12 @@ def replay(
                      "exit 1 on any difference.")] = False,
 ) -> None:
     """Rebuild job and unit state from the events alone."""
+    from infra.home import Access
     from infra.local.jobstore import SqliteJobStore
     from lake.replay import diff
     from lake.replay import replay as rebuild
 
-    settings = _settings(home)
+    settings = _settings(home, Access.WRITE if check else Access.READ)
     state = rebuild(settings.lake)
     out = Console()
     out.print(f"replayed {len(state.jobs)} jobs and {len(state.units)} units from the lake")
@@ -77,14 +82,27 @@ def replay(
 
 
 @lake_app.command()
-def check(home: HomeOption = None) -> None:
+def check(
+    home: HomeOption = None,
+    output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json "
+                             "(default: table on a terminal, csv when piped)")] = None,
+) -> None:
     """Run the data-quality suites over the tables; exit 1 if an expectation fails."""
     from evals.quality import check_lake, to_events
+    from infra.output import print_records, resolve_format
     from lake.writer import ParquetEventWriter
 
+    output_format = resolve_format(output_format)
     settings = _settings(home)
     report = check_lake(settings.lake)
     ParquetEventWriter.for_uri(settings.lake).write(to_events(report))
+    if output_format != "table":
+        print_records(("table", "expectation", "ok", "unexpected", "details"),
+                      ((r.table, r.expectation, r.success, r.unexpected_count, r.details)
+                       for r in report.results), output_format)
+        if report.failures:
+            raise typer.Exit(1)
+        return
     table = Table("table", "expectation", "ok", "unexpected", "details")
     for result in report.results:
         table.add_row(result.table, result.expectation, "yes" if result.success else "[red]NO[/red]",
@@ -95,3 +113,26 @@ def check(home: HomeOption = None) -> None:
     Console().print(f"{len(report.results) - failed} passed, {failed} failed")
     if failed:
         raise typer.Exit(1)
+
+
+@lake_app.command()
+def views(
+    home: HomeOption = None,
+    dialect: Annotated[str, typer.Option(help="duckdb|athena")] = "duckdb",
+    out: Annotated[Path | None, typer.Option(help="Write a DuckDB database file holding the "
+                   "views instead of printing them.")] = None,
+) -> None:
+    """The CREATE VIEW statements of every table over this lake, for any SQL client."""
+    from infra.home import Access
+    from infra.lake_views import view_statements, write_database
+
+    lake = _settings(home, Access.READ).lake if dialect == "duckdb" else ""
+    statements = view_statements(lake, dialect)
+    if out is None:
+        print("\n\n".join(statements))
+        return
+    if dialect != "duckdb":
+        raise typer.BadParameter("--out writes a DuckDB file: use it with --dialect duckdb")
+    write_database(out, statements)
+    Console(stderr=True).print(f"wrote {len(statements)} views to {out}; open it with "
+                               f"duckdb {out}")

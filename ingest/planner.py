@@ -3,7 +3,9 @@
 Store the upload under its document id, then in one transaction create the job (queued) and
 mark the document extracting, then send one message carrying ids only. The same source with new
 bytes is a new version of the same document: a new job, hence a clean pages folder. Bytes seen
-before (same sha256) whose last job did not fail are not processed again.
+before (same sha256) are not processed again: not when their last job succeeded, nor when it
+failed for a reason the same bytes would fail for again (``FINAL_REASONS``). Those are taken again
+only when asked (``retry_failed``), as a new job over the copy already stored, not a second copy.
 """
 
 from __future__ import annotations
@@ -18,11 +20,21 @@ from uuid6 import uuid7
 
 from extract.messages import SPLIT_QUEUE, SplitMessage
 from extract.ports import JobStore, NewVersion, ObjectStore, Queue
-from extract.state import Document, JobStatus
+from extract.state import Document, Job, JobStatus
 from lake.events import DocumentRegistered, Event, JobCreated, utc_now
 from lake.layout import upload_key
 
 CHUNK = 1024 * 1024
+
+# Failure reasons the same bytes would meet again with the same build and settings. Any other
+# reason (a timeout, a dead letter, a crash, no progress) may not recur, so it is retried.
+FINAL_REASONS = frozenset({"unsupported_format", "empty_file", "corrupt", "encrypted",
+                           "limit_exceeded"})
+
+
+def worth_retrying(failure_reason: str | None) -> bool:
+    """Whether a failed job's bytes are taken again without ``--retry-failed``."""
+    return failure_reason not in FINAL_REASONS
 
 
 class IngestOutcome(StrEnum):
@@ -90,13 +102,15 @@ class Planner:
     def ingest(self, path: Path) -> Ingested:
         return self.ingest_many([path])[0]
 
-    def ingest_many(self, paths: Sequence[Path]) -> list[Ingested]:
+    def ingest_many(self, paths: Sequence[Path], *, retry_failed: bool = False) -> list[Ingested]:
+        """Plan every file; ``retry_failed`` also takes again bytes whose last job failed for
+        good (``FINAL_REASONS``), e.g. after a reader for their format was installed."""
         results: list[Ingested] = []
         for start in range(0, len(paths), self.batch_size):
-            results += self._ingest_batch(paths[start:start + self.batch_size])
+            results += self._ingest_batch(paths[start:start + self.batch_size], retry_failed)
         return results
 
-    def _ingest_batch(self, paths: Sequence[Path]) -> list[Ingested]:
+    def _ingest_batch(self, paths: Sequence[Path], retry_failed: bool = False) -> list[Ingested]:
         results: list[Ingested] = []
         planned: list[NewVersion] = []
         claimed: dict[str, Ingested] = {}  # sha256 -> the job planned in this batch
@@ -106,13 +120,15 @@ class Planner:
                 results.append(claimed[digest]._replace_name(path.name))
                 continue
             seen = self.store.find_document_by_sha256(digest)
-            if seen is not None and seen[1].status is not JobStatus.FAILED:
+            if seen is not None and not self._take_again(seen[1], retry_failed):
                 document, job = seen
                 results.append(Ingested(IngestOutcome.UNCHANGED, document.document_id,
                                         job.job_id, path.name))
                 continue
-            version = self._plan(path, digest, seen[0] if seen else None)
-            self.objects.put_file(version.object_key, path)
+            stored = self._stored_copy(seen[1]) if seen else None
+            version = self._plan(path, digest, seen[0] if seen else None, stored)
+            if stored is None:
+                self.objects.put_file(version.object_key, path)
             self.store.create_job(version)
             planned.append(version)
             outcome = IngestOutcome.NEW_VERSION if version.version > 1 else IngestOutcome.NEW
@@ -150,7 +166,19 @@ class Planner:
         self._publish(unsent)
         return len(unsent)
 
-    def _plan(self, path: Path, digest: str, failed_before: Document | None) -> NewVersion:
+    @staticmethod
+    def _take_again(job: Job, retry_failed: bool) -> bool:
+        """Identical bytes: only a failed job is taken again, when asked or when worth it."""
+        if job.status is not JobStatus.FAILED:
+            return False
+        return retry_failed or worth_retrying(job.failure_reason)
+
+    def _stored_copy(self, job: Job) -> str | None:
+        """The upload key of identical bytes already stored, if it is still there."""
+        return job.object_key if self.objects.head(job.object_key) is not None else None
+
+    def _plan(self, path: Path, digest: str, failed_before: Document | None,
+              stored_key: str | None = None) -> NewVersion:
         source_key = str(path.resolve())
         previous = self.store.find_document_by_source(source_key) or failed_before
         document_id = previous.document_id if previous else str(uuid7())
@@ -159,7 +187,7 @@ class Planner:
             document_id=document_id, job_id=job_id, source_name=path.name,
             source_key=source_key, sha256=digest, bytes=path.stat().st_size,
             version=previous.version + 1 if previous else 1,
-            object_key=upload_key(document_id, job_id), created_at=utc_now(),
+            object_key=stored_key or upload_key(document_id, job_id), created_at=utc_now(),
         )
 
 

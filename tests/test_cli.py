@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 from typer.testing import CliRunner
 
@@ -26,7 +25,7 @@ def test_run_then_sql_search_status_and_rerun(tmp_path, pdf_factory):
     (tmp_path / "docs" / "bad.pdf").write_bytes(b"not a pdf at all")
     result = invoke("run", folder, "--home", home)
     assert result.exit_code == 0, result.output
-    assert "succeeded 1  failed 1  pages 7" in result.output
+    assert "succeeded 1  failed 1  pages read 7" in result.output
     assert "unsupported_format" in result.output
 
     result = invoke("sql", "SELECT status, count(*) AS n, sum(pages) AS pages FROM jobs "
@@ -36,14 +35,16 @@ def test_run_then_sql_search_status_and_rerun(tmp_path, pdf_factory):
     result = invoke("sql", "SELECT 7.0 AS whole, 2.5 AS half", "--home", home, "--format", "csv")
     assert result.output.splitlines() == ["whole,half", "7,2.5"]
 
-    result = invoke("search", "walrus page 6", "--home", home)
-    assert "a.pdf" in result.output and "│ 6" in result.output
-    status = invoke("status", "--home", home).output
-    assert re.search(r"succeeded\s+│ 1", status) and re.search(r"unsupported_format\s+│ 1", status)
-    assert re.search(r"read\s+│ 0\s+│ 0\s+│ 0", status)  # queue drained, nothing dead-lettered
+    result = invoke("search", "walrus", "page", "6", "--home", home, "--format", "json")
+    assert [(h["document"], h["page"]) for h in json.loads(result.output)] == [("a.pdf", 6)]
+    status = json.loads(invoke("status", "--home", home, "--format", "json").output)
+    assert status["documents"]["succeeded"] == 1
+    assert status["failure_reasons"] == {"unsupported_format": 1}
+    read = next(q for q in status["queues"] if q["queue"] == "read")
+    assert read == {"queue": "read", "visible": 0, "in_flight": 0, "dead_letter": 0}
 
     again = invoke("run", folder, "--home", home)
-    assert "unchanged 1" in again.output
+    assert "unchanged 2" in again.output and "pages read 0" in again.output
 
 
 def test_a_missing_path_is_a_usage_error_and_nothing_is_ingested(tmp_path, pdf_factory):
@@ -69,7 +70,7 @@ def test_lake_commands_on_a_finished_run(tmp_path, pdf_factory):
     assert replay.exit_code == 0 and "no difference" in replay.output
     compact = invoke("lake", "compact", "--home", home, "--format", "json")
     assert json.loads(compact.output)["duplicates_dropped"] == 0
-    check = invoke("lake", "check", "--home", home)
+    check = invoke("lake", "check", "--home", home, "--format", "table")
     assert check.exit_code == 0, check.output
     assert ", 0 failed" in check.output
 
@@ -104,9 +105,9 @@ def test_lake_check_fails_on_a_bad_row_and_records_its_results(tmp_path):
     ParquetEventWriter.for_uri(str(lake)).write([
         ModelCalled(call_id="c1", job_id="j", purpose="read", provider="gemini", model="m",
                     outcome="ok", input_tokens=10, output_tokens=-5, cost_usd=-0.01)])
-    check = invoke("lake", "check", "--home", str(tmp_path / "home"))
+    check = invoke("lake", "check", "--home", str(tmp_path / "home"), "--format", "json")
     assert check.exit_code == 1
-    assert "2 failed" in check.output
+    assert sum(not r["ok"] for r in json.loads(check.output)) == 2
     recorded = query(str(lake), "SELECT count(*) AS n, count(*) FILTER (WHERE NOT success) AS bad "
                                 "FROM quality_checks").to_pylist()
     assert recorded[0]["bad"] == 2 and recorded[0]["n"] > 10

@@ -54,6 +54,9 @@ class Fts5SearchIndex:
 
 
 def _fts_query(text: str) -> str:
-    """Plain words as an AND of quoted terms, so user punctuation is never FTS5 syntax."""
-    terms = [t.replace('"', '""') for t in text.split() if t.strip()]
+    """Plain words as an AND of quoted terms, so user punctuation is never FTS5 syntax; words
+    inside double quotes ("exact phrase") stay together as one phrase."""
+    parts = text.split('"')
+    terms = [t for i, part in enumerate(parts)
+             for t in ([part.strip()] if i % 2 else part.split()) if t.strip()]
     return " ".join(f'"{t}"' for t in terms) or '""'

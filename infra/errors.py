@@ -1,0 +1,110 @@
+"""The one boundary where a user's mistake becomes a short message and exit code 2.
+
+A person who types a wrong value should read what was wrong and what is allowed, not a Python
+traceback. Commands raise ``UserError`` (or let a settings ``ValidationError`` through);
+``DoclakeGroup`` (the click group behind the ``doclake`` command) turns them into::
+
+    error: <what was wrong, naming the value>
+    hint: <what is allowed or what to do>
+
+and exit code 2. ``doclake --debug ...`` (or ``DOCLAKE_DEBUG=1``) lets the exception through with
+its traceback. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+USAGE = 2  # the exit code of a usage error, as for click's own
+
+
+class UserError(Exception):
+    """A mistake the user can fix: a bad value, a wrong home, an empty query."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+_debug = False
+
+
+def set_debug(value: bool) -> None:
+    """Set by the top-level ``--debug`` option before any command runs."""
+    global _debug
+    _debug = value or os.environ.get("DOCLAKE_DEBUG", "") not in ("", "0")
+
+
+def settings_error(error: Any, options: Mapping[str, str] | None = None) -> UserError:
+    """A pydantic ``ValidationError`` from ``Settings`` as one line per bad value.
+
+    A value given on the command line is named by its option (``--concurrency 0``); any other by
+    its environment variable (``DOCLAKE_PAGES_PER_UNIT='abc'``), since that is where it came from.
+    """
+    options = options or {}
+    lines = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item.get("loc") else "?"
+        source = options.get(field) or f"DOCLAKE_{field.upper()}"
+        value = item.get("input")
+        shown = f"{source} {value}" if source.startswith("--") else f"{source}={value!r}"
+        lines.append(f"{shown}: {item['msg'][0].lower()}{item['msg'][1:]}")
+    return UserError("; ".join(lines), "see `doclake --help` for the options and infra/settings.py "
+                     "for every DOCLAKE_* setting and its limits")
+
+
+def at_least(minimum: int):
+    """A typer option callback: refuse a number below ``minimum``, naming the option and value."""
+
+    def check(param: typer.CallbackParam, value: int | None) -> int | None:
+        if value is not None and value < minimum:
+            name = max(param.opts, key=len) if param.opts else param.name
+            raise UserError(f"{name} {value}: must be at least {minimum}")
+        return value
+
+    return check
+
+
+def _as_user_error(error: Exception) -> UserError | None:
+    """The errors a user's input can cause, recognised wherever they were raised."""
+    if isinstance(error, UserError):
+        return error
+    if type(error).__name__ == "ValidationError" and getattr(error, "title", "") == "Settings":
+        return settings_error(error)
+    if isinstance(error, sqlite3.OperationalError) and "readonly" in str(error):
+        return UserError(f"cannot write the state folder: {error}",
+                         "check the permissions of --home, or choose another")
+    if isinstance(error, PermissionError):
+        return UserError(f"permission denied: {error.filename or error}",
+                         "check the permissions of --home (and of the paths given), or choose another")
+    return None
+
+
+def report(error: UserError) -> None:
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    console.print(f"[red]error:[/red] {error.message}", markup=True, soft_wrap=True)
+    if error.hint:
+        console.print(f"hint: {error.hint}", markup=False, soft_wrap=True)
+
+
+class DoclakeGroup(TyperGroup):
+    """The top-level command group: every subcommand runs inside this ``invoke``."""
+
+    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except Exception as error:
+            user_error = _as_user_error(error)
+            if user_error is None or _debug:
+                raise
+            report(user_error)
+            raise typer.Exit(USAGE) from None

@@ -1,0 +1,100 @@
+"""The schema reference an analyst reads: the tables, their columns, one line on each.
+
+Column types come from DuckDB (the views defined over an empty lake, so no home is needed) and
+column descriptions from the event models' field descriptions (``lake/events.py``), so the
+reference cannot drift from the code. Columns that views compute rather than copy (``attempts``,
+``seconds``...) are described here, next to the table descriptions.
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from dataclasses import dataclass
+
+# One line per analyst table, in the order people meet them.
+TABLES: dict[str, str] = {
+    "documents": "one row per document: its latest version's name, hash, size and format",
+    "jobs": "one row per processing run of one version of a document, with its outcome",
+    "units": "one row per unit of work: a run of PDF pages or one spreadsheet sheet",
+    "pages": "one row per stored text part (a PDF page or a sheet) and the reader that read it",
+    "failures": "every error at every stage, retried or final",
+    "model_calls": "every call to a model provider, with tokens, latency and cost",
+    "results": "structured fields extracted from each document (its latest result)",
+    "events": "the envelope of every event of every type, deduplicated",
+    "job_latency": "finished jobs: seconds from creation to the end, by page bucket",
+    "daily_costs": "one row per day and model: pages, model calls, tokens and cost",
+    "quality_checks": "data-quality expectations evaluated by `doclake lake check`",
+}
+
+# Columns a view computes, or whose meaning there differs from the event field of that name.
+COMPUTED: dict[tuple[str, str], str] = {
+    ("documents", "created_at"): "when the first version of the document was registered",
+    ("documents", "latest_job_id"): "the job of the latest version",
+    ("jobs", "created_at"): "when the job was planned",
+    ("jobs", "finished_at"): "when the job succeeded or failed (empty while it runs)",
+    ("jobs", "status"): "queued, extracting, succeeded or failed",
+    ("units", "status"): "pending, running, done or failed",
+    ("units", "attempts"): "deliveries of the unit's message so far",
+    ("pages", "read_at"): "when the page's text was stored",
+    ("results", "published_at"): "when the result was published",
+    ("job_latency", "seconds"): "seconds from the job's creation to its end",
+    ("job_latency", "page_bucket"): "1-20, 21-50, 51-100, 101-300 or over 300 pages",
+    ("daily_costs", "day"): "the UTC day",
+    ("daily_costs", "model"): "the reader or model (the text layer counts as a reader)",
+    ("daily_costs", "pages"): "pages read that day by that reader or model",
+    ("daily_costs", "model_calls"): "calls made that day to that model",
+    ("daily_costs", "cost_usd"): "what those calls cost, in US dollars",
+    ("quality_checks", "table_name"): "the table the expectation was checked on",
+}
+
+
+@dataclass(frozen=True)
+class ColumnDoc:
+    name: str
+    type: str
+    description: str
+
+
+@dataclass(frozen=True)
+class TableDoc:
+    name: str
+    description: str
+    columns: tuple[ColumnDoc, ...]
+
+
+def _field_descriptions() -> dict[str, str]:
+    """Column name -> the first description any event model gives a field of that name."""
+    from lake.events import EVENT_TYPES, Event
+
+    found: dict[str, str] = {}
+    for model in (Event, *EVENT_TYPES.values()):
+        for name, info in model.model_fields.items():
+            if info.description and name not in found:
+                found[name] = info.description
+    found.setdefault("event_type", "what happened, e.g. page_read or job_failed")
+    return found
+
+
+@functools.cache
+def tables() -> tuple[TableDoc, ...]:
+    """Every analyst table with its columns, types and descriptions."""
+    from lake.catalog import connect
+
+    described = _field_descriptions()
+    with tempfile.TemporaryDirectory(prefix="doclake-schema-") as empty_lake:
+        con = connect(empty_lake)
+        try:
+            docs = []
+            for table, about in TABLES.items():
+                rows = con.execute(f"DESCRIBE {table}").fetchall()
+                docs.append(TableDoc(table, about, tuple(
+                    ColumnDoc(name, kind, COMPUTED.get((table, name)) or described.get(name, ""))
+                    for name, kind, *_ in rows)))
+        finally:
+            con.close()
+    return tuple(docs)
+
+
+def table(name: str) -> TableDoc | None:
+    return next((t for t in tables() if t.name == name), None)

@@ -1,0 +1,183 @@
+"""``doclake sql``: statements over the lake's views, from the command line or a prompt.
+
+A script of several statements prints every result, in order; the last statement needs no
+``;``. A statement DuckDB refuses is reported as one line and makes the command exit 1 (the
+interactive prompt reports it and goes on). The prompt has line editing and history through the
+standard library's readline, and a few dot commands (``.tables``, ``.schema TABLE``, ``.help``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from rich.console import Console
+
+from infra.errors import UserError
+from infra.output import print_records, print_rows
+
+stderr = Console(stderr=True, highlight=False)
+
+HISTORY = Path("~/.doclake_history").expanduser()
+PROMPT, MORE = "doclake> ", "    ...> "
+HELP = """\
+.tables          the analyst tables, one line each
+.schema TABLE    the columns of one table, with types and descriptions
+.help            this help
+.quit            leave (or Ctrl-D)
+Statements end with ';'. Internal views (raw_*, ev_*) hold the events before deduplication."""
+
+
+def statements(con, text: str) -> list[str]:
+    """The statements in ``text``; comments and empty statements are not statements."""
+    return [s.query for s in con.extract_statements(text)]
+
+
+def run_script(con, text: str, output_format: str) -> bool:
+    """Run every statement and print every result; False after the first refused statement."""
+    import duckdb
+
+    try:
+        found = statements(con, text)
+    except duckdb.Error as error:
+        _report(error)
+        return False
+    if not found:
+        raise UserError(f"no SQL statement in {text!r}",
+                        'write a query, e.g. doclake sql "SELECT status, count(*) FROM jobs '
+                        'GROUP BY 1", or run `doclake sql` alone for a prompt')
+    for number, statement in enumerate(found):
+        if number and output_format != "json":
+            sys.stdout.write("\n")  # results of a script are separated by one blank line
+        if not _run_one(con, statement, output_format):
+            return False
+    return True
+
+
+def _run_one(con, statement: str, output_format: str) -> bool:
+    import duckdb
+
+    try:
+        relation = con.sql(statement)
+        table = relation.to_arrow_table() if relation is not None else None
+    except duckdb.Error as error:
+        _report(error)
+        return False
+    if table is not None:
+        print_rows(table, output_format)
+    return True
+
+
+def _report(error: Exception) -> None:
+    stderr.print(f"[red]error:[/red] {error}", soft_wrap=True)
+
+
+def interactive(con, output_format: str) -> None:
+    """Read statements until end of input; a terminal gets a prompt, editing and history."""
+    tty = sys.stdin.isatty()
+    if tty:
+        _enable_readline()
+        stderr.print("doclake sql: DuckDB over the lake's views. End statements with ';'; "
+                     ".tables, .schema TABLE, .help; Ctrl-D to quit.", markup=False)
+    buffer: list[str] = []
+    for line in _lines(tty, lambda: MORE if buffer else PROMPT):
+        if not buffer and line.strip().startswith("."):
+            if not _dot_command(line.strip(), output_format):
+                break
+            continue
+        buffer.append(line)
+        text = "\n".join(buffer)
+        if text.rstrip().endswith(";"):
+            _run_interactive(con, text, output_format)
+            buffer.clear()
+    if "".join(buffer).strip():
+        _run_interactive(con, "\n".join(buffer), output_format)  # a last statement without ';'
+
+
+def _run_interactive(con, text: str, output_format: str) -> None:
+    with contextlib.suppress(UserError):  # only comments or ';': nothing to run, as at any prompt
+        run_script(con, text, output_format)
+
+
+def _lines(tty: bool, prompt) -> Iterator[str]:
+    if not tty:
+        for line in sys.stdin:
+            yield line.rstrip("\n")
+        return
+    while True:
+        try:
+            yield input(prompt())
+        except EOFError:
+            sys.stderr.write("\n")
+            return
+        except KeyboardInterrupt:  # Ctrl-C drops the statement being typed, as psql does
+            sys.stderr.write("^C\n")
+            yield ";"  # ends the buffer; an empty statement runs nothing
+
+
+def _enable_readline() -> None:
+    try:
+        import atexit
+        import readline
+    except ImportError:  # pragma: no cover - Windows without pyreadline
+        return
+    with contextlib.suppress(OSError):
+        readline.read_history_file(HISTORY)
+    readline.set_history_length(1000)
+
+    def save() -> None:
+        with contextlib.suppress(OSError):
+            readline.write_history_file(HISTORY)
+
+    atexit.register(save)
+
+
+def _dot_command(line: str, output_format: str) -> bool:
+    """Run a dot command; False for ``.quit``."""
+    from infra import schema_doc
+
+    command, _, argument = line.partition(" ")
+    argument = argument.strip().rstrip(";")
+    if command in (".quit", ".exit", ".q"):
+        return False
+    if command == ".tables":
+        print_tables(output_format)
+    elif command == ".schema" and argument:
+        if not print_schema(argument, output_format):
+            stderr.print(f"no table {argument!r}; .tables lists them", markup=False)
+    elif command == ".schema":
+        for doc in schema_doc.tables():
+            print_schema(doc.name, output_format)
+    else:
+        stderr.print(HELP, markup=False)
+    return True
+
+
+def print_tables(output_format: str) -> None:
+    from infra import schema_doc
+
+    print_records(("table", "description"),
+                  ((t.name, t.description) for t in schema_doc.tables()), output_format)
+
+
+def print_schema(name: str, output_format: str) -> bool:
+    from infra import schema_doc
+
+    doc = schema_doc.table(name)
+    if doc is None:
+        return False
+    print_records(("column", "type", "description"),
+                  ((c.name, c.type, c.description) for c in doc.columns), output_format,
+                  title=f"{doc.name}: {doc.description}")
+    return True
+
+
+def print_reference(output_format: str) -> None:
+    """Every table and column in one listing (``doclake schema``)."""
+    from infra import schema_doc
+
+    print_records(("table", "column", "type", "description"),
+                  ((t.name, c.name, c.type, c.description)
+                   for t in schema_doc.tables() for c in t.columns), output_format)
