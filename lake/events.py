@@ -41,14 +41,17 @@ class Event(BaseModel):
     event_type: ClassVar[str] = "event"
     identity: ClassVar[tuple[str, ...]] = ()
 
-    schema_version: int = SCHEMA_VERSION
-    event_id: str = ""
-    occurred_at: datetime = Field(default_factory=utc_now)
-    document_id: str | None = None
-    job_id: str | None = None
-    unit_id: str | None = None
-    attempt: int | None = None
-    worker: str | None = None
+    schema_version: int = Field(
+        SCHEMA_VERSION, description="version of the event schema the row was written with")
+    event_id: str = Field(
+        "", description="the event's id, derived from what identifies it (duplicates share it)")
+    occurred_at: datetime = Field(default_factory=utc_now, description="when it happened, in UTC")
+    document_id: str | None = Field(None, description="the document (stable across its versions)")
+    job_id: str | None = Field(None, description="one processing run of one version of a document")
+    unit_id: str | None = Field(
+        None, description="the unit of work (a run of pages or a sheet) within the job")
+    attempt: int | None = Field(None, description="delivery attempt of the message, from 1")
+    worker: str | None = Field(None, description="the host and process that wrote the event")
 
     @model_validator(mode="before")
     @classmethod
@@ -81,12 +84,14 @@ class DocumentRegistered(Event):
     event_type: ClassVar[str] = "document_registered"
     identity: ClassVar[tuple[str, ...]] = ("job_id",)
 
-    source_name: str
-    source_key: str | None = None
-    sha256: str
-    bytes: int
-    version: int = 1
-    object_key: str | None = None
+    source_name: str = Field(description="the file's own name, as it was ingested")
+    source_key: str | None = Field(
+        None, description="where the file came from (its absolute path when ingested from disk)")
+    sha256: str = Field(description="SHA-256 of the file's bytes")
+    bytes: int = Field(description="size of the file in bytes")
+    version: int = Field(
+        1, description="version of the document: 1, then one more each time its bytes change")
+    object_key: str | None = Field(None, description="where the uploaded bytes are stored")
 
 
 class JobCreated(Event):
@@ -95,7 +100,7 @@ class JobCreated(Event):
     event_type: ClassVar[str] = "job_created"
     identity: ClassVar[tuple[str, ...]] = ("job_id",)
 
-    status: str = "queued"
+    status: str = Field("queued", description="the job's status at that moment")
 
 
 # --- prepare and split -------------------------------------------------------------------------
@@ -107,8 +112,8 @@ class FormatDetected(Event):
     event_type: ClassVar[str] = "format_detected"
     identity: ClassVar[tuple[str, ...]] = ("job_id",)
 
-    detected_format: str
-    mime_type: str | None = None
+    detected_format: str = Field(description="the real format, sniffed from the bytes (pdf, docx, xlsx...)")
+    mime_type: str | None = Field(None, description="the MIME type of the detected format")
 
 
 class JobSplit(Event):
@@ -117,9 +122,9 @@ class JobSplit(Event):
     event_type: ClassVar[str] = "job_split"
     identity: ClassVar[tuple[str, ...]] = ("job_id",)
 
-    pages: int
-    units: int
-    pages_per_unit: int | None = None
+    pages: int = Field(description="pages in the document (sheets for a spreadsheet)")
+    units: int = Field(description="units of work planned")
+    pages_per_unit: int | None = Field(None, description="pages per unit the split used")
 
 
 class UnitPlanned(Event):
@@ -128,10 +133,10 @@ class UnitPlanned(Event):
     event_type: ClassVar[str] = "unit_planned"
     identity: ClassVar[tuple[str, ...]] = ("job_id", "unit_id")
 
-    kind: str
-    first_page: int | None = None
-    last_page: int | None = None
-    sheet_name: str | None = None
+    kind: str = Field(description="pdf_pages or sheet")
+    first_page: int | None = Field(None, description="first page of the unit (1-based)")
+    last_page: int | None = Field(None, description="last page of the unit, inclusive")
+    sheet_name: str | None = Field(None, description="the sheet, for a spreadsheet unit")
 
 
 # --- read --------------------------------------------------------------------------------------
@@ -143,7 +148,7 @@ class UnitStarted(Event):
     event_type: ClassVar[str] = "unit_started"
     identity: ClassVar[tuple[str, ...]] = ("job_id", "unit_id", "attempt")
 
-    kind: str | None = None
+    kind: str | None = Field(None, description="pdf_pages or sheet")
 
 
 class PageRead(Event):
@@ -152,11 +157,11 @@ class PageRead(Event):
     event_type: ClassVar[str] = "page_read"
     identity: ClassVar[tuple[str, ...]] = ("job_id", "page_number")
 
-    page_number: int
-    reader: str
-    chars: int
-    object_key: str | None = None
-    duration_ms: float | None = None
+    page_number: int = Field(description="page number (1-based), or a sheet's position")
+    reader: str = Field(description="what read the text: the text layer, OCR, a model, calamine")
+    chars: int = Field(description="characters of text stored")
+    object_key: str | None = Field(None, description="where the page's Markdown is stored")
+    duration_ms: float | None = Field(None, description="milliseconds spent reading it")
 
 
 class UnitDone(Event):
@@ -165,9 +170,9 @@ class UnitDone(Event):
     event_type: ClassVar[str] = "unit_done"
     identity: ClassVar[tuple[str, ...]] = ("job_id", "unit_id")
 
-    pages: int
-    pages_skipped: int = 0
-    duration_ms: float | None = None
+    pages: int = Field(description="pages in the unit")
+    pages_skipped: int = Field(0, description="pages already stored by an earlier attempt, not read again")
+    duration_ms: float | None = Field(None, description="milliseconds the unit took")
 
 
 class UnitFailed(Event):
@@ -176,8 +181,8 @@ class UnitFailed(Event):
     event_type: ClassVar[str] = "unit_failed"
     identity: ClassVar[tuple[str, ...]] = ("job_id", "unit_id")
 
-    error_type: str
-    message: str
+    error_type: str = Field(description="why the unit failed: a stable code such as corrupt or timeout")
+    message: str = Field(description="the error message")
 
 
 class FailureRecorded(Event):
@@ -187,11 +192,11 @@ class FailureRecorded(Event):
     identity: ClassVar[tuple[str, ...]] = (
         "job_id", "unit_id", "stage", "attempt", "error_type", "message_id")
 
-    stage: str
-    error_type: str
-    message: str
-    final: bool
-    message_id: str | None = None
+    stage: str = Field(description="where it failed: ingest, split, read, index, poll...")
+    error_type: str = Field(description="a stable code for the error, such as corrupt, encrypted or timeout")
+    message: str = Field(description="the error message")
+    final: bool = Field(description="true when it will not be retried")
+    message_id: str | None = Field(None, description="the queue message being handled")
 
 
 # --- finish ------------------------------------------------------------------------------------
@@ -203,7 +208,7 @@ class JobExtracting(Event):
     event_type: ClassVar[str] = "job_extracting"
     identity: ClassVar[tuple[str, ...]] = ("job_id",)
 
-    status: str = "extracting"
+    status: str = Field("extracting", description="the job's status at that moment")
 
 
 class JobSucceeded(Event):
@@ -212,9 +217,9 @@ class JobSucceeded(Event):
     event_type: ClassVar[str] = "job_succeeded"
     identity: ClassVar[tuple[str, ...]] = ("job_id",)
 
-    status: str = "succeeded"
-    pages: int | None = None
-    units: int | None = None
+    status: str = Field("succeeded", description="the job's status at that moment")
+    pages: int | None = Field(None, description="pages in the document")
+    units: int | None = Field(None, description="units of work")
 
 
 class JobFailed(Event):
@@ -223,10 +228,11 @@ class JobFailed(Event):
     event_type: ClassVar[str] = "job_failed"
     identity: ClassVar[tuple[str, ...]] = ("job_id",)
 
-    status: str = "failed"
-    failure_reason: str
-    pages: int | None = None
-    units: int | None = None
+    status: str = Field("failed", description="the job's status at that moment")
+    failure_reason: str = Field(
+        description="why the job failed: a stable code such as unsupported_format or timeout")
+    pages: int | None = Field(None, description="pages in the document, when known")
+    units: int | None = Field(None, description="units of work, when known")
 
 
 class DocumentIndexed(Event):
@@ -235,8 +241,8 @@ class DocumentIndexed(Event):
     event_type: ClassVar[str] = "document_indexed"
     identity: ClassVar[tuple[str, ...]] = ("job_id",)
 
-    pages: int
-    chars: int
+    pages: int = Field(description="pages indexed for search")
+    chars: int = Field(description="characters indexed")
 
 
 # --- models and fields (filled by later stages) ------------------------------------------------
@@ -248,17 +254,17 @@ class ModelCalled(Event):
     event_type: ClassVar[str] = "model_call"
     identity: ClassVar[tuple[str, ...]] = ("call_id",)
 
-    call_id: str
-    purpose: str
-    provider: str
-    model: str
-    outcome: str
-    http_status: int | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float | None = None
-    cost_usd: float = 0.0
-    page_number: int | None = None
+    call_id: str = Field(description="the call's id")
+    purpose: str = Field(description="what the call was for: read a page, extract fields...")
+    provider: str = Field(description="the model provider (gemini, bedrock, simulated)")
+    model: str = Field(description="the model's name")
+    outcome: str = Field(description="ok, error, timeout, blocked or empty")
+    http_status: int | None = Field(None, description="HTTP status of the answer, when there was one")
+    input_tokens: int = Field(0, description="tokens sent")
+    output_tokens: int = Field(0, description="tokens received")
+    latency_ms: float | None = Field(None, description="milliseconds until the answer")
+    cost_usd: float = Field(0.0, description="cost of the call in US dollars")
+    page_number: int | None = Field(None, description="the page the call read, for a page read")
 
 
 class ResultPublished(Event):
@@ -267,16 +273,16 @@ class ResultPublished(Event):
     event_type: ClassVar[str] = "result_published"
     identity: ClassVar[tuple[str, ...]] = ("job_id", "strategy")
 
-    status: str
-    effective_date: str | None = None
-    jurisdiction: str | None = None
-    party: list[str] = Field(default_factory=list)
-    term: str | None = None
-    strategy: str
-    model_version: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    processing_ms: float | None = None
+    status: str = Field(description="succeeded or failed")
+    effective_date: str | None = Field(None, description="the agreement's effective date (ISO 8601)")
+    jurisdiction: str | None = Field(None, description="the governing law's jurisdiction")
+    party: list[str] = Field(default_factory=list, description="the parties' names")
+    term: str | None = Field(None, description="the agreement's term, e.g. 2 years")
+    strategy: str = Field(description="how fields were extracted: rules, single-pass or agentic")
+    model_version: str | None = Field(None, description="the model or rule set that produced the result")
+    input_tokens: int = Field(0, description="tokens sent to models for this result")
+    output_tokens: int = Field(0, description="tokens received from models for this result")
+    processing_ms: float | None = Field(None, description="milliseconds the extraction took")
 
 
 # --- the lake itself ---------------------------------------------------------------------------
@@ -287,12 +293,12 @@ class ExpectationChecked(Event):
 
     event_type: ClassVar[str] = "expectation_checked"
 
-    run_id: str
-    table_name: str
-    expectation: str
-    success: bool
-    unexpected_count: int | None = None
-    details: str | None = None
+    run_id: str = Field(description="one run of `doclake lake check`")
+    table_name: str = Field(description="the table the expectation was checked on")
+    expectation: str = Field(description="the expectation, e.g. expect_column_values_to_not_be_null(job_id)")
+    success: bool = Field(description="whether the table met it")
+    unexpected_count: int | None = Field(None, description="rows that did not")
+    details: str | None = Field(None, description="what was found, when it failed")
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
