@@ -119,9 +119,15 @@ def run(
 
 
 def _process(runtime: LocalRuntime, done):
+    """Run until ``done()``; a Ctrl-C that lands before the runtime's own signal handlers are
+    installed (or after they are removed) still ends in a summary, not a traceback."""
     import asyncio
 
-    return asyncio.run(runtime.process(done))
+    try:
+        return asyncio.run(runtime.process(done))
+    except KeyboardInterrupt:
+        runtime.stats.interrupted = True
+        return runtime.stats
 
 
 @app.command()

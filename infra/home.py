@@ -38,7 +38,7 @@ def load_settings(home: Path | None = None, *, options: dict[str, str] | None = 
     try:
         return Settings(**values)
     except ValidationError as error:
-        raise settings_error(error, {"home": "--home", **(options or {})}) from None
+        raise settings_error(error, {"home": "--home", **(options or {})}) from error
 
 
 def check_home(home: Path, access: Access) -> Path:

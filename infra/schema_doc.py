@@ -36,6 +36,12 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("jobs", "status"): "queued, extracting, succeeded or failed",
     ("units", "status"): "pending, running, done or failed",
     ("units", "attempts"): "deliveries of the unit's message so far",
+    ("units", "started_at"): "when the unit's first delivery started",
+    ("units", "finished_at"): "when the unit was done or failed for good",
+    ("job_latency", "created_at"): "when the job was planned",
+    ("job_latency", "finished_at"): "when the job succeeded or failed",
+    ("daily_costs", "is_total"): "true on the row that sums every model of the day",
+    ("daily_costs", "cost_per_1000_pages"): "cost in US dollars per 1,000 pages read",
     ("pages", "read_at"): "when the page's text was stored",
     ("results", "published_at"): "when the result was published",
     ("job_latency", "seconds"): "seconds from the job's creation to its end",
@@ -46,6 +52,7 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("daily_costs", "model_calls"): "calls made that day to that model",
     ("daily_costs", "cost_usd"): "what those calls cost, in US dollars",
     ("quality_checks", "table_name"): "the table the expectation was checked on",
+    ("*", "dt"): "the UTC day the row's partition holds; filter on it to read only those days",
 }
 
 
@@ -89,7 +96,8 @@ def tables() -> tuple[TableDoc, ...]:
             for table, about in TABLES.items():
                 rows = con.execute(f"DESCRIBE {table}").fetchall()
                 docs.append(TableDoc(table, about, tuple(
-                    ColumnDoc(name, kind, COMPUTED.get((table, name)) or described.get(name, ""))
+                    ColumnDoc(name, kind, COMPUTED.get((table, name)) or COMPUTED.get(("*", name))
+                              or described.get(name, ""))
                     for name, kind, *_ in rows)))
         finally:
             con.close()

@@ -30,9 +30,15 @@ HELP = """\
 Statements end with ';'. Internal views (raw_*, ev_*) hold the events before deduplication."""
 
 
-def statements(con, text: str) -> list[str]:
-    """The statements in ``text``; comments and empty statements are not statements."""
-    return [s.query for s in con.extract_statements(text)]
+# Statements whose answer is only a count of what changed: run, but print nothing (as psql).
+QUIET = frozenset({"CREATE", "CREATE_FUNC", "DROP", "ALTER", "SET", "VARIABLE_SET", "TRANSACTION",
+                   "ATTACH", "DETACH", "LOAD", "PREPARE", "EXTENSION", "VACUUM", "ANALYZE"})
+
+
+def statements(con, text: str) -> list[tuple[str, bool]]:
+    """``(statement, prints)`` for each statement in ``text``; comments and empty statements are
+    not statements."""
+    return [(s.query, s.type.name not in QUIET) for s in con.extract_statements(text)]
 
 
 def run_script(con, text: str, output_format: str) -> bool:
@@ -48,26 +54,29 @@ def run_script(con, text: str, output_format: str) -> bool:
         raise UserError(f"no SQL statement in {text!r}",
                         'write a query, e.g. doclake sql "SELECT status, count(*) FROM jobs '
                         'GROUP BY 1", or run `doclake sql` alone for a prompt')
-    for number, statement in enumerate(found):
-        if number and output_format != "json":
-            sys.stdout.write("\n")  # results of a script are separated by one blank line
-        if not _run_one(con, statement, output_format):
+    printed = 0
+    for statement, prints in found:
+        table = _run_one(con, statement)
+        if table is False:
             return False
+        if table is not None and prints:
+            if printed and output_format != "json":
+                sys.stdout.write("\n")  # results of a script are separated by one blank line
+            print_rows(table, output_format)
+            printed += 1
     return True
 
 
-def _run_one(con, statement: str, output_format: str) -> bool:
+def _run_one(con, statement: str):
+    """The statement's rows (an Arrow table), None when it has none, False when refused."""
     import duckdb
 
     try:
         relation = con.sql(statement)
-        table = relation.to_arrow_table() if relation is not None else None
+        return relation.to_arrow_table() if relation is not None else None
     except duckdb.Error as error:
         _report(error)
         return False
-    if table is not None:
-        print_rows(table, output_format)
-    return True
 
 
 def _report(error: Exception) -> None:

@@ -1,0 +1,119 @@
+"""User errors through the real command: a short message naming the value, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from infra.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str, env: dict[str, str] | None = None):
+    return runner.invoke(app, list(args), env=env)
+
+
+def assert_user_error(result, *fragments: str) -> None:
+    """Exit 2, an ``error:`` line carrying every fragment, and no Python traceback."""
+    assert result.exit_code == 2, result.output
+    assert "error" in result.output.lower()
+    for fragment in fragments:
+        assert fragment in result.output, (fragment, result.output)
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_home_that_is_a_file(tmp_path):
+    home = tmp_path / "file"
+    home.write_text("not a folder")
+    assert_user_error(invoke("status", "--home", str(home)), str(home), "is a file")
+
+
+def _unwritable_folder(tmp_path: Path) -> Path | None:
+    """A folder this process cannot write: a read-only one, or (as root) sysfs."""
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o500)
+    for candidate in (folder, Path("/sys")):
+        try:
+            with tempfile.NamedTemporaryFile(dir=candidate):
+                pass
+        except OSError:
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("command", [["status"], ["search", "word"], ["lake", "check"],
+                                     ["run", "PDF"], ["worker", "--until-idle"]])
+def test_an_unwritable_home(tmp_path, pdf_factory, command):
+    home = _unwritable_folder(tmp_path)
+    if home is None:
+        pytest.skip("no unwritable folder here (root on a writable filesystem)")
+    args = [str(pdf_factory("a.pdf", 1)) if a == "PDF" else a for a in command]
+    try:
+        assert_user_error(invoke(*args, "--home", str(home)), str(home), "not writable")
+    finally:
+        (tmp_path / "locked").chmod(0o700)
+
+
+def test_run_with_concurrency_zero(tmp_path, pdf_factory):
+    pdf = pdf_factory("a.pdf", 1)
+    result = invoke("run", str(pdf), "--concurrency", "0", "--home", str(tmp_path / "h"))
+    assert_user_error(result, "--concurrency 0", "at least 1")
+    assert not (tmp_path / "h").exists()
+
+
+@pytest.mark.parametrize("query", [";", "", "-- only a comment;", "  ;  ; "])
+def test_sql_with_no_statement(tmp_path, query):
+    assert_user_error(invoke("sql", "--home", str(tmp_path), "--", query), "no SQL statement",
+                      repr(query))
+
+
+def test_compact_with_target_rows_zero(tmp_path):
+    assert_user_error(invoke("lake", "compact", "--target-rows", "0", "--home", str(tmp_path)),
+                      "--target-rows 0", "at least 1")
+
+
+def test_a_bad_setting_in_the_environment(tmp_path):
+    result = invoke("status", "--home", str(tmp_path), env={"DOCLAKE_PAGES_PER_UNIT": "abc"})
+    assert_user_error(result, "DOCLAKE_PAGES_PER_UNIT='abc'", "valid integer")
+
+
+def test_a_setting_out_of_range_in_the_environment(tmp_path):
+    result = invoke("status", "--home", str(tmp_path), env={"DOCLAKE_MAX_RECEIVES": "0"})
+    assert_user_error(result, "DOCLAKE_MAX_RECEIVES='0'", "greater than or equal to 1")
+
+
+def test_debug_shows_the_traceback_instead(tmp_path):
+    result = invoke("--debug", "status", "--home", str(tmp_path),
+                    env={"DOCLAKE_PAGES_PER_UNIT": "abc"})
+    assert result.exit_code == 1
+    assert type(result.exception.__cause__).__name__ == "ValidationError"
+
+
+@pytest.mark.parametrize("command", [["sql", "SELECT count(*) FROM jobs"], ["status"],
+                                     ["search", "word"], ["lake", "check"],
+                                     ["lake", "replay"], ["lake", "views"]])
+def test_reading_commands_refuse_a_missing_home_and_create_nothing(tmp_path, command):
+    home = tmp_path / "typo"
+    assert_user_error(invoke(*command, "--home", str(home)), str(home), "--home")
+    assert not home.exists()
+
+
+def test_the_default_home_is_not_created_by_status(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["status"], env={"DOCLAKE_HOME": None})
+    assert_user_error(result, str(tmp_path / ".doclake"))
+    assert not (tmp_path / ".doclake").exists()
+
+
+def test_unknown_format_reader_and_table(tmp_path, pdf_factory):
+    assert_user_error(invoke("status", "--home", str(tmp_path), "--format", "xml"),
+                      "--format 'xml'", "table, csv, json")
+    assert_user_error(invoke("run", str(pdf_factory("a.pdf", 1)), "--reader", "magic",
+                             "--home", str(tmp_path)), "--reader 'magic'", "auto or text")
+    assert_user_error(invoke("schema", "nope"), "no table 'nope'", "documents")

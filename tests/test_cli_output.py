@@ -1,0 +1,166 @@
+"""What the commands print: plain rows when piped, every result of a script, the schema reference,
+views for other clients, honest run summaries."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from infra.cli import app
+
+runner = CliRunner()
+FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
+        "DOCLAKE_CPU_WORKERS": "1"}
+
+
+def invoke(*args: str, input: str | None = None):
+    return runner.invoke(app, list(args), env=FAST, input=input, catch_exceptions=False)
+
+
+@pytest.fixture
+def home(tmp_path, pdf_factory):
+    """A home after one run over two PDFs and one file that is not a PDF."""
+    pdf_factory("a.pdf", 3, word="walrus")
+    pdf_factory("b.pdf", 2, word="penguin")
+    (tmp_path / "docs" / "bad.pdf").write_bytes(b"not a pdf at all")
+    path = str(tmp_path / "home")
+    result = invoke("run", str(tmp_path / "docs"), "--home", path)
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_piped_output_is_csv_and_ids_are_whole(home):
+    result = invoke("sql", "SELECT job_id, document_id FROM jobs ORDER BY job_id", "--home", home)
+    lines = result.output.splitlines()
+    assert lines[0] == "job_id,document_id"
+    assert all(len(cell) == 36 for line in lines[1:] for cell in line.split(","))
+
+
+def test_a_forced_table_folds_ids_instead_of_cutting_them(home):
+    ids = [r["job_id"] for r in json.loads(invoke("sql", "SELECT job_id FROM jobs", "--home", home,
+                                                  "--format", "json").output)]
+    table = invoke("sql", "SELECT job_id, document_id, status, pages, failure_reason, created_at, "
+                   "finished_at FROM jobs", "--home", home, "--format", "table").output
+    assert "…" not in table
+    cells = "".join(ch for ch in table if ch.isalnum() or ch == "-")
+    assert all(job_id.replace("-", "") in cells.replace("-", "") for job_id in ids)
+
+
+def test_a_script_prints_every_result_and_the_last_statement_needs_no_semicolon(home):
+    result = invoke("sql", "SELECT 1 AS one; CREATE TEMP VIEW v AS SELECT 2 AS two; "
+                    "SELECT * FROM v", "--home", home, "--format", "csv")
+    assert result.exit_code == 0
+    assert result.output.split("\n\n") == ["one\n1", "two\n2\n"]
+
+
+def test_an_error_in_a_script_stops_it_with_exit_1(home):
+    result = invoke("sql", "SELECT 1 AS one; SELECT nope FROM jobs; SELECT 3 AS three", "--home",
+                    home, "--format", "csv")
+    assert result.exit_code == 1
+    assert "nope" in result.output and "three" not in result.output
+
+
+def test_interactive_skips_comments_and_answers_dot_commands(home):
+    script = "-- comment;\n.tables\n.schema jobs\nSELECT count(*) AS n FROM documents;\n;\nSELECT 5 AS last\n"
+    result = invoke("sql", "--home", home, "--format", "csv", input=script)
+    assert result.exit_code == 0, result.output
+    assert "error:" not in result.output
+    assert "documents,\"one row per document" in result.output
+    assert "failure_reason,VARCHAR,why the job failed" in result.output
+    assert "n\n3\n" in result.output and "last\n5\n" in result.output
+
+
+def test_schema_lists_every_contract_table_with_described_columns():
+    rows = json.loads(invoke("schema", "--format", "json").output)
+    tables = {r["table"] for r in rows}
+    assert {"documents", "jobs", "units", "pages", "model_calls", "failures", "results",
+            "events", "daily_costs"} <= tables
+    undescribed = [(r["table"], r["column"]) for r in rows if not r["description"]]
+    assert undescribed == []
+    assert invoke("sql", "--tables", "--format", "json").output == invoke(
+        "schema", "--format", "json").output
+
+
+def test_lake_views_open_the_same_tables_in_another_duckdb(home, tmp_path):
+    printed = invoke("lake", "views", "--home", home).output
+    con = duckdb.connect()
+    for statement in duckdb.connect().extract_statements(printed):
+        con.execute(statement.query)
+    assert con.execute("SELECT count(*) FROM jobs").fetchone() == (3,)
+    database = tmp_path / "views.duckdb"
+    assert invoke("lake", "views", "--home", home, "--out", str(database)).exit_code == 0
+    assert duckdb.connect(str(database)).execute(
+        "SELECT count(*) FROM documents").fetchall() == [(3,)]
+
+
+def test_status_counts_documents_by_their_latest_job(home, tmp_path):
+    again = invoke("run", str(tmp_path / "docs"), "--home", home, "--retry-failed")
+    assert "failed 1" in again.output
+    documents = json.loads(invoke("status", "--home", home, "--format", "json").output)
+    assert documents["documents"] == {"queued": 0, "extracting": 0, "succeeded": 2, "failed": 1}
+    jobs = json.loads(invoke("status", "--home", home, "--format", "json", "--jobs").output)
+    assert jobs["jobs"]["failed"] == 2
+
+
+def test_a_rerun_reads_nothing_and_leaves_failed_bytes_alone(home, tmp_path):
+    again = invoke("run", str(tmp_path / "docs"), "--home", home)
+    assert "unchanged 3" in again.output and "pages read 0" in again.output
+    assert "--retry-failed" in again.output
+    count = json.loads(invoke("sql", "SELECT count(*) AS n FROM jobs", "--home", home,
+                              "--format", "json").output)
+    assert count == [{"n": 3}]
+
+
+def test_search_takes_a_quoted_argument_as_a_phrase(home):
+    words = json.loads(invoke("search", "page", "walrus", "--home", home, "--format",
+                              "json").output)
+    assert {h["document"] for h in words} == {"a.pdf"}
+    phrase = invoke("search", "page walrus", "--home", home, "--format", "json")
+    assert json.loads(phrase.output) == []
+    exact = json.loads(invoke("search", "walrus a.pdf", "--home", home, "--format",
+                              "json").output)
+    assert len(exact) == 3
+
+
+def test_worker_prints_documents_and_pages_as_one_object(home):
+    result = invoke("worker", "--until-idle", "--home", home, "--format", "json")
+    summary = json.loads(result.output)
+    assert summary["documents"] == 0 and summary["pages_read"] == 0
+    assert "recovered:" not in result.output and "{'released'" not in result.output
+
+
+def test_an_empty_folder_warns_and_creates_nothing(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = invoke("run", str(tmp_path / "empty"), "--home", str(tmp_path / "h"))
+    assert result.exit_code == 0
+    assert "no files" in result.output
+    assert not (tmp_path / "h").exists()
+
+
+def test_short_help_and_version():
+    assert "Usage" in invoke("-h").output
+    assert "Usage" in invoke("sql", "-h").output
+    assert invoke("--version").output.startswith("doclake ")
+
+
+def test_an_interrupted_worker_exits_130_and_says_what_finished(tmp_path):
+    env = {**os.environ, **FAST}
+    process = subprocess.Popen([sys.executable, "-m", "infra.cli", "worker", "--home",
+                                str(tmp_path / "h"), "--format", "json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    while not (tmp_path / "h" / "search.db").exists() and process.poll() is None:
+        time.sleep(0.05)
+    time.sleep(1.0)  # let it reach its loop; an earlier Ctrl-C is covered the same way
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    summary = json.loads(out)
+    assert summary["interrupted"] is True and summary["documents"] == 0
