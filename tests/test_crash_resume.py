@@ -91,6 +91,77 @@ def test_kill_9_then_worker_until_idle_finishes_everything(kill_point, tmp_path,
     assert pages == sum(DOCS.values())
     statuses = query(lake, "SELECT DISTINCT status FROM jobs").to_pylist()
     assert statuses == [{"status": "succeeded"}]
+    _assert_replay_clean(home, env)
+
+
+def _assert_replay_clean(home: Path, env: dict) -> None:
+    """The lake's events, replayed, land on exactly the store's state."""
+    check = subprocess.run(_doclake("lake", "replay", "--check", home=home), env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def _dead_letters(home: Path) -> int:
+    with sqlite3.connect(home / "queue.db") as db:
+        return db.execute("SELECT count(*) FROM messages WHERE queue LIKE '%-dlq'").fetchone()[0]
+
+
+def test_down_longer_than_the_no_progress_limit_then_resume_succeeds(tmp_path, pdf_factory):
+    """kill -9 mid-read, stay down three times the limit, resume: downtime is not a stall."""
+    for name, pages in DOCS.items():
+        pdf_factory(name, pages, word="downtime")
+    home = tmp_path / "home"
+    env = {**os.environ, **ENV, "DOCLAKE_NO_PROGRESS_TIMEOUT_S": "2"}
+    process = subprocess.Popen(_doclake("run", str(tmp_path / "docs"), home=home), env=env,
+                               start_new_session=True, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while _units_done(home) < 5:
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    time.sleep(6)
+    resumed = subprocess.run(_doclake("worker", "--until-idle", home=home), env=env,
+                             capture_output=True, text=True, timeout=180)
+    assert resumed.returncode == 0, resumed.stderr
+    with sqlite3.connect(home / "jobs.db") as db:
+        jobs = db.execute("SELECT status, failure_reason FROM jobs").fetchall()
+    assert jobs == [("succeeded", None)] * len(DOCS)
+    _assert_replay_clean(home, env)
+
+
+def test_sigterm_again_and_again_sends_nothing_to_the_dead_letter_queue(tmp_path, pdf_factory):
+    """Stopped gracefully more often than the maximum receive count: no message is charged a
+    receive it did not use, so none reaches the dead-letter queue, and every job succeeds."""
+    for name, pages in DOCS.items():
+        pdf_factory(name, pages, word="again")
+    home = tmp_path / "home"
+    env = {**os.environ, **ENV, "DOCLAKE_MAX_RECEIVES": "2"}
+    command = _doclake("run", str(tmp_path / "docs"), home=home)
+    for _ in range(5):
+        before = _units_done(home)
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while _units_done(home) < before + 2 and process.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        if process.poll() is not None:
+            break  # everything finished before this stop
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130, stderr
+        command = _doclake("worker", "--until-idle", home=home)
+    assert _dead_letters(home) == 0
+    finished = subprocess.run(_doclake("worker", "--until-idle", home=home), env=env,
+                              capture_output=True, text=True, timeout=180)
+    assert finished.returncode == 0, finished.stderr
+    assert _dead_letters(home) == 0
+    with sqlite3.connect(home / "jobs.db") as db:
+        statuses = db.execute("SELECT DISTINCT status FROM jobs").fetchall()
+    assert statuses == [("succeeded",)]
+    _assert_replay_clean(home, env)
 
 
 def test_sigterm_stops_gracefully_and_nothing_is_left_in_flight(tmp_path, pdf_factory):
