@@ -58,7 +58,8 @@ def _position(candidate: Candidate, text: str, rank: int) -> dict[str, float]:
     return feats
 
 
-def _shape(candidate: Candidate, text: str, lowercase_words: set[str]) -> dict[str, float]:
+def _shape(candidate: Candidate, text: str, lowercase_words: set[str],
+           others: set[str]) -> dict[str, float]:
     value = candidate.value
     feats: dict[str, float] = {}
     if candidate.field == "party":
@@ -70,6 +71,10 @@ def _shape(candidate: Candidate, text: str, lowercase_words: set[str]) -> dict[s
         feats["suffix=" + words[-1].lower().strip(".,")[:12]] = 1.0
         feats["is_company"] = float(any(k.startswith("company") for k in candidate.kinds))
         feats["has_newline"] = float(any("\n" in text[s:e] for s, e in candidate.mentions))
+        longer = [k for k in others if k != candidate.key and candidate.key in k]
+        feats["part_of_longer"] = float(bool(longer))
+        feats["contains_shorter"] = float(any(k != candidate.key and k in candidate.key
+                                              for k in others))
     elif candidate.field == "term":
         number, unit = value.split()
         feats[f"unit={unit.rstrip('s')}"] = 1.0
@@ -80,12 +85,13 @@ def _shape(candidate: Candidate, text: str, lowercase_words: set[str]) -> dict[s
 def featurise(candidates: list[Candidate], text: str) -> list[dict[str, float]]:
     """One feature dict per candidate of one field; ``rank`` orders them by first mention."""
     lowercase_words = set(re.findall(r"\b[a-z]+\b", text))
+    keys = {c.key for c in candidates}
     order = {id(c): rank for rank, c in enumerate(sorted(candidates, key=lambda c: c.first))}
     rows = []
     for candidate in candidates:
         feats = {f"kind={kind}": 1.0 for kind in candidate.kinds}
         feats.update(_context(candidate, text))
         feats.update(_position(candidate, text, order[id(candidate)]))
-        feats.update(_shape(candidate, text, lowercase_words))
+        feats.update(_shape(candidate, text, lowercase_words, keys))
         rows.append(feats)
     return rows

@@ -14,13 +14,13 @@ from extract.fields.candidates import Candidate, group
 
 __all__ = ["party_candidates"]
 
-_SUFFIX = (r"(?:(?i:Inc|Incorporated|Corporation|Corp|Company|Co|LLC|Ltd|Limited)|Inc|Incorporated|Corporation|Corp|Company|Co|LLC|L\.L\.C|Ltd|Limited|LP|L\.P|LLP"
+_SUFFIX = (r"(?:(?i:Inc|Incorporated|Corporation|Corp|Company|Co|LLC|Ltd|Limited)|L\.L\.C|LP|L\.P|LLP"
            r"|L\.L\.P|N\.V|B\.V|AG|A\.G|PLC|plc|S\.A|SA|GmbH|Bancorp|Bank|Trust|Holdings|Pty\.?\s+Ltd"
            r"|Group|Partners|Associates|Fund)\b\.?")
 # A word of a proper name: capitalised, or a digit-led token (3M), or a roman numeral.
 _NAME_WORD = r"(?:[A-Z0-9][\w'’.\-!¢/]*|&|and|of|the|de|du|for|[a-z]+\.com)"
 _COMPANY = re.compile(
-    rf"(?<![\w])((?:{_NAME_WORD}[ \t]*,?[ \t\n]+){{0,6}}?{_NAME_WORD}[ \t]*,?[ \t]*{_SUFFIX}"
+    rf"(?<![\w])((?:{_NAME_WORD}[ \t]*,?[ \t\n]+){{0,6}}{_NAME_WORD}[ \t]*,?[ \t]*{_SUFFIX}"
     rf"(?:[ \t]*,?[ \t]*{_SUFFIX})?)")
 # Words that begin a line or sentence but never a company name.
 _LEADING_NOISE = {
@@ -34,7 +34,7 @@ _LEADING_NOISE = {
 _CONNECTORS = {"&", "and", "of", "the", "de", "du", "for"}
 
 _PERSON_NAME = (r"(?:(?:Mr|Ms|Mrs|Dr)\.\s+)?([A-Z][a-zA-Z'’\-]+(?:\s+[A-Z]\.)*(?:\s+[A-Z][a-zA-Z'’\-]+){1,2}"
-                r"(?:,?\s+(?:Jr\.?|Sr\.?|II|III|IV|M\.?D\.?|Ph\.?D\.?))?)")
+                r"(?:,?\s+(?:Jr\.?|Sr\.?|II|III|IV))?)(?:,?\s+(?:M\.D\.|Ph\.D\.))?")
 _PERSON_CONTEXTS = [(kind, re.compile(pattern)) for kind, pattern in (
     ("defined", rf"{_PERSON_NAME}\s*,?\s*\(\s*(?:the\s+|hereinafter\s+)?[“\"]?[A-Z]"),
     ("individual", rf"{_PERSON_NAME}\s*,\s*(?:an?\s+)?(?:individual|resident|residing|an employee)"),
