@@ -19,8 +19,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from lake.catalog import connect
-
 TERMINAL_JOB_STATUSES = frozenset({"succeeded", "failed"})
 JOB_STATUSES = frozenset({"queued", "extracting", *TERMINAL_JOB_STATUSES})
 UNIT_STATUSES = frozenset({"pending", "running", "done", "failed"})
@@ -95,6 +93,9 @@ SELECT job_id, unit_id, status, first_page, last_page FROM units ORDER BY job_id
 
 def replay(lake_uri: str) -> ReplayState:
     """Rebuild every job's and unit's state from the events in the lake (duplicates collapse)."""
+    from lake.catalog import connect  # here, not at the top: the job store imports this module
+    # for its state types, and must not pull pyarrow.dataset (and pandas) into every command
+
     con = connect(lake_uri)
     try:
         jobs = {row[0]: JobState(*row) for row in con.sql(_JOBS_SQL).fetchall()}
