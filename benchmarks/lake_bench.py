@@ -116,6 +116,29 @@ def measure_write(events: int, single_events: int, workdir: str) -> dict:
                              "events_per_s": round(single.stats.events / single_write)}}
 
 
+def measure_batched_write(events: int, flush: int, workdir: str) -> dict:
+    """The writer at ``flush`` events per write call (a busy group commit), with the time of each
+    phase of a flush (``WriteStats.seconds``) and the file count. Events are built beforehand
+    (not timed) from the same realistic stream, in stream order."""
+    stream = [e for pieces in iter_flushes(build_stream(events, seed=21))
+              for e in flush_events(pieces)]
+    writer = ParquetEventWriter.for_uri(f"{workdir}/write-10k")
+    writer.write(stream[:flush])  # warm-up: thread pool, caches, first folders (not counted)
+    writer.stats = type(writer.stats)()
+    started = time.perf_counter()
+    for i in range(flush, len(stream), flush):
+        writer.write(stream[i:i + flush])
+    seconds = time.perf_counter() - started
+    writer.close()
+    shutil.rmtree(f"{workdir}/write-10k")
+    stats = writer.stats
+    phases = {name: round(value / stats.events * 1e6, 3) for name, value in stats.seconds.items()}
+    return {"events": stats.events, "flush": flush, "flushes": stats.flushes,
+            "files": stats.files, "seconds": round(seconds, 3),
+            "events_per_s": round(stats.events / seconds),
+            "us_per_event_by_phase": phases}
+
+
 def _query_figures(before: dict, after: dict) -> dict:
     return {name: {"before_s": round(before["queries"][name]["query_s"], 3),
                    "after_s": round(after["queries"][name]["query_s"], 3),

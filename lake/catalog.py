@@ -1,21 +1,50 @@
 """DuckDB over the lake: every table of the contract as a view, queried from Python or the CLI.
 
-``connect`` opens an in-memory DuckDB with the views defined; ``query`` runs one statement and
-returns an Arrow table. Nothing is downloaded: extensions are never auto-installed, and an S3 lake
-is read through pyarrow's S3 filesystem registered as Arrow datasets, so no httpfs is needed.
+``connect`` opens a ``LakeSession``: an in-memory DuckDB with the views defined, which lists the
+lake's files again before every statement and retries a statement that failed because a file it
+had listed was gone. ``query`` runs one statement and returns an Arrow table. Nothing is
+downloaded: extensions are never auto-installed, and an S3 lake is read through pyarrow's S3
+filesystem registered as Arrow datasets, so no httpfs is needed.
+
+Why a session and not a bare connection: compaction (``lake.compaction``) writes a new file and
+then deletes the files it replaces, at any time. A reader can meet that in three ways, and each
+is handled here, locally and on S3 alike:
+
+1. it listed a file that is deleted before it is read: the statement fails; the session lists
+   again and reruns it (``retries`` times, with a short backoff);
+2. its listing ran while the compaction ran, and saw neither the new file (written behind the
+   listing's position) nor the deleted inputs (gone before the listing reached them): no error,
+   rows silently missing. The session lists twice and trusts the listing only when the second
+   adds no ``compacted-*`` file and loses no file (new ``part-*`` files of running writers are
+   fine): a compaction output created during the first listing is then in it;
+3. a long-lived session (``doclake sql`` interactive) would keep a file list from its start:
+   the raw views are redefined whenever the listing changes, before each statement.
+
+Every raw view exposes ``dt`` (DATE) from the ``dt=`` folder: DuckDB prunes files by it
+(``read_parquet``'s hive file filter locally, Arrow dataset partition pruning on S3).
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from lake.events import EVENT_TYPES
-from lake.layout import event_type_prefix
+from lake.layout import EVENTS_PREFIX, event_type_prefix
 from lake.schema import arrow_schema, columns
 from lake.views import DERIVED_VIEWS, dedup_sql, dedup_view, events_sql, raw_view
 from lake.writer import open_lake
+
+COMPACTED_PREFIX = "compacted-"  # lake.compaction.OUTPUT_PREFIX (compaction imports this module)
+DEFAULT_RETRIES = 5
+LISTING_ATTEMPTS = 10
+BACKOFF_S = 0.05
+
+Listing = dict[str, tuple[str, ...]]  # event type -> its data files, sorted
 
 
 def _duckdb():
@@ -24,70 +53,214 @@ def _duckdb():
     return duckdb
 
 
-def _parquet_files(filesystem: pafs.FileSystem, root: str, event_type: str) -> list[str]:
-    selector = pafs.FileSelector(f"{root}/{event_type_prefix(event_type)}", recursive=True,
-                                 allow_not_found=True)
-    return sorted(
-        info.path
-        for info in filesystem.get_file_info(selector)
-        if info.type == pafs.FileType.File and info.path.endswith(".parquet")
-    )
+def _basename(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def list_event_files(filesystem: pafs.FileSystem, root: str) -> Listing:
+    """Every data file of every known event type, by type: ``events/event_type=T/dt=D/*.parquet``
+    (one recursive listing: on S3, one paged ListObjectsV2)."""
+    selector = pafs.FileSelector(f"{root}/{EVENTS_PREFIX}", recursive=True, allow_not_found=True)
+    found: dict[str, list[str]] = {t: [] for t in EVENT_TYPES}
+    for info in filesystem.get_file_info(selector):
+        if info.type != pafs.FileType.File:
+            continue
+        name = _basename(info.path)
+        if not name.endswith(".parquet") or name.startswith("."):
+            continue
+        parts = info.path[len(root) + len(EVENTS_PREFIX) + 2:].split("/")
+        if len(parts) != 3 or not parts[1].startswith("dt="):
+            continue
+        event_type = parts[0].removeprefix("event_type=")
+        if event_type in found:
+            found[event_type].append(info.path)
+    return {t: tuple(sorted(files)) for t, files in found.items()}
+
+
+def stable_listing(filesystem: pafs.FileSystem, root: str, *,
+                   attempts: int = LISTING_ATTEMPTS) -> Listing:
+    """A listing no compaction could have cut in half (see the module docstring, case 2).
+
+    Lists until two listings in a row agree: the second loses no file and adds no compacted
+    file. Writers adding ``part-*`` files meanwhile do not count: their rows are simply newer
+    than the query. After ``attempts`` listings the last one is returned."""
+    before = list_event_files(filesystem, root)
+    for _ in range(attempts - 1):
+        after = list_event_files(filesystem, root)
+        if _consistent(before, after):
+            return after
+        before = after
+    return before
+
+
+def _consistent(before: Listing, after: Listing) -> bool:
+    for event_type, files in after.items():
+        old = set(before.get(event_type, ()))
+        new = set(files)
+        if old - new:
+            return False
+        if any(_basename(path).startswith(COMPACTED_PREFIX) for path in new - old):
+            return False
+    return True
 
 
 def _empty_select(event_type: str) -> str:
-    cols = ", ".join(f"CAST(NULL AS {c.duckdb}) AS {c.name}" for c in columns(EVENT_TYPES[event_type]))
-    return f"SELECT {cols} WHERE false"
+    cols = ", ".join(f"CAST(NULL AS {c.duckdb}) AS {c.name}"
+                     for c in columns(EVENT_TYPES[event_type]))
+    return f"SELECT {cols}, CAST(NULL AS DATE) AS dt WHERE false"
 
 
-def _define_local_raw(con, root: str, event_type: str, files: list[str]) -> None:
-    """A raw view over the type's Parquet files; columns missing from old files read as NULL."""
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _define_local_raw(con, event_type: str, files: tuple[str, ...]) -> None:
+    """A raw view over exactly these Parquet files; columns missing from old files read as NULL;
+    ``dt`` comes from the folder name (hive partitioning), so a filter on it skips files."""
     empty = _empty_select(event_type)
     if not files:
         con.execute(f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS {empty}")
         return
-    glob = f"{root}/{event_type_prefix(event_type)}/*/*.parquet"
     names = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
+    listed = ", ".join(_sql_string(f) for f in files)
     con.execute(
         f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS "
-        f"SELECT {names} FROM ({empty} UNION ALL BY NAME "
-        f"SELECT * FROM read_parquet('{glob}', hive_partitioning = false, union_by_name = true))"
+        f"SELECT {names}, dt FROM ({empty} UNION ALL BY NAME "
+        f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, "
+        "hive_types = {'dt': DATE}, hive_types_autocast = false, union_by_name = true))"
     )
 
 
-def _define_remote_raw(con, filesystem: pafs.FileSystem, files: list[str], event_type: str) -> None:
-    """A raw view over an Arrow dataset: works on any pyarrow filesystem, S3 included."""
-    schema = arrow_schema(EVENT_TYPES[event_type])
-    dataset = pads.dataset(files, schema=schema, format="parquet", filesystem=filesystem)
+def _define_remote_raw(con, filesystem: pafs.FileSystem, root: str, event_type: str,
+                       files: tuple[str, ...]) -> None:
+    """A raw view over an Arrow dataset of these files (any pyarrow filesystem, S3 included),
+    partitioned by ``dt`` so a filter on it skips files."""
+    schema = arrow_schema(EVENT_TYPES[event_type]).append(pa.field("dt", pa.date32()))
+    partitioning = pads.partitioning(pa.schema([("dt", pa.date32())]), flavor="hive")
+    dataset = pads.dataset(list(files), schema=schema, format="parquet", filesystem=filesystem,
+                           partitioning=partitioning,
+                           partition_base_dir=f"{root}/{event_type_prefix(event_type)}")
     con.register(f"_ds_{event_type}", dataset)
     con.execute(f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS SELECT * FROM _ds_{event_type}")
 
 
+class LakeSession:
+    """A DuckDB connection over the lake that keeps up with it (see the module docstring).
+
+    ``sql`` returns a DuckDB relation like ``DuckDBPyConnection.sql`` (or None for a statement
+    without a result), but over a result already read in full, so a retry never surfaces half
+    way through a fetch. Anything else is passed to the underlying connection (``con``).
+    """
+
+    def __init__(self, lake_uri: str, *, threads: int | None = None,
+                 retries: int = DEFAULT_RETRIES):
+        config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+        if threads:
+            config["threads"] = threads
+        self.lake_uri = lake_uri
+        self.retries = retries
+        self.filesystem, self.root = open_lake(lake_uri)
+        self.local = isinstance(self.filesystem, pafs.LocalFileSystem)
+        self.con = _duckdb().connect(":memory:", config=config)
+        self.con.execute("SET TimeZone = 'UTC'")
+        self.con.execute("SET parquet_metadata_cache = true")  # views stack: read each footer once
+        self.listing: Listing = {}
+        self.refreshes = 0
+        self.retried = 0
+        self.refresh(define_all=True)
+
+    # -- listing -------------------------------------------------------------------------------
+
+    def refresh(self, *, define_all: bool = False) -> Listing:
+        """List the lake; redefine the raw views whose files changed. Returns the listing."""
+        listing = stable_listing(self.filesystem, self.root)
+        for event_type, files in listing.items():
+            if define_all or files != self.listing.get(event_type):
+                if self.local:
+                    _define_local_raw(self.con, event_type, files)
+                else:
+                    _define_remote_raw(self.con, self.filesystem, self.root, event_type, files)
+        if define_all:
+            for event_type in EVENT_TYPES:
+                self.con.execute(
+                    f"CREATE OR REPLACE VIEW {dedup_view(event_type)} AS {dedup_sql(event_type)}")
+            self.con.execute(f"CREATE OR REPLACE VIEW events AS {events_sql()}")
+            for name, sql in DERIVED_VIEWS.items():
+                self.con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+        self.listing = listing
+        self.refreshes += 1
+        return listing
+
+    def _files_vanished(self, listing: Listing) -> bool:
+        now = list_event_files(self.filesystem, self.root)
+        return any(set(files) - set(now.get(t, ())) for t, files in listing.items())
+
+    # -- statements ----------------------------------------------------------------------------
+
+    def table(self, query: str, parameters: list | Mapping | None = None) -> pa.Table | None:
+        """Run one statement over a fresh listing; its result as an Arrow table (None when the
+        statement has none). Retried when it failed and a file it listed has since vanished."""
+        duckdb = _duckdb()
+        for attempt in range(self.retries + 1):
+            listing = self.refresh() if attempt or self.refreshes > 1 else self.listing
+            try:
+                relation = self.con.sql(query, params=parameters)
+                return None if relation is None else relation.to_arrow_table()
+            except (duckdb.Error, OSError, pa.ArrowException):
+                if attempt == self.retries or not self._files_vanished(listing):
+                    raise
+                self.retried += 1
+                time.sleep(BACKOFF_S * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def sql(self, query: str, params: list | Mapping | None = None):
+        """Like ``DuckDBPyConnection.sql``: a relation (already computed) or None."""
+        table = self.table(query, params)
+        return None if table is None else self.con.from_arrow(table)
+
+    def execute(self, query: str, parameters: list | Mapping | None = None):
+        """Like ``DuckDBPyConnection.execute``: returns the connection with the result pending
+        (``fetchone``, ``fetchall``, ``df``...), computed with ``table``'s retries."""
+        table = self.table(query, parameters)
+        if table is None:
+            return self.con
+        cursor = self.con.cursor()  # its own pending result; the session stays usable
+        cursor.register("_lake_result", table)
+        return cursor.execute("SELECT * FROM _lake_result")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> LakeSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self.con, name)
+
+
 def define_views(con, lake_uri: str) -> None:
-    """Create every view of the lake in an open DuckDB connection."""
+    """Create every view of the lake in an open DuckDB connection, over the files there now (a
+    fixed list: prefer ``connect``, whose session lists again before each statement)."""
     filesystem, root = open_lake(lake_uri)
     local = isinstance(filesystem, pafs.LocalFileSystem)
-    for event_type in EVENT_TYPES:
-        files = _parquet_files(filesystem, root, event_type)
+    for event_type, files in stable_listing(filesystem, root).items():
         if local:
-            _define_local_raw(con, root, event_type, files)
+            _define_local_raw(con, event_type, files)
         else:
-            _define_remote_raw(con, filesystem, files, event_type)
+            _define_remote_raw(con, filesystem, root, event_type, files)
         con.execute(f"CREATE OR REPLACE VIEW {dedup_view(event_type)} AS {dedup_sql(event_type)}")
     con.execute(f"CREATE OR REPLACE VIEW events AS {events_sql()}")
     for name, sql in DERIVED_VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 
 
-def connect(lake_uri: str, *, threads: int | None = None):
-    """An in-memory DuckDB connection with the lake's views; never downloads an extension."""
-    config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
-    if threads:
-        config["threads"] = threads
-    con = _duckdb().connect(":memory:", config=config)
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET parquet_metadata_cache = true")  # views stack: read each footer once
-    define_views(con, lake_uri)
-    return con
+def connect(lake_uri: str, *, threads: int | None = None,
+            retries: int = DEFAULT_RETRIES) -> LakeSession:
+    """A DuckDB session with the lake's views; never downloads an extension."""
+    return LakeSession(lake_uri, threads=threads, retries=retries)
 
 
 def query(lake_uri: str, sql: str, parameters: list | None = None) -> pa.Table:
@@ -95,15 +268,6 @@ def query(lake_uri: str, sql: str, parameters: list | None = None) -> pa.Table:
 
     >>> query(".doclake/lake", "SELECT status, count(*) AS n FROM jobs GROUP BY status")
     """
-    duckdb = _duckdb()
-    for attempt in (1, 2):
-        con = connect(lake_uri)
-        try:
-            return con.sql(sql, params=parameters).to_arrow_table()
-        except duckdb.IOException:
-            # Compaction may delete files between listing and reading: list again, once.
-            if attempt == 2:
-                raise
-        finally:
-            con.close()
-    raise AssertionError("unreachable")
+    with connect(lake_uri) as session:
+        result = session.table(sql, parameters)
+    return result if result is not None else pa.table({})

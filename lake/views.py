@@ -3,12 +3,29 @@
 Layering, the same in both engines:
 
 - ``raw_<type>``: every row of one event type as written (a Parquet glob, an Arrow dataset or a
-  Glue table); may hold duplicates after a redelivery or during a compaction.
-- ``ev_<type>``: the same rows deduplicated by ``event_id`` (the earliest emission wins).
+  Glue table), plus ``dt``, the partition folder it was read from; may hold duplicates after a
+  redelivery or during a compaction.
+- ``ev_<type>``: the same rows deduplicated by ``event_id`` within their ``dt`` (the earliest
+  emission wins). Exact, because the writer puts every copy of an event in the same ``dt``
+  (``lake.layout.partition_date``: the day of the job's or document's UUIDv7 id).
 - the contract tables (``documents``, ``jobs``, ``units``...) and derived views, over ``ev_*`` only.
 
-Only portable constructs are used (window functions, ``arg_max``, ``date_diff``); sqlglot turns
-``QUALIFY`` and ``arg_max`` into Trino's forms.
+**Partition pruning.** Every table has ``dt`` (a DATE), and the SQL is shaped so a filter on it
+reaches the file listing in both engines: every window is partitioned by ``dt`` first, every join
+of two event tables includes ``a.dt = b.dt``, every aggregate groups by ``dt``, and ``dt`` is never
+computed from anything but the partition column. DuckDB then pushes ``dt = ...`` through windows,
+joins and unions into ``read_parquet``'s file filter; Trino (Athena) does the same
+(``PredicatePushDown.visitWindow`` pushes conjuncts over partition-by symbols; equi-joins
+propagate them) down to partition projection. ``tests/test_partitions.py`` checks both.
+
+**Time in Athena.** The lake stores microseconds; Athena reads Parquet timestamps as
+``timestamp(3)``, i.e. rounded to milliseconds. Values that matter are therefore also kept in
+numeric columns computed from the events themselves (``duration_ms``, ``latency_ms``,
+``processing_ms``, ``job_latency.seconds``), and nothing here compares timestamps at a finer grain
+than a millisecond.
+
+Only portable constructs are used (window functions, ``date_diff``, ``UNION ALL``); sqlglot turns
+``QUALIFY`` into Trino's form.
 """
 
 from __future__ import annotations
@@ -17,6 +34,7 @@ from lake.events import EVENT_TYPES
 from lake.schema import ENVELOPE_FIELDS, columns
 
 TERMINAL = "('succeeded', 'failed')"
+PARTITION_COLUMN = "dt"
 
 
 def raw_view(event_type: str) -> str:
@@ -28,22 +46,28 @@ def dedup_view(event_type: str) -> str:
 
 
 def dedup_sql(event_type: str) -> str:
-    """``ev_<type>``: one row per event id, the earliest emission."""
+    """``ev_<type>``: one row per event id, the earliest emission, with its ``dt`` as a DATE.
+
+    The cast is a no-op in DuckDB (``dt`` is read as a DATE); in Athena the partition key is a
+    string, and Trino evaluates the cast per projected partition, so it still prunes."""
     cols = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
     return (
-        f"SELECT {cols} FROM {raw_view(event_type)} "
-        "QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY occurred_at, event_id) = 1"
+        f"SELECT {cols}, dt FROM ("
+        f"SELECT {cols}, CAST(dt AS DATE) AS dt FROM {raw_view(event_type)}) AS r "
+        "QUALIFY row_number() OVER (PARTITION BY dt, event_id ORDER BY occurred_at, event_id) = 1"
     )
 
 
 def events_sql() -> str:
-    """``events``: the envelope of every event of every type, deduplicated."""
-    cols = ", ".join(ENVELOPE_FIELDS)
+    """``events``: the envelope of every event of every type, deduplicated, with ``dt``."""
+    cols = ", ".join((*ENVELOPE_FIELDS, PARTITION_COLUMN))
     return "\nUNION ALL\n".join(f"SELECT {cols} FROM {dedup_view(t)}" for t in EVENT_TYPES)
 
 
 # Contract tables and derived views, in dependency order. Keys are view names.
 DERIVED_VIEWS: dict[str, str] = {
+    # One row per document: its latest version. dt is the document's day (every version's
+    # registration lives there), so the latest version is chosen without leaving the partition.
     "documents": """
 SELECT
   r.document_id,
@@ -53,32 +77,35 @@ SELECT
   f.detected_format,
   c.created_at,
   r.version,
-  r.job_id AS latest_job_id
+  r.job_id AS latest_job_id,
+  r.dt
 FROM (
-  SELECT document_id, source_name, sha256, bytes, version, job_id
+  SELECT dt, document_id, source_name, sha256, bytes, version, job_id
   FROM ev_document_registered
-  QUALIFY row_number() OVER (PARTITION BY document_id ORDER BY version DESC, occurred_at DESC) = 1
+  QUALIFY row_number() OVER (
+    PARTITION BY dt, document_id ORDER BY version DESC, occurred_at DESC) = 1
 ) AS r
 JOIN (
-  SELECT document_id, min(occurred_at) AS created_at
-  FROM ev_document_registered GROUP BY document_id
-) AS c ON c.document_id = r.document_id
-LEFT JOIN ev_format_detected AS f ON f.job_id = r.job_id
+  SELECT dt, document_id, min(occurred_at) AS created_at
+  FROM ev_document_registered GROUP BY dt, document_id
+) AS c ON c.dt = r.dt AND c.document_id = r.document_id
+LEFT JOIN ev_format_detected AS f ON f.dt = r.dt AND f.job_id = r.job_id
 """,
     "jobs": f"""
 WITH transitions AS (
-  SELECT job_id, status, occurred_at, CAST(NULL AS VARCHAR) AS failure_reason FROM ev_job_created
+  SELECT dt, job_id, status, occurred_at, CAST(NULL AS VARCHAR) AS failure_reason
+  FROM ev_job_created
   UNION ALL
-  SELECT job_id, status, occurred_at, CAST(NULL AS VARCHAR) FROM ev_job_extracting
+  SELECT dt, job_id, status, occurred_at, CAST(NULL AS VARCHAR) FROM ev_job_extracting
   UNION ALL
-  SELECT job_id, status, occurred_at, CAST(NULL AS VARCHAR) FROM ev_job_succeeded
+  SELECT dt, job_id, status, occurred_at, CAST(NULL AS VARCHAR) FROM ev_job_succeeded
   UNION ALL
-  SELECT job_id, status, occurred_at, failure_reason FROM ev_job_failed
+  SELECT dt, job_id, status, occurred_at, failure_reason FROM ev_job_failed
 ), latest AS (
-  SELECT job_id, status, occurred_at, failure_reason
+  SELECT dt, job_id, status, occurred_at, failure_reason
   FROM transitions
   QUALIFY row_number() OVER (
-    PARTITION BY job_id
+    PARTITION BY dt, job_id
     ORDER BY CASE WHEN status IN {TERMINAL} THEN 1 ELSE 0 END DESC, occurred_at DESC
   ) = 1
 )
@@ -90,24 +117,37 @@ SELECT
   CASE WHEN l.status IN {TERMINAL} THEN l.occurred_at END AS finished_at,
   s.pages,
   s.units,
-  l.failure_reason
+  l.failure_reason,
+  c.dt
 FROM ev_job_created AS c
-JOIN latest AS l ON l.job_id = c.job_id
-LEFT JOIN ev_job_split AS s ON s.job_id = c.job_id
+JOIN latest AS l ON l.dt = c.dt AND l.job_id = c.job_id
+LEFT JOIN ev_job_split AS s ON s.dt = c.dt AND s.job_id = c.job_id
 """,
+    # started_at: the first attempt's start; finished_at: when the unit was done (or failed);
+    # duration_ms: the worker's own measure of the attempt that finished it (unit_done), else
+    # finished_at minus the last attempt's start. A number, so Athena's millisecond timestamps
+    # do not round it.
     "units": """
 WITH state AS (
-  SELECT job_id, unit_id, 'running' AS status, occurred_at, 0 AS rank FROM ev_unit_started
+  SELECT dt, job_id, unit_id, 'running' AS status, occurred_at, 0 AS rank,
+         CAST(NULL AS DOUBLE) AS duration_ms, CAST(NULL AS BIGINT) AS pages_skipped
+  FROM ev_unit_started
   UNION ALL
-  SELECT job_id, unit_id, 'done', occurred_at, 2 FROM ev_unit_done
+  SELECT dt, job_id, unit_id, 'done', occurred_at, 2, duration_ms, pages_skipped
+  FROM ev_unit_done
   UNION ALL
-  SELECT job_id, unit_id, 'failed', occurred_at, 1 FROM ev_unit_failed
+  SELECT dt, job_id, unit_id, 'failed', occurred_at, 1, CAST(NULL AS DOUBLE),
+         CAST(NULL AS BIGINT)
+  FROM ev_unit_failed
 ), latest AS (
-  SELECT job_id, unit_id, status
+  SELECT dt, job_id, unit_id, status, occurred_at, duration_ms, pages_skipped
   FROM state
-  QUALIFY row_number() OVER (PARTITION BY job_id, unit_id ORDER BY rank DESC, occurred_at DESC) = 1
+  QUALIFY row_number() OVER (
+    PARTITION BY dt, job_id, unit_id ORDER BY rank DESC, occurred_at DESC) = 1
 ), tries AS (
-  SELECT job_id, unit_id, count(*) AS attempts FROM ev_unit_started GROUP BY job_id, unit_id
+  SELECT dt, job_id, unit_id, count(*) AS attempts, min(occurred_at) AS started_at,
+         max(occurred_at) AS last_started_at
+  FROM ev_unit_started GROUP BY dt, job_id, unit_id
 )
 SELECT
   p.job_id,
@@ -118,33 +158,43 @@ SELECT
   p.sheet_name,
   coalesce(l.status, 'pending') AS status,
   coalesce(t.attempts, 0) AS attempts,
-  p.document_id
+  t.started_at,
+  CASE WHEN l.status IN ('done', 'failed') THEN l.occurred_at END AS finished_at,
+  CASE WHEN l.status IN ('done', 'failed') THEN coalesce(
+    l.duration_ms,
+    CAST(date_diff('millisecond', t.last_started_at, l.occurred_at) AS DOUBLE)) END
+    AS duration_ms,
+  l.pages_skipped,
+  p.document_id,
+  p.dt
 FROM ev_unit_planned AS p
-LEFT JOIN latest AS l ON l.job_id = p.job_id AND l.unit_id = p.unit_id
-LEFT JOIN tries AS t ON t.job_id = p.job_id AND t.unit_id = p.unit_id
+LEFT JOIN latest AS l ON l.dt = p.dt AND l.job_id = p.job_id AND l.unit_id = p.unit_id
+LEFT JOIN tries AS t ON t.dt = p.dt AND t.job_id = p.job_id AND t.unit_id = p.unit_id
 """,
     "pages": """
-SELECT job_id, document_id, page_number, reader, chars, unit_id, occurred_at AS read_at
+SELECT job_id, document_id, page_number, reader, chars, unit_id, occurred_at AS read_at,
+       duration_ms, dt
 FROM ev_page_read
 """,
     "failures": """
 SELECT occurred_at, job_id, document_id, unit_id, stage, error_type, message, final, attempt,
-       message_id
+       message_id, dt
 FROM ev_failure
 """,
     "model_calls": """
 SELECT call_id, job_id, document_id, purpose, provider, model, outcome, http_status,
-       input_tokens, output_tokens, latency_ms, cost_usd, attempt, occurred_at, page_number
+       input_tokens, output_tokens, latency_ms, cost_usd, attempt, occurred_at, page_number, dt
 FROM ev_model_call
 """,
+    # The latest result per document; dt is the document's day, as in documents.
     "results": """
 SELECT document_id, job_id, status, effective_date, jurisdiction, party, term, strategy,
-       model_version, input_tokens, output_tokens, processing_ms, occurred_at AS published_at
+       model_version, input_tokens, output_tokens, processing_ms, occurred_at AS published_at, dt
 FROM ev_result_published
-QUALIFY row_number() OVER (PARTITION BY document_id ORDER BY occurred_at DESC) = 1
+QUALIFY row_number() OVER (PARTITION BY dt, document_id ORDER BY occurred_at DESC) = 1
 """,
     "quality_checks": """
-SELECT occurred_at, run_id, table_name, expectation, success, unexpected_count, details
+SELECT occurred_at, run_id, table_name, expectation, success, unexpected_count, details, dt
 FROM ev_expectation_checked
 """,
     "job_latency": """
@@ -163,31 +213,63 @@ SELECT
     ELSE 'over 300'
   END AS page_bucket,
   created_at,
-  finished_at
+  finished_at,
+  dt
 FROM jobs
 WHERE finished_at IS NOT NULL
 """,
+    # One row per day (dt: the jobs' day) and model, plus one total row per day (is_total,
+    # model 'total'). A page counts for the model that read it: the model of its latest
+    # successful ('ok') model call, else its reader (text, ocr, calamine: no cost). Pages and
+    # calls are summed in one UNION ALL, never joined, so a day never splits into a row with
+    # the pages and another with the cost. Sum either the model rows or the total rows, not both.
     "daily_costs": """
-WITH read AS (
-  SELECT CAST(occurred_at AS DATE) AS day, reader AS model, count(*) AS pages
-  FROM ev_page_read GROUP BY 1, 2
-), calls AS (
-  SELECT CAST(occurred_at AS DATE) AS day, model, count(*) AS model_calls,
+WITH page_model AS (
+  SELECT p.dt, coalesce(c.model, p.reader) AS model, count(*) AS pages
+  FROM ev_page_read AS p
+  LEFT JOIN (
+    SELECT dt, job_id, page_number, model
+    FROM ev_model_call
+    WHERE outcome = 'ok' AND page_number IS NOT NULL
+    QUALIFY row_number() OVER (
+      PARTITION BY dt, job_id, page_number ORDER BY occurred_at DESC, call_id) = 1
+  ) AS c ON c.dt = p.dt AND c.job_id = p.job_id AND c.page_number = p.page_number
+  GROUP BY p.dt, coalesce(c.model, p.reader)
+), per_model AS (
+  SELECT dt, model, CAST(sum(pages) AS BIGINT) AS pages,
+         CAST(sum(model_calls) AS BIGINT) AS model_calls,
          CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
          CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
          sum(cost_usd) AS cost_usd
-  FROM ev_model_call GROUP BY 1, 2
+  FROM (
+    SELECT dt, model, pages, 0 AS model_calls, 0 AS input_tokens, 0 AS output_tokens,
+           CAST(0 AS DOUBLE) AS cost_usd
+    FROM page_model
+    UNION ALL
+    SELECT dt, model, 0, count(*), sum(input_tokens), sum(output_tokens), sum(cost_usd)
+    FROM ev_model_call GROUP BY dt, model
+  ) AS parts
+  GROUP BY dt, model
+), with_total AS (
+  SELECT dt, model, FALSE AS is_total, pages, model_calls, input_tokens, output_tokens, cost_usd
+  FROM per_model
+  UNION ALL
+  SELECT dt, 'total', TRUE, CAST(sum(pages) AS BIGINT), CAST(sum(model_calls) AS BIGINT),
+         CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT), sum(cost_usd)
+  FROM per_model GROUP BY dt
 )
 SELECT
-  coalesce(r.day, c.day) AS day,
-  coalesce(r.model, c.model) AS model,
-  coalesce(r.pages, 0) AS pages,
-  coalesce(c.model_calls, 0) AS model_calls,
-  coalesce(c.input_tokens, 0) AS input_tokens,
-  coalesce(c.output_tokens, 0) AS output_tokens,
-  coalesce(c.cost_usd, 0.0) AS cost_usd
-FROM read AS r
-FULL OUTER JOIN calls AS c ON c.day = r.day AND c.model = r.model
+  dt AS day,
+  model,
+  is_total,
+  pages,
+  model_calls,
+  input_tokens,
+  output_tokens,
+  cost_usd,
+  CASE WHEN pages > 0 THEN cost_usd * 1000.0 / pages END AS cost_per_1000_pages,
+  dt
+FROM with_total
 """,
 }
 
@@ -200,4 +282,6 @@ CONTRACT_TABLES = (
     "model_calls",
     "failures",
     "results",
+    "daily_costs",
+    "job_latency",
 )

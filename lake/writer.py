@@ -12,10 +12,13 @@ message only after its events are durable, and a busy run still writes few files
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -24,7 +27,7 @@ import pyarrow.parquet as pq
 from uuid6 import uuid7
 
 from lake.events import Event
-from lake.layout import event_partition
+from lake.layout import DOCUMENT_EVENT_TYPES, event_partition, partition_date, uuid7_date
 from lake.schema import to_table
 
 
@@ -43,22 +46,42 @@ def open_lake(uri: str) -> tuple[pafs.FileSystem, str]:
 
 @dataclass
 class WriteStats:
-    """Counters a benchmark or status screen can read."""
+    """Counters a benchmark or status screen can read; ``seconds`` splits a flush's time by phase
+    (``group``, ``arrow``, ``encode``, ``store``, ``sync``), summed over every flush."""
 
     events: int = 0
     files: int = 0
     flushes: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+
+# Files of one flush are encoded and made durable in parallel: pyarrow's encoder and fsync both
+# release the GIL, and parallel fsyncs share the filesystem journal's commits.
+WRITE_THREADS = 4
 
 
 class ParquetEventWriter:
-    """Writes batches of events as Parquet files under ``root``, partitioned by type and date."""
+    """Writes batches of events as Parquet files under ``root``, partitioned by type and ``dt``.
 
-    def __init__(self, filesystem: pafs.FileSystem, root: str, *, compression: str = "zstd"):
+    Locally, durability is the classic sequence: write a temporary file, fsync it, rename it to
+    its final name, then fsync the folder (the rename is only durable once the directory entry
+    is), and when a ``dt=`` folder (or its ``event_type=`` parent) was just created, fsync its
+    parent too: a new folder is only durable once its parent's entry is.
+    """
+
+    def __init__(self, filesystem: pafs.FileSystem, root: str, *, compression: str = "zstd",
+                 compression_level: int | None = 1):
         self.filesystem = filesystem
         self.root = root.rstrip("/")
         self.compression = compression
+        # Level 1: raw files are short-lived (compaction rewrites them at the default level),
+        # and level 1 encodes faster at nearly the same size for these small files.
+        self.compression_level = compression_level
         self.stats = WriteStats()
         self._local = isinstance(filesystem, pafs.LocalFileSystem)
+        self._known_folders: set[str] = set()
+        self._executor: ThreadPoolExecutor | None = None
+        self._days: dict[tuple[bool, str | None, str | None], str] = {}
 
     @classmethod
     def for_uri(cls, uri: str) -> ParquetEventWriter:
@@ -67,38 +90,142 @@ class ParquetEventWriter:
 
     def write(self, events: Sequence[Event]) -> list[str]:
         """Write the events; return the paths of the files written. Durable on return."""
+        clock = time.perf_counter
+        started = clock()
         groups: dict[tuple[str, str], list[Event]] = defaultdict(list)
+        days = self._days
         for event in events:
-            groups[(event.event_type, event_partition(event.event_type, event.occurred_at))].append(
-                event
-            )
-        paths = []
-        for (_, partition), batch in sorted(groups.items()):
-            paths.append(self._write_file(partition, batch))
+            fields = event.__dict__  # ~5x faster than pydantic's attribute access
+            event_type = event.event_type
+            key = (event_type in DOCUMENT_EVENT_TYPES, fields["job_id"], fields["document_id"])
+            day = days.get(key)
+            if day is None:
+                day = partition_date(event_type, key[1], key[2], fields["occurred_at"])
+                if uuid7_date(key[1]) or uuid7_date(key[2]):  # else the day is occurred_at's
+                    if len(days) > 100_000:
+                        days.clear()
+                    days[key] = day
+            groups[(event_type, day)].append(event)
+        grouped = clock()
+        items = sorted(groups.items())
+        folders = [f"{self.root}/{event_partition(t, day)}" for (t, day), _ in items]
+        paths = [f"{folder}/part-{uuid7()}.parquet" for folder in folders]
+        # Build each Arrow table here (Python, holds the GIL) while the pool encodes the ones
+        # already built (pyarrow's encoder releases the GIL): the two phases overlap.
+        arrow = 0.0
+        futures = []
+        for _, batch in items:
+            mark = clock()
+            table = to_table(batch)
+            arrow += clock() - mark
+            futures.append(self._pool().submit(self._encode, table))
+        encoded = [future.result() for future in futures]
+        built = grouped + arrow
+        coded = clock()
+        sync = 0.0
+        if self._local:
+            sync = self._store_local(folders, paths, encoded)
+        else:
+            for path, data in zip(paths, encoded, strict=True):
+                # One PUT of a fully encoded file: a failure half-way never leaves a partial
+                # object under the final name (an abandoned multipart stream may complete).
+                with self.filesystem.open_output_stream(path) as stream:
+                    stream.write(data)
+        stored = clock()
+        seconds = self.stats.seconds
+        seconds["group"] += grouped - started
+        seconds["arrow"] += built - grouped
+        seconds["encode"] += coded - built
+        seconds["store"] += stored - coded - sync
+        seconds["sync"] += sync
         self.stats.events += len(events)
         self.stats.files += len(paths)
         self.stats.flushes += 1 if paths else 0
         return paths
 
-    def _write_file(self, partition: str, batch: list[Event]) -> str:
-        folder = f"{self.root}/{partition}"
-        path = f"{folder}/part-{uuid7()}.parquet"
-        table = to_table(batch)
-        if not self._local:
-            # Encode in memory, then one PUT: a failure half-way never leaves a partial object
-            # under the final name (a multipart stream abandoned on error may still complete).
-            buffer = pa.BufferOutputStream()
-            pq.write_table(table, buffer, compression=self.compression)
-            with self.filesystem.open_output_stream(path) as stream:
-                stream.write(buffer.getvalue())
-            return path
-        os.makedirs(folder, exist_ok=True)
-        temporary = f"{folder}/.tmp-{uuid.uuid4().hex}"
-        pq.write_table(table, temporary, compression=self.compression)
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-        return path
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="lake-writer")
+        return self._executor
+
+    def close(self) -> None:
+        """Stop the writer's threads (they also stop on their own at exit)."""
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
+
+    def _encode(self, table: pa.Table) -> pa.Buffer:
+        buffer = pa.BufferOutputStream()
+        pq.write_table(table, buffer, compression=self.compression,
+                       compression_level=self.compression_level,
+                       use_dictionary=_dictionary_columns(table.schema))
+        return buffer.getvalue()
+
+    def _store_local(self, folders: list[str], paths: list[str], encoded: list[pa.Buffer]) -> float:
+        """Temporary file, fsync, rename; then one fsync per folder touched, parents of new
+        folders included. Files are written in parallel so their fsyncs overlap. Returns the
+        seconds spent waiting for fsync (the slowest file's, then the folders')."""
+        created: set[str] = set()
+        for folder in dict.fromkeys(folders):
+            if folder not in self._known_folders:
+                created |= _make_folders(folder, self.root)
+                self._known_folders.add(folder)
+
+        def put(folder: str, path: str, data: pa.Buffer) -> float:
+            temporary = f"{folder}/.tmp-{uuid.uuid4().hex}"
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                synced = time.perf_counter()
+                os.fsync(fd)
+                spent = time.perf_counter() - synced
+            finally:
+                os.close(fd)
+            os.replace(temporary, path)
+            return spent
+
+        if len(paths) > 1:
+            spent = list(self._pool().map(put, folders, paths, encoded))
+        else:
+            spent = [put(*args) for args in zip(folders, paths, encoded, strict=True)]
+        sync = max(spent, default=0.0)
+        synced = time.perf_counter()
+        # Children before parents: a folder's entry in its parent is made durable after the
+        # folder's own entries.
+        for folder in sorted({*folders, *created}, key=lambda f: -f.count("/")):
+            fsync_directory(folder)
+        return sync + time.perf_counter() - synced
+
+
+@functools.cache
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Dictionary-encode the low-cardinality strings (types, readers, statuses), not the ids:
+    a dictionary of unique UUIDs only costs time and bytes (measured: 18% faster, 11% smaller)."""
+    return [f.name for f in schema
+            if pa.types.is_string(f.type) and not f.name.endswith("_id") and f.name != "message"]
+
+
+def _make_folders(folder: str, root: str) -> set[str]:
+    """Create ``folder`` and its missing parents below ``root``; return the parents whose
+    entries changed (each needs an fsync for the new child to be durable)."""
+    missing = []
+    path = folder
+    while path != root and not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    return {os.path.dirname(p) for p in missing}
+
+
+def fsync_directory(path: str) -> None:
+    """Make a folder's entries (renames, new files, new sub-folders) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass

@@ -66,3 +66,13 @@ def failed_job(doc: str, job: str, *, start: datetime, pages: int = 3, attempts:
     events.append(ev.JobFailed(**ids, failure_reason=f"unit u0 failed: {error_type}",
                                pages=pages, units=len(ranges), occurred_at=at(3 + 2 * attempts)))
     return events
+
+
+def uuid7_at(moment: datetime, tail: int = 0) -> str:
+    """A UUIDv7 minted at ``moment`` (RFC 9562 layout: 48-bit milliseconds, version 7, variant
+    10); ``tail`` fills the random bits, so ids minted at one moment stay distinct."""
+    import uuid
+
+    millis = int(moment.timestamp() * 1000)
+    value = (millis << 80) | (0x7 << 76) | (0b10 << 62) | (tail & ((1 << 62) - 1))
+    return str(uuid.UUID(int=value))

@@ -243,13 +243,15 @@ def test_view_columns_match_the_schema_and_the_raw_table_types():
     assert set(cols) == set(athena_views())
     for event_type, cls in EVENT_TYPES.items():
         expected = [(c.name, presto_type(c.duckdb)) for c in columns(cls)]
-        assert cols[f"ev_{event_type}"] == expected
+        assert cols[f"ev_{event_type}"] == [*expected, ("dt", "date")]
         for c in columns(cls):  # what Glue declares for raw_<type> is what the view reads
             assert hive_type(presto_type(c.duckdb)) == c.glue
     assert dict(cols["jobs"])["created_at"] == "timestamp(3)"
     assert dict(cols["results"])["party"] == "array(varchar)"
     assert dict(cols["daily_costs"])["day"] == "date"
     assert dict(cols["job_latency"])["seconds"] == "double"
+    for table in CONTRACT_TABLES:  # every contract table carries its partition, as a DATE
+        assert dict(cols[table])["dt"] == "date", table
 
 
 def test_type_mapping_refuses_what_it_does_not_know():
@@ -325,7 +327,7 @@ def test_create_catalog_writes_database_tables_and_views(glue):
     assert blob["schema"] == "lake_a"
     assert [c["name"] for c in blob["columns"]] == [
         "job_id", "document_id", "status", "created_at", "finished_at", "pages", "units",
-        "failure_reason"]
+        "failure_reason", "dt"]
 
 
 def test_create_catalog_is_idempotent_and_repairs_drift_only_when_asked(glue):

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pyarrow.parquet as pq
 import pytest
+from lakegen import uuid7_at
 
 from lake import events as ev
 from lake.catalog import query
@@ -56,7 +57,7 @@ def _keys(s3, bucket: str) -> list[str]:
 
 
 def _one_job(day: datetime) -> list[ev.Event]:
-    ids = {"document_id": "doc1", "job_id": "job1"}
+    ids = {"document_id": uuid7_at(day, 1), "job_id": uuid7_at(day, 2)}
     at = lambda minutes: day + timedelta(minutes=minutes)  # noqa: E731
     pages = [ev.PageRead(**ids, unit_id="u1", page_number=n, reader="text", chars=10 * n,
                          occurred_at=at(2)) for n in (1, 2, 3)]
@@ -92,12 +93,14 @@ def test_events_round_trip_through_an_s3_lake_with_the_endpoint_from_env(aws_env
     layout = re.compile(r"prod/events/event_type=[a-z_]+/dt=\d{4}-\d{2}-\d{2}/part-[-0-9a-f]+"
                         r"\.parquet")
     assert keys and all(layout.fullmatch(k) for k in keys), keys
-    assert {k.split("/")[3] for k in keys if "job_succeeded" in k} == {"dt=2026-05-01"}
+    # finished after midnight, but a job's events all live in the job's day (its UUIDv7's)
+    assert {k.split("/")[3] for k in keys} == {"dt=2026-04-30"}
     assert sum("event_type=page_read" in k for k in keys) == 2
 
-    jobs = query(uri, "SELECT job_id, status, pages, units, finished_at FROM jobs").to_pylist()
-    assert jobs == [{"job_id": "job1", "status": "succeeded", "pages": 3, "units": 1,
-                     "finished_at": datetime(2026, 5, 1, 0, 0, tzinfo=UTC)}]
+    jobs = query(uri, "SELECT job_id, status, pages, units, finished_at, dt FROM jobs").to_pylist()
+    assert jobs == [{"job_id": uuid7_at(day, 2), "status": "succeeded", "pages": 3, "units": 1,
+                     "finished_at": datetime(2026, 5, 1, 0, 0, tzinfo=UTC),
+                     "dt": date(2026, 4, 30)}]
     pages = query(uri, "SELECT page_number, chars FROM pages ORDER BY page_number").to_pylist()
     assert pages == [{"page_number": n, "chars": 10 * n} for n in (1, 2, 3)]
     raw = query(uri, "SELECT count(*) AS n FROM raw_page_read").to_pylist()
