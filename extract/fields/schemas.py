@@ -30,6 +30,9 @@ US_STATES = (
 _STATE_BY_UPPER = {s.upper(): s for s in US_STATES}
 
 _TERM = re.compile(r"^(\d+(?:\.\d+)?) (day|week|month|year)s?$")
+_SMALL_NUMBERS = {w: str(i) for i, w in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve"))}
 
 
 class SchemaLoadError(ValueError):
@@ -74,7 +77,8 @@ class NdaFields(BaseModel):
         """'<number> <unit>', singular only for exactly 1, so the token is stable."""
         if value is None:
             return None
-        match = _TERM.match(" ".join(value.replace("_", " ").lower().split()))
+        words = value.replace("_", " ").replace("-", " ").lower().split()
+        match = _TERM.match(" ".join(_SMALL_NUMBERS.get(w, w) for w in words))
         if not match:
             raise ValueError(f"term {value!r} is not '<number> <days|weeks|months|years>'")
         number, unit = match.groups()

@@ -1,0 +1,159 @@
+"""The offline ``rules`` strategy on small hand-written NDAs, its shipped model, and (when the
+shared Kleister split is present) its cross-validated F1 and the reproducibility of the model."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import KLEISTER
+from pydantic import BaseModel
+
+from extract.errors import TerminalError
+from extract.fields.base import PageText
+from extract.fields.candidates import date_candidates, term_candidates
+from extract.fields.dates import find_dates
+from extract.fields.rules import MODEL_PATH, RulesStrategy
+from extract.fields.schemas import NdaFields
+
+PREAMBLE = """EXHIBIT 10.7
+MUTUAL NON-DISCLOSURE AGREEMENT
+This Mutual Non-Disclosure Agreement (the "Agreement") is entered into as of March 3, 2015 (the
+"Effective Date") by and between Acme Widgets, Inc., a Delaware corporation ("Acme"), and Blue
+Harbor Software LLC, a California limited liability company ("Blue Harbor").
+1. Confidential Information. Each party may disclose information to the other.
+"""
+BODY = """2. Term. This Agreement shall remain in effect for a period of two (2) years from the
+Effective Date, unless terminated earlier by either party on thirty (30) days written notice.
+3. Governing Law. This Agreement shall be governed by and construed in accordance with the laws
+of the State of New York, without regard to its conflict of laws principles.
+IN WITNESS WHEREOF, the parties have executed this Agreement as of the Effective Date.
+ACME WIDGETS, INC.
+By: /s/ Jane Roe
+Name: Jane Roe
+Title: Chief Executive Officer
+BLUE HARBOR SOFTWARE LLC
+By: /s/ John Doe
+Name: John Doe
+Title: President
+"""
+EMPLOYEE = """CONFIDENTIALITY AND NON-COMPETITION AGREEMENT
+This Confidentiality and Non-Competition Agreement is made this 14th day of June, 2011, by and
+between Northwind Traders Corporation, an Ohio corporation (the "Company"), and Mary K. Smith
+("Employee").
+1. Confidentiality. Employee shall not disclose any Confidential Information of the Company.
+2. Governing Law. This Agreement shall be construed under the laws of the State of Ohio.
+"""
+
+
+@pytest.fixture(scope="module")
+def strategy() -> RulesStrategy:
+    return RulesStrategy()
+
+
+def test_mutual_nda_gives_all_four_fields(strategy):
+    result = strategy.run([PageText(1, PREAMBLE), PageText(2, BODY)])
+    fields = result.fields
+    assert isinstance(fields, NdaFields)
+    assert str(fields.effective_date) == "2015-03-03"
+    assert fields.jurisdiction == "New York"
+    assert fields.term == "2 years"
+    assert {p.upper() for p in fields.party} == {"ACME WIDGETS, INC.", "BLUE HARBOR SOFTWARE LLC"}
+    assert "party=Acme_Widgets_Inc." in fields.kleister_tokens()
+
+
+def test_employee_agreement_names_the_person_and_has_no_term(strategy):
+    fields = strategy.run([PageText(1, EMPLOYEE)]).fields
+    assert "Mary K. Smith" in fields.party
+    assert any(p.startswith("Northwind Traders") for p in fields.party)
+    assert str(fields.effective_date) == "2011-06-14"
+    assert fields.jurisdiction == "Ohio"
+    assert fields.term is None
+
+
+def test_sources_point_at_the_page_and_offset_of_each_value(strategy):
+    pages = [PageText(1, PREAMBLE), PageText(2, BODY)]
+    result = strategy.run(pages)
+    law = result.source_of("jurisdiction")
+    assert law.page_number == 2
+    assert pages[1].text[law.char_offset:].startswith("New York")
+    date = result.source_of("effective_date")
+    assert (date.page_number, pages[0].text[date.char_offset:date.char_offset + 13]) == (1, "March 3, 2015")
+    assert result.model_version.startswith("rules-")
+    assert (result.token_usage.input, result.token_usage.output) == (0, 0)
+
+
+def test_a_page_without_text_gives_an_empty_record(strategy):
+    result = strategy.run([PageText(1, ""), PageText(2, "")])
+    assert result.fields == NdaFields()
+    assert result.sources == ()
+
+
+async def test_the_async_port_refuses_a_schema_it_has_no_rules_for(strategy):
+    class Invoice(BaseModel):
+        number: str
+
+    assert (await strategy.extract([PageText(1, EMPLOYEE)], NdaFields)).fields.jurisdiction == "Ohio"
+    with pytest.raises(TerminalError) as error:
+        await strategy.extract([PageText(1, EMPLOYEE)], Invoice)
+    assert error.value.error_type == "unsupported_schema"
+
+
+@pytest.mark.parametrize(("text", "iso"), [
+    ("dated April 18, 2001 by", "2001-04-18"), ("this 22ND day of May 2001.", "2001-05-22"),
+    ("DATE 04/18/01", "2001-04-18"), ("Date: 3.26.01", "2001-03-26"), ("as of 2019-10-17", "2019-10-17"),
+    ("Accepted as of Feb. 8, 2011", "2011-02-08"), ("the 1st of July, 2005", "2005-07-01"),
+])
+def test_date_spellings(text, iso):
+    assert [m.value.isoformat() for m in find_dates(text)] == [iso]
+
+
+def test_impossible_dates_are_skipped():
+    assert find_dates("on 02/30/2001 and 13/01/2001") == []
+    assert [c.value for c in date_candidates("in May, 2010")] == ["2010-05-01"]
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("for a period of two (2) years", "2 years"), ("for eighteen months", "18 months"),
+    ("a one-year term", "1 year"), ("within 30 days", "30 days"),
+    ("until the second anniversary of the date", "2 years"),
+])
+def test_duration_spellings(text, value):
+    assert [c.value for c in term_candidates(text)] == [value]
+
+
+def test_shipped_model_is_small_json_scored_without_scikit_learn():
+    assert MODEL_PATH.exists()
+    assert MODEL_PATH.stat().st_size < 5_000_000
+
+
+SPLIT = KLEISTER.parent
+needs_kleister = pytest.mark.skipif(not (SPLIT / "expected.tsv").exists(),
+                                    reason=f"Kleister NDA train split not found at {SPLIT}")
+
+
+@pytest.fixture(scope="module")
+def kleister(tmp_path_factory):
+    from extract.fields.kleister import load_split
+
+    return load_split(SPLIT, tmp_path_factory.mktemp("pages"))
+
+
+@needs_kleister
+def test_cross_validated_f1_on_the_train_split(kleister):
+    pytest.importorskip("sklearn", reason="scikit-learn is a dev dependency (pip install -e '.[dev]')")
+    from evals.kleister_metric import score
+    from extract.fields.training import cross_validate
+
+    predictions = cross_validate(kleister, folds=5, seed=0)
+    report = score(predictions, [d.gold for d in kleister])
+    assert report.overall.f1 > 0.84, report.to_dict()
+    assert report.fields["party"].f1 > 0.78
+    assert report.fields["jurisdiction"].f1 > 0.95
+
+
+@needs_kleister
+def test_shipped_model_is_what_train_rebuilds(kleister):
+    pytest.importorskip("sklearn", reason="scikit-learn is a dev dependency (pip install -e '.[dev]')")
+    from extract.fields.training import fit
+
+    assert fit(kleister).to_json() + "\n" == MODEL_PATH.read_text(), \
+        "the shipped model is stale: run `doclake fields train`"
