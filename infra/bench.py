@@ -8,7 +8,6 @@ pipeline's overhead; it also counts the Parquet files written per 1,000 events.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import tempfile
 import time
@@ -17,8 +16,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures.")
 
@@ -97,9 +94,13 @@ def pipeline(
     folder: Annotated[Path, typer.Argument(help="A folder of PDFs.")] = DEFAULT_PDFS,
     limit: Annotated[int | None, typer.Option(help="Use only the first N files.")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Runtime concurrency.")] = None,
-    output_format: Annotated[str, typer.Option("--format", help="table|json")] = "table",
+    output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json "
+                             "(default: table on a terminal, csv when piped)")] = None,
 ) -> None:
     """Pages per second: `doclake run` against a plain pypdfium2 loop, same files, same run."""
+    from infra.output import print_object, resolve_format
+
+    output_format = resolve_format(output_format)
     if not folder.is_dir():
         raise typer.BadParameter(f"{folder} is not a folder (the Kleister data lives in ../shared)")
     paths = sorted(folder.glob("*.pdf"))[:limit]
@@ -115,10 +116,4 @@ def pipeline(
         **{f"pipeline_{k}": v for k, v in result.items()},
         "overhead_ratio_vs_same_cores": (plain_pages / plain_n) / result["pages_per_s"],
     }
-    if output_format == "json":
-        print(json.dumps(figures))
-        return
-    table = Table("figure", "value", title=f"doclake run vs plain pypdfium2 ({len(paths)} PDFs)")
-    for key, value in figures.items():
-        table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else f"{value:,}")
-    Console().print(table)
+    print_object(figures, output_format)
