@@ -26,6 +26,7 @@ full and whose rows it has made durable.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 import uuid
@@ -44,6 +45,8 @@ from lake.events import EVENT_TYPES
 from lake.layout import EVENTS_PREFIX
 from lake.schema import arrow_schema
 from lake.writer import open_lake
+
+logger = logging.getLogger(__name__)
 
 TMP_PREFIX = ".tmp-"
 OUTPUT_PREFIX = "compacted-"
@@ -144,38 +147,81 @@ class _DataFile:
 BeforeDelete = Callable[[PartitionReport], None]
 
 
+TIER_BASE_ROWS = 10_000
+FANOUT = 4
+
+
+def tier(rows: int, base_rows: int = TIER_BASE_ROWS, fanout: int = FANOUT) -> int:
+    """A file's size tier: 0 below ``base_rows`` (the writer's flushes), then one tier per
+    factor of ``fanout``: tier k holds files of ``base_rows * fanout**(k-1)`` rows and up."""
+    level, bound = 0, base_rows
+    while rows >= bound:
+        level, bound = level + 1, bound * fanout
+    return level
+
+
+def choose_inputs(rows: list[int], *, min_files: int, target_rows: int,
+                  base_rows: int = TIER_BASE_ROWS, fanout: int = FANOUT) -> list[int]:
+    """Which files of a partition to rewrite (indexes into ``rows``), size-tiered.
+
+    Files of ``target_rows`` or more are done. The others are grouped by ``tier``; tier 0 (the
+    writer's small files) is merged once it has ``min_files`` files, and a higher tier once it
+    has ``fanout`` files. So a run rewrites the new small files (and a tier-0 output of at most
+    ``base_rows`` rows), not the partition: a row is rewritten about once per tier over its
+    life, ``log(target_rows / base_rows) / log(fanout)`` times, instead of on every run.
+    Duplicates between tiers stay until their tiers merge; the views drop them meanwhile."""
+    tiers: dict[int, list[int]] = {}
+    for index, count in enumerate(rows):
+        if count < target_rows:
+            tiers.setdefault(tier(count, base_rows, fanout), []).append(index)
+    chosen = []
+    for level, members in sorted(tiers.items()):
+        if len(members) >= (min_files if level == 0 else max(fanout, min_files)):
+            chosen += members
+    return sorted(chosen)
+
+
 def compact(
-    lake_uri: str,
+    lake_uri: str | tuple[pafs.FileSystem, str],
     *,
     event_types: Iterable[str] | None = None,
+    days: Iterable[str] | None = None,
     min_files: int = 2,
     target_rows: int = 1_000_000,
+    tier_base_rows: int = TIER_BASE_ROWS,
+    fanout: int = FANOUT,
     tmp_max_age_s: float = 3600.0,
     before_delete: BeforeDelete | None = None,
 ) -> CompactionReport:
     """Compact the event partitions of the lake at ``lake_uri`` (a folder or ``s3://...``).
 
-    A partition is rewritten when it holds at least ``min_files`` files of fewer than
-    ``target_rows`` rows; outputs hold at most ``target_rows`` rows each. ``.tmp-*`` files older
-    than ``tmp_max_age_s`` are removed (younger ones may belong to a running writer).
+    In each partition (of ``event_types`` and ``days`` when given, else all), the files chosen
+    by ``choose_inputs`` (size tiers; ``tier_base_rows=target_rows`` puts every file in tier 0
+    and rewrites the whole partition, the old behaviour) are rewritten into files of at most
+    ``target_rows`` rows. ``.tmp-*`` files older than ``tmp_max_age_s`` are removed (younger
+    ones may belong to a running writer).
 
     ``before_delete`` is a test seam: it is called with the partition's report once its outputs
     are durable and before any input is deleted, so a test can pause or kill the process there.
     """
-    if target_rows < 1 or min_files < 1:
-        raise ValueError("target_rows and min_files must be at least 1")
+    if target_rows < 1 or min_files < 1 or fanout < 2:
+        raise ValueError("target_rows and min_files must be at least 1, fanout at least 2")
+    wanted_days = None if days is None else {f"dt={d}" for d in days}
     started = time.monotonic()
-    filesystem, root = open_lake(lake_uri)
+    filesystem, root = lake_uri if isinstance(lake_uri, tuple) else open_lake(lake_uri)
     report = CompactionReport()
     types = list(event_types) if event_types is not None else _event_types(filesystem, root)
     for event_type in types:
         for folder, infos in _partitions(filesystem, root, event_type).items():
+            if wanted_days is not None and _basename(folder) not in wanted_days:
+                continue
             report.tmp_removed += _remove_stale_tmp(filesystem, infos, tmp_max_age_s)
             data = [i for i in infos if _is_data_file(i.path)]
             try:
                 result = _compact_partition(
                     filesystem, folder, event_type, data, report,
-                    min_files=min_files, target_rows=target_rows, before_delete=before_delete,
+                    min_files=min_files, target_rows=target_rows, base_rows=tier_base_rows,
+                    fanout=fanout, before_delete=before_delete,
                 )
             except (OSError, pa.ArrowException) as error:
                 report.errors.append(f"{folder}: {type(error).__name__}: {error}")
@@ -183,6 +229,32 @@ def compact(
             if result is not None:
                 report.partitions.append(result)
     report.seconds = time.monotonic() - started
+    return report
+
+
+AUTO_MIN_SMALL_FILES = 2
+
+
+def compact_after_run(lake_uri: str, *, min_small_files: int = AUTO_MIN_SMALL_FILES,
+                      log: Callable[[str], None] | None = None) -> CompactionReport | None:
+    """Compaction as the last step of ``doclake run`` / ``worker``: never raises.
+
+    Size tiers keep it cheap (the run's new small files, not whole partitions), so an analyst
+    opening the lake after a run meets a few files per partition, never thousands. Returns the
+    report, or None if compaction itself failed (logged; the run's outcome does not change:
+    the events are durable either way, and the next run or ``doclake lake compact`` retries)."""
+    try:
+        report = compact(lake_uri, min_files=min_small_files)
+    except Exception as error:  # noqa: BLE001 - a failed tidy-up must not fail the run
+        logger.warning("compaction after the run failed: %s", error)
+        if log:
+            log(f"lake compaction skipped: {error}")
+        return None
+    for error in report.errors:
+        logger.warning("compaction: %s", error)
+    if log and report.partitions:
+        log(f"lake compacted: {report.files_before} files -> {report.files_after} "
+            f"in {report.seconds:.1f} s")
     return report
 
 
@@ -282,11 +354,15 @@ def _compact_partition(
     *,
     min_files: int,
     target_rows: int,
+    base_rows: int,
+    fanout: int,
     before_delete: BeforeDelete | None,
 ) -> PartitionReport | None:
     files = _read_footers(filesystem, infos, report)
-    inputs = [f for f in files if f.rows < target_rows]
-    if len(inputs) < min_files:
+    chosen = choose_inputs([f.rows for f in files], min_files=min_files, target_rows=target_rows,
+                           base_rows=base_rows, fanout=fanout)
+    inputs = [files[i] for i in chosen]
+    if not inputs:
         return None
     schema = _output_schema(event_type, [f.schema for f in inputs])
     held, keys = _load(filesystem, inputs, schema)

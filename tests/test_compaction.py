@@ -380,3 +380,91 @@ def test_lake_benchmark_runs_at_small_scale(tmp_path: Path, capsys) -> None:
     assert lake["compaction"]["rows_after"] == lake["compaction"]["rows_before"] <= lake["events"]
     assert results["small_files"]["files"]["one_file_per_event"] == results["small_files"]["events"]
     assert '"events_per_s"' in capsys.readouterr().out
+
+
+# --- (e) size tiers and compaction on its own ------------------------------------------------
+
+
+def test_tiers_choose_the_small_files_not_the_partition() -> None:
+    from lake.compaction import choose_inputs, tier
+
+    assert [tier(n, 100, 4) for n in (1, 99, 100, 399, 400, 1599, 1600)] == [0, 0, 1, 1, 2, 2, 3]
+    # a big compacted file and three new flushes: only the flushes are rewritten
+    assert choose_inputs([5_000, 40, 60, 50], min_files=2, target_rows=10_000,
+                         base_rows=100, fanout=4) == [1, 2, 3]
+    # three files of tier 1 wait for a fourth; then the four merge
+    assert choose_inputs([150, 200, 300], min_files=2, target_rows=10_000, base_rows=100,
+                         fanout=4) == []
+    assert choose_inputs([150, 200, 300, 120], min_files=2, target_rows=10_000, base_rows=100,
+                         fanout=4) == [0, 1, 2, 3]
+    assert choose_inputs([10_000, 1], min_files=1, target_rows=10_000) == [1]
+
+
+def test_work_per_run_follows_the_new_data_not_the_partition(tmp_path: Path) -> None:
+    """Ten runs, each adding three flushes of 50 rows to one partition: the rows each run
+    rewrites stay bounded by the new rows plus one small tier, while the partition grows."""
+    writer = ParquetEventWriter(pafs.LocalFileSystem(), str(tmp_path), compact_after_files=None)
+    rewritten, total = [], 0
+    for run in range(10):
+        for flush in range(3):
+            job = f"job-{run}-{flush}"
+            writer.write([PageRead(job_id=job, page_number=p, reader="text", chars=p,
+                                   occurred_at=DAY0) for p in range(50)])
+            total += 50
+        report = compact(str(tmp_path), tier_base_rows=200, fanout=4, target_rows=100_000)
+        rewritten.append(sum(p.rows_before - p.rows_after + sum(
+            pq.read_metadata(o).num_rows for o in p.outputs) for p in report.partitions))
+    assert total == 1500
+    # each run: its 150 new rows, plus a tier-0 file under 200 rows, plus now and then a merge
+    # of four tier-1 files; rewriting the whole partition would be 150 * run rows (8,250 in all)
+    assert rewritten[:2] == [150, 300] and max(rewritten) <= 150 + 200 + 4 * 800, rewritten
+    assert sum(rewritten) < 4_000 < sum(150 * k for k in range(1, 11))
+    con = connect(str(tmp_path))
+    assert con.execute("SELECT count(*) FROM pages").fetchone() == (1500,)
+    con.close()
+
+
+def test_a_big_compacted_file_is_not_rewritten_for_a_few_new_rows(tmp_path: Path) -> None:
+    writer = ParquetEventWriter.for_uri(str(tmp_path))
+    writer.write([PageRead(job_id="big", page_number=p, reader="text", chars=p, occurred_at=DAY0)
+                  for p in range(20_000)])
+    (big,) = data_files(tmp_path)
+    for job in range(3):
+        writer.write([PageRead(job_id=f"new-{job}", page_number=1, reader="text", chars=1,
+                               occurred_at=DAY0)])
+    report = compact(str(tmp_path))
+    (partition,) = report.partitions
+    assert str(big) not in partition.inputs and big.exists()
+    assert len(partition.inputs) == 3 and report.rows_after == 20_003
+
+
+def test_a_writer_compacts_a_partition_that_passed_its_threshold(tmp_path: Path) -> None:
+    fs, root = pafs.LocalFileSystem(), str(tmp_path)
+    writer = ParquetEventWriter(fs, root, compact_after_files=6)
+    for job in range(8):
+        writer.write(unit_events(f"job-{job}", 0, DAY0))  # 3 files per flush, 3 partitions
+        writer.wait_for_compaction()
+    writer.close()
+    assert writer.stats.compactions == 3  # each partition once, after its sixth file
+    page_files = list((tmp_path / "events/event_type=page_read").rglob("*.parquet"))
+    assert len(page_files) == 3  # one compacted + the two flushes written since
+    con = connect(root)
+    assert con.execute("SELECT count(*) FROM pages").fetchone() == (40,)
+    con.close()
+
+
+def test_compaction_after_a_run_tidies_up_and_never_raises(tmp_path: Path) -> None:
+    from lake.compaction import compact_after_run
+
+    write_lake(tmp_path)
+    before = snapshot(tmp_path)
+    files = len(data_files(tmp_path))
+    messages: list[str] = []
+    report = compact_after_run(str(tmp_path), log=messages.append)
+    assert report is not None and report.files_after < files
+    assert snapshot(tmp_path) == before
+    assert messages and messages[0].startswith("lake compacted:")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    assert compact_after_run(str(blocked), log=messages.append) is None
+    assert messages[-1].startswith("lake compaction skipped:")
