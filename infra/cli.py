@@ -155,6 +155,8 @@ def worker(
         summary.print(Console(highlight=False))
     else:
         print_object(summary.to_dict(), output_format)
+        if stats.interrupted:
+            summary.print_interrupted()
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
 

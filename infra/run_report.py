@@ -39,6 +39,12 @@ def _reasons(failed: Sequence[Job]) -> list[tuple[str, int, list[str]]]:
                              == reason]) for reason, count in by_reason.most_common()]
 
 
+def _note_interrupted(unfinished: int, how: str) -> None:
+    """On stderr, whatever the format: a note for the person, not data."""
+    Console(stderr=True, highlight=False).print(
+        f"[yellow]interrupted:[/yellow] {unfinished} documents not finished; {how}")
+
+
 @dataclass
 class RunReport:
     """The jobs a run is waiting for, and the pages already read when it started."""
@@ -101,8 +107,8 @@ class RunReport:
             out.print(f"{s['failed_before']} unchanged files failed before and were not taken "
                       "again; `--retry-failed` processes them again", markup=False)
         if s["interrupted"]:
-            out.print(f"[yellow]interrupted:[/yellow] {s['unfinished']} documents not finished; "
-                      "`doclake worker --until-idle` (or the same `doclake run`) finishes them")
+            _note_interrupted(s["unfinished"], "`doclake worker --until-idle` (or the same "
+                              "`doclake run`) finishes them")
 
 
 @dataclass
@@ -141,6 +147,9 @@ class WorkerReport:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.summary)
 
+    def print_interrupted(self) -> None:
+        _note_interrupted(self.summary["unfinished"], "`doclake worker --until-idle` finishes them")
+
     def print(self, out: Console) -> None:
         s = self.summary
         out.print(f"documents {s['documents']}  (succeeded {s['succeeded']}, failed {s['failed']})"
@@ -148,8 +157,7 @@ class WorkerReport:
         out.print(f"messages {s['messages']}  (retries {s['retries']}, dead letters "
                   f"{s['dead_letters']}, released after a crash {s['recovered_messages']})")
         if s["interrupted"]:
-            out.print(f"[yellow]interrupted:[/yellow] {s['unfinished']} documents not finished; "
-                      "`doclake worker --until-idle` finishes them")
+            _note_interrupted(s["unfinished"], "`doclake worker --until-idle` finishes them")
 
 
 class _Bar:
