@@ -126,10 +126,15 @@ def _process(runtime: LocalRuntime, done):
     import asyncio
 
     try:
-        return asyncio.run(runtime.process(done))
+        stats = asyncio.run(runtime.process(done))
     except KeyboardInterrupt:
         runtime.stats.interrupted = True
         return runtime.stats
+    if not stats.interrupted:  # merge this run's small event files (lake, issue 7); never raises
+        from lake.compaction import compact_after_run
+
+        compact_after_run(str(runtime.settings.lake))
+    return stats
 
 
 @app.command()
