@@ -40,9 +40,10 @@ from lake.views import DERIVED_VIEWS, dedup_sql, dedup_view, events_sql, raw_vie
 from lake.writer import open_lake
 
 COMPACTED_PREFIX = "compacted-"  # lake.compaction.OUTPUT_PREFIX (compaction imports this module)
-DEFAULT_RETRIES = 5
+DEFAULT_RETRIES = 8
 LISTING_ATTEMPTS = 10
 BACKOFF_S = 0.05
+MAX_BACKOFF_S = 1.0  # 8 retries wait up to ~4.5 s in all: longer than a partition's compaction
 
 Listing = dict[str, tuple[str, ...]]  # event type -> its data files, sorted
 
@@ -165,6 +166,8 @@ class LakeSession:
         self.con.execute("SET TimeZone = 'UTC'")
         self.con.execute("SET parquet_metadata_cache = true")  # views stack: read each footer once
         self.listing: Listing = {}
+        self._defined: set[str] = set()
+        self._views_defined = False
         self.refreshes = 0
         self.retried = 0
         self.refresh(define_all=True)
@@ -172,24 +175,42 @@ class LakeSession:
     # -- listing -------------------------------------------------------------------------------
 
     def refresh(self, *, define_all: bool = False) -> Listing:
-        """List the lake; redefine the raw views whose files changed. Returns the listing."""
-        listing = stable_listing(self.filesystem, self.root)
+        """List the lake; redefine the raw views whose files changed. Returns the listing.
+
+        Defining a view reads the footers of its files, so it too can meet a file deleted since
+        the listing: then the lake is listed again and the definition retried."""
+        duckdb = _duckdb()
+        for attempt in range(self.retries + 1):
+            listing = stable_listing(self.filesystem, self.root)
+            try:
+                self._define(listing, define_all)
+                break
+            except (duckdb.Error, OSError, pa.ArrowException):
+                if attempt == self.retries or not self._files_vanished(listing):
+                    raise
+                self.retried += 1
+                time.sleep(min(BACKOFF_S * 2**attempt, MAX_BACKOFF_S))
+        self.refreshes += 1
+        return listing
+
+    def _define(self, listing: Listing, define_all: bool) -> None:
         for event_type, files in listing.items():
-            if define_all or files != self.listing.get(event_type):
+            if (define_all and event_type not in self._defined) or (
+                    files != self.listing.get(event_type)):
                 if self.local:
                     _define_local_raw(self.con, event_type, files)
                 else:
                     _define_remote_raw(self.con, self.filesystem, self.root, event_type, files)
-        if define_all:
+                self.listing[event_type] = files
+                self._defined.add(event_type)
+        if define_all and not self._views_defined:
             for event_type in EVENT_TYPES:
                 self.con.execute(
                     f"CREATE OR REPLACE VIEW {dedup_view(event_type)} AS {dedup_sql(event_type)}")
             self.con.execute(f"CREATE OR REPLACE VIEW events AS {events_sql()}")
             for name, sql in DERIVED_VIEWS.items():
                 self.con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
-        self.listing = listing
-        self.refreshes += 1
-        return listing
+            self._views_defined = True
 
     def _files_vanished(self, listing: Listing) -> bool:
         now = list_event_files(self.filesystem, self.root)
@@ -210,7 +231,7 @@ class LakeSession:
                 if attempt == self.retries or not self._files_vanished(listing):
                     raise
                 self.retried += 1
-                time.sleep(BACKOFF_S * 2**attempt)
+                time.sleep(min(BACKOFF_S * 2**attempt, MAX_BACKOFF_S))
         raise AssertionError("unreachable")
 
     def sql(self, query: str, params: list | Mapping | None = None):
