@@ -101,3 +101,28 @@ def test_the_lake_and_the_job_store_share_one_status_vocabulary():
     assert {s.value for s in JobStatus} == JOB_STATUSES
     assert {s.value for s in JobStatus if s.terminal} == TERMINAL_JOB_STATUSES
     assert {s.value for s in UnitStatus} == UNIT_STATUSES
+
+
+def test_a_write_is_durable_down_to_its_new_folders(tmp_path, monkeypatch):
+    """fsync the file, rename it, fsync its folder; a folder created for it is only durable
+    once its parent is fsynced too (lake/, events/, event_type=..., dt=...)."""
+    import os
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    root = tmp_path / "lake"
+    writer = ParquetEventWriter.for_uri(str(root))
+    (path,) = writer.write([PageRead(job_id="j", page_number=1, reader="text", chars=5)])
+    folder = os.path.dirname(path)
+    file_sync = next(i for i, p in enumerate(synced) if "/.tmp-" in p)
+    assert synced[file_sync + 1:] == [folder, os.path.dirname(folder),
+                                      f"{root}/events", str(root)]
+    synced.clear()
+    writer.write([PageRead(job_id="j", page_number=2, reader="text", chars=5)])
+    assert synced[-1] == folder and len(synced) == 2  # known folder: the file, then the folder
