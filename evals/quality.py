@@ -1,12 +1,26 @@
-"""Data-quality suites over the lake's tables, run with great-expectations (``doclake lake check``).
+"""Data-quality checks over the lake's tables, run with great-expectations (``doclake lake check``).
 
-The views promise things the pipeline cannot enforce at write time, because events arrive from many
-workers and are never updated: ids are unique after deduplication, statuses stay in their
-vocabulary, tokens and costs are never negative, a succeeded job has exactly one page row per page,
-and time runs forwards. Each suite is a DuckDB query producing one dataframe plus the expectations
-over it, declared as plain data; great-expectations evaluates them and the outcome comes back as a
-``QualityReport`` of plain values, which ``to_events`` turns into ``ExpectationChecked`` events for
-the caller to write. An empty lake passes: no rows, nothing unexpected.
+Organised the way great-expectations projects are:
+
+- **Suites are stored with the project**, in GX's own JSON format, one file per suite under
+  ``evals/gx/expectations/`` (``lake.jobs.json``...). Each names, in its ``meta.doclake``, the
+  DuckDB query that produces its batch (over the lake's deduplicated views) and the key columns
+  that name an offending row. Change a check by editing its JSON; ``stored_suites`` reads them.
+- **A checkpoint** (``lake``) runs every suite's validation definition in one go, with the suite
+  parameters of the run (``clock_skew_s``, ``max_duplicate_rate``).
+- **Data Docs**: with ``docs_dir``, the GX project of the run lives there (a file context:
+  suites, validation definitions, the checkpoint, and every run's results), and the checkpoint's
+  ``UpdateDataDocsAction`` renders the HTML site; ``doclake lake check --docs`` puts it in the
+  lake folder and prints the path of its ``index.html``. Without it, a temporary project.
+
+The batches are the suites' query results, written as Parquet files that a pandas filesystem
+data source reads. The checks catch faults the views cannot hide: a succeeded job whose page rows
+do not match its pages, a failed job without a reason, a model call without tokens or with a
+negative cost, an event older than its job, a rate of redelivered copies in the raw files above
+``max_duplicate_rate``, a daily cost total that is not the sum of its models; plus uniqueness,
+vocabularies and non-negative numbers on every table. The outcome comes back as a
+``QualityReport`` of plain values, which ``to_events`` turns into ``ExpectationChecked`` events.
+An empty lake passes: no rows, nothing unexpected.
 
 great-expectations takes seconds to import, so it is imported only inside ``check_frames``.
 """
@@ -17,62 +31,30 @@ import json
 import logging
 import math
 import numbers
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from uuid6 import uuid7
 
-from lake.catalog import connect
-from lake.events import ExpectationChecked, utc_now
-from lake.replay import JOB_STATUSES, UNIT_STATUSES
+from lake.events import EVENT_TYPES, ExpectationChecked, utc_now
 
 if TYPE_CHECKING:
     import pandas as pd
 
+SUITES_DIR = Path(__file__).parent / "gx" / "expectations"
+CHECKPOINT = "lake"
+DATA_SOURCE = "lake_batches"
 # How far ahead of this machine's clock an event may claim to have happened (other hosts' clocks).
 DEFAULT_CLOCK_SKEW = timedelta(minutes=5)
+# Redelivered copies of events in the raw files, per event type, before compaction removes them.
+DEFAULT_MAX_DUPLICATE_RATE = 0.05
 SAMPLE_SIZE = 5
-
-# One dataframe per suite. ``succeeded_job_pages`` is computed, not a view: one row per succeeded
-# job with how many distinct pages it stored, so "one page row per page" is a column comparison.
-TABLE_SQL: dict[str, str] = {
-    "documents": "SELECT document_id FROM documents",
-    "jobs": "SELECT job_id, document_id, status, created_at, finished_at FROM jobs",
-    "units": "SELECT job_id, unit_id, status, first_page, last_page FROM units",
-    "pages": "SELECT job_id, page_number, chars FROM pages",
-    "succeeded_job_pages": """
-        SELECT j.job_id, j.pages, count(DISTINCT p.page_number) AS page_rows
-        FROM jobs AS j LEFT JOIN pages AS p ON p.job_id = j.job_id
-        WHERE j.status = 'succeeded'
-        GROUP BY j.job_id, j.pages
-    """,
-    "events": "SELECT event_id, event_type, occurred_at FROM events",
-    "model_calls": """
-        SELECT call_id, job_id, input_tokens, output_tokens, cost_usd, latency_ms FROM model_calls
-    """,
-    "results": """
-        SELECT document_id, job_id, input_tokens, output_tokens, processing_ms FROM results
-    """,
-}
-
-
-@dataclass(frozen=True)
-class Expect:
-    """One expectation: a great-expectations class name and its keyword arguments."""
-
-    name: str
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Suite:
-    """The expectations over one table; ``keys`` name a row in the details of a failure."""
-
-    table: str
-    keys: tuple[str, ...]
-    expectations: tuple[Expect, ...]
+ROW_KEY = "row_key"  # a JSON of the suite's key columns: names an offending row in the details
 
 
 @dataclass(frozen=True)
@@ -88,9 +70,11 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class QualityReport:
-    """Every expectation's outcome, in suite order; ``success`` only if all of them passed."""
+    """Every expectation's outcome, in suite order; ``success`` only if all of them passed.
+    ``docs`` is the Data Docs index page when the run wrote one."""
 
     results: list[CheckResult]
+    docs: Path | None = None
 
     @property
     def success(self) -> bool:
@@ -101,122 +85,88 @@ class QualityReport:
         return [result for result in self.results if not result.success]
 
 
-def _unique(column: str) -> Expect:
-    return Expect("ExpectColumnValuesToBeUnique", {"column": column})
+def stored_suites(folder: Path = SUITES_DIR) -> dict[str, dict[str, Any]]:
+    """The suites as stored (GX suite JSON), keyed by batch name (``meta.doclake.frame``)."""
+    suites = {}
+    for path in sorted(folder.glob("*.json")):
+        suite = json.loads(path.read_text())
+        suites[suite["meta"]["doclake"]["frame"]] = suite
+    return suites
 
 
-def _unique_together(*columns: str) -> Expect:
-    return Expect("ExpectCompoundColumnsToBeUnique", {"column_list": list(columns)})
+def _raw_duplicates_sql() -> str:
+    parts = " UNION ALL ".join(
+        f"SELECT '{t}' AS event_type, event_id FROM raw_{t}" for t in EVENT_TYPES)
+    return ("SELECT event_type, count(*) AS raw_rows, count(DISTINCT event_id) AS events, "
+            "1 - count(DISTINCT event_id) / count(*) AS duplicate_rate "
+            f"FROM ({parts}) GROUP BY event_type")
 
 
-def _in_set(column: str, values: Sequence[str]) -> Expect:
-    return Expect("ExpectColumnValuesToBeInSet", {"column": column, "value_set": sorted(values)})
+def frame_sql(suite: Mapping[str, Any], now: datetime) -> str:
+    """The DuckDB query of one suite's batch (``$now``: the time the check runs)."""
+    sql = suite["meta"]["doclake"]["sql"]
+    if sql == "RAW_DUPLICATES":
+        return _raw_duplicates_sql()
+    return sql.replace("$now", f"'{now.astimezone(UTC).isoformat()}'")
 
 
-def _not_null(column: str) -> Expect:
-    return Expect("ExpectColumnValuesToNotBeNull", {"column": column})
+def lake_frames(lake_uri: str, *, now: datetime | None = None) -> dict[str, pd.DataFrame]:
+    """One dataframe per suite, read through the lake's views in one session (which retries
+    when compaction moves files under it)."""
+    from lake.catalog import connect
 
-
-def _not_negative(*columns: str) -> tuple[Expect, ...]:
-    """Nulls are allowed (an unmeasured latency); GX skips them in column-map expectations."""
-    return tuple(
-        Expect("ExpectColumnValuesToBeBetween", {"column": c, "min_value": 0}) for c in columns
-    )
-
-
-def _not_before(later: str, earlier: str) -> Expect:
-    """``later >= earlier`` on every row where both are set (an unfinished job has no end)."""
-    return Expect(
-        "ExpectColumnPairValuesAToBeGreaterThanB",
-        {"column_A": later, "column_B": earlier, "or_equal": True,
-         "ignore_row_if": "either_value_is_missing"},
-    )
-
-
-def suites(now: datetime, clock_skew: timedelta = DEFAULT_CLOCK_SKEW) -> list[Suite]:
-    """The lake's suites; ``now + clock_skew`` is the latest an event may claim to have happened."""
-    latest = now + clock_skew
-    return [
-        Suite("documents", ("document_id",), (_unique("document_id"),)),
-        Suite("jobs", ("job_id",), (
-            _unique("job_id"),
-            _not_null("document_id"),
-            _in_set("status", JOB_STATUSES),
-            _not_before("finished_at", "created_at"),
-        )),
-        Suite("units", ("job_id", "unit_id"), (
-            _unique_together("job_id", "unit_id"),
-            _in_set("status", UNIT_STATUSES),
-            _not_before("last_page", "first_page"),
-        )),
-        Suite("pages", ("job_id", "page_number"), (
-            _unique_together("job_id", "page_number"),
-            *_not_negative("chars"),
-        )),
-        Suite("succeeded_job_pages", ("job_id",), (
-            Expect("ExpectColumnPairValuesToBeEqual",
-                   {"column_A": "pages", "column_B": "page_rows", "ignore_row_if": "neither"}),
-        )),
-        Suite("events", ("event_id",), (
-            _unique("event_id"),
-            Expect("ExpectColumnValuesToBeBetween", {"column": "occurred_at", "max_value": latest}),
-        )),
-        Suite("model_calls", ("call_id",), (
-            _unique("call_id"),
-            *_not_negative("input_tokens", "output_tokens", "cost_usd", "latency_ms"),
-        )),
-        Suite("results", ("document_id",), (
-            *_not_negative("input_tokens", "output_tokens", "processing_ms"),
-        )),
-    ]
-
-
-def lake_frames(lake_uri: str) -> dict[str, pd.DataFrame]:
-    """One dataframe per suite, read through the lake's deduplicated views in one connection."""
-    con = connect(lake_uri)
-    try:
-        return {table: con.sql(sql).df() for table, sql in TABLE_SQL.items()}
-    finally:
-        con.close()
+    moment = now or utc_now()
+    with connect(lake_uri) as session:
+        return {name: session.table(frame_sql(suite, moment)).to_pandas()
+                for name, suite in stored_suites().items()}
 
 
 def check_lake(
-    lake_uri: str, *, now: datetime | None = None, clock_skew: timedelta = DEFAULT_CLOCK_SKEW
+    lake_uri: str, *, now: datetime | None = None, clock_skew: timedelta = DEFAULT_CLOCK_SKEW,
+    max_duplicate_rate: float = DEFAULT_MAX_DUPLICATE_RATE, docs_dir: Path | None = None,
 ) -> QualityReport:
-    """Run every suite over the lake at ``lake_uri``."""
-    return check_frames(lake_frames(lake_uri), now=now, clock_skew=clock_skew)
+    """Run the ``lake`` checkpoint over the lake at ``lake_uri``; Data Docs into ``docs_dir``."""
+    moment = now or utc_now()
+    return check_frames(lake_frames(lake_uri, now=moment), clock_skew=clock_skew,
+                        max_duplicate_rate=max_duplicate_rate, docs_dir=docs_dir)
 
 
 def check_frames(
     frames: Mapping[str, pd.DataFrame],
     *,
-    now: datetime | None = None,
     clock_skew: timedelta = DEFAULT_CLOCK_SKEW,
+    max_duplicate_rate: float = DEFAULT_MAX_DUPLICATE_RATE,
+    docs_dir: Path | None = None,
+    now: datetime | None = None,  # kept for callers of the old signature; frames carry the time
 ) -> QualityReport:
-    """Run every suite over its dataframe (``TABLE_SQL``'s shapes); a missing frame is an error.
-
-    ``now`` must be timezone-aware; it defaults to this machine's clock.
-    """
+    """Run every stored suite over its dataframe through one checkpoint; a missing frame is an
+    error. With ``docs_dir`` the GX project (and its Data Docs) is kept there."""
+    del now
     gx = _quiet_gx()
-    context = _ephemeral_context(gx)
-    source = context.data_sources.add_pandas("lake")
-    results: list[CheckResult] = []
-    for suite in suites(_naive_utc(now or utc_now()), clock_skew):
-        asset = source.add_dataframe_asset(suite.table)
-        batch = asset.add_batch_definition_whole_dataframe("whole").get_batch(
-            batch_parameters={"dataframe": _naive_timestamps(frames[suite.table])}
-        )
-        expectations = [getattr(gx.expectations, e.name)(**e.kwargs) for e in suite.expectations]
-        outcome = batch.validate(
-            gx.ExpectationSuite(name=suite.table, expectations=expectations),
-            result_format={
-                "result_format": "SUMMARY",
-                "unexpected_index_column_names": list(suite.keys),
-                "partial_unexpected_count": SAMPLE_SIZE,
-            },
-        )
-        results.extend(_check_result(suite.table, r) for r in outcome.results)
-    return QualityReport(results)
+    suites = stored_suites()
+    root = Path(docs_dir) if docs_dir is not None else Path(tempfile.mkdtemp(prefix="doclake-gx-"))
+    try:
+        batches = root / "batches"
+        batches.mkdir(parents=True, exist_ok=True)
+        for name, suite in suites.items():
+            _with_row_key(frames[name], suite["meta"]["doclake"]["keys"]).to_parquet(
+                batches / f"{name}.parquet", index=False)
+        context = _file_context(gx, root)
+        checkpoint = _checkpoint(gx, context, suites, batches, docs=docs_dir is not None)
+        outcome = checkpoint.run(expectation_parameters={
+            "clock_skew_s": clock_skew.total_seconds(),
+            "max_duplicate_rate": max_duplicate_rate,
+        })
+        by_suite = {r.suite_name: r for r in outcome.run_results.values()}
+        results = [_check_result(name, r) for name, suite in suites.items()
+                   for r in by_suite[suite["name"]].results]
+        docs = None
+        if docs_dir is not None:
+            docs = root / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+        return QualityReport(results, docs=docs)
+    finally:
+        if docs_dir is None:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def to_events(
@@ -256,20 +206,64 @@ def _quiet_gx():
     return gx
 
 
-def _ephemeral_context(gx):
-    """An in-memory context: no project folder, no analytics, no progress bars."""
-    from great_expectations.data_context.types.base import (
-        DataContextConfig,
-        InMemoryStoreBackendDefaults,
-        ProgressBarsConfig,
-    )
+def _file_context(gx, root: Path):
+    """The run's GX project at ``root/gx``: no analytics, no progress bars."""
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    config = DataContextConfig(
-        analytics_enabled=False,
-        progress_bars=ProgressBarsConfig(globally=False, metric_calculations=False),
-        store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
-    )
-    return gx.get_context(mode="ephemeral", project_config=config)
+    context = gx.get_context(mode="file", project_root_dir=str(root))
+    context.variables.analytics_enabled = False
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+    context.variables.save()
+    return context
+
+
+def _checkpoint(gx, context, suites: Mapping[str, Mapping[str, Any]], batches: Path, *,
+                docs: bool):
+    """The ``lake`` checkpoint: one validation definition per stored suite over its batch file.
+    Suites are (re)loaded from the project's JSON on every run: the repository is the truth."""
+    source = context.data_sources.add_or_update_pandas_filesystem(
+        DATA_SOURCE, base_directory=str(batches))
+    definitions = []
+    for name, stored in suites.items():
+        asset = source.add_parquet_asset(name)
+        batch = asset.add_batch_definition_path(name, path=f"{name}.parquet")
+        body = {k: v for k, v in stored.items() if k in ("name", "expectations", "meta", "notes")}
+        with _suppress_missing():
+            context.suites.delete(stored["name"])
+        suite = context.suites.add(gx.ExpectationSuite(**body))
+        with _suppress_missing():
+            context.validation_definitions.delete(stored["name"])
+        definitions.append(context.validation_definitions.add(
+            gx.ValidationDefinition(name=stored["name"], data=batch, suite=suite)))
+    actions = [gx.checkpoint.UpdateDataDocsAction(name="data_docs")] if docs else []
+    return context.checkpoints.add_or_update(gx.Checkpoint(
+        name=CHECKPOINT, validation_definitions=definitions, actions=actions,
+        result_format={"result_format": "SUMMARY", "unexpected_index_column_names": [ROW_KEY],
+                       "partial_unexpected_count": SAMPLE_SIZE}))
+
+
+class _suppress_missing:
+    """``delete`` of a suite or definition a fresh project does not have yet."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, trace) -> bool:
+        return kind is not None and issubclass(kind, Exception) and (
+            "not found" in str(error).lower() or "does not exist" in str(error).lower()
+            or type(error).__name__ in ("DataContextError", "ResourceFreshnessAggregateError",
+                                        "StoreBackendError"))
+
+
+def _with_row_key(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Timestamps as naive UTC (GX trips on timezone-aware columns), plus ``row_key``."""
+    frame = _naive_timestamps(frame)
+    if len(frame):
+        key = frame[keys].astype(object).where(frame[keys].notna(), None).to_dict("records")
+        values = [json.dumps(_plain(k), sort_keys=True) for k in key]
+    else:
+        values = []
+    return frame.assign(**{ROW_KEY: values})
 
 
 def _naive_utc(moment: datetime) -> datetime:
@@ -285,19 +279,31 @@ def _naive_timestamps(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**{name: frame[name].dt.tz_convert(None) for name in aware})
 
 
+def _expand_row(row: Any) -> Any:
+    if isinstance(row, Mapping) and ROW_KEY in row:
+        rest = {k: v for k, v in row.items() if k != ROW_KEY}
+        return {**json.loads(row[ROW_KEY]), **rest}
+    return row
+
+
 def _check_result(table: str, validation: Any) -> CheckResult:
     config = validation.expectation_config
-    kwargs = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
+    kwargs = {k: v for k, v in config.kwargs.items()
+              if k not in ("batch_id", "row_condition", "condition_parser")}
     about = ", ".join(f"{k}={_label(kwargs[k])}" for k in _IDENTITY_KWARGS if k in kwargs)
+    condition = config.kwargs.get("row_condition")
+    if condition:  # a conditional expectation is another check on the same column
+        text = condition.get("pass_through_filter") if isinstance(condition, Mapping) else None
+        about += f" where {text or condition}"
     result = validation.result or {}
     error = _exception_message(validation.exception_info)
     details: dict[str, Any] = {}
     if error:
         details["error"] = error
     if not validation.success:
-        details["rows"] = result.get("partial_unexpected_index_list") or result.get(
-            "partial_unexpected_list"
-        )
+        rows = result.get("partial_unexpected_index_list") or result.get(
+            "partial_unexpected_list")
+        details["rows"] = [_expand_row(r) for r in rows] if rows else rows
         details["expected"] = {k: v for k, v in kwargs.items() if k not in _IDENTITY_KWARGS}
     count = result.get("unexpected_count")
     return CheckResult(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -86,16 +87,24 @@ def check(
     home: HomeOption = None,
     output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json "
                              "(default: table on a terminal, csv when piped)")] = None,
+    docs: Annotated[bool, typer.Option("--docs", help="Also write great-expectations Data Docs "
+                    "(HTML) into the lake folder and print the path of its index page.")] = False,
 ) -> None:
-    """Run the data-quality suites over the tables; exit 1 if an expectation fails."""
+    """Run the data-quality checkpoint over the tables; exit 1 if an expectation fails."""
     from evals.quality import check_lake, to_events
     from infra.output import print_records, resolve_format
     from lake.writer import ParquetEventWriter
 
     output_format = resolve_format(output_format)
     settings = _settings(home)
-    report = check_lake(settings.lake)
-    ParquetEventWriter.for_uri(settings.lake).write(to_events(report))
+    lake = str(settings.lake)
+    docs_dir = None
+    if docs:  # beside events/ in a local lake; in the home folder for a lake on S3
+        docs_dir = Path(settings.home) / "quality" if "://" in lake else Path(lake) / "_quality"
+    report = check_lake(lake, docs_dir=docs_dir)
+    ParquetEventWriter.for_uri(lake).write(to_events(report))
+    if report.docs is not None:  # plain print: a path must not be wrapped or styled
+        print(f"data docs: {report.docs}", file=sys.stdout if output_format == "table" else sys.stderr)
     if output_format != "table":
         print_records(("table", "expectation", "ok", "unexpected", "details"),
                       ((r.table, r.expectation, r.success, r.unexpected_count, r.details)

@@ -262,14 +262,33 @@ class LakeSession:
         return getattr(self.con, name)
 
 
+def _define_local_raw_glob(con, root: str, event_type: str, files: tuple[str, ...]) -> None:
+    """A raw view over a glob of the type's partition folders: expanded again by every query, so
+    a client that keeps the view (``doclake lake views``) sees new and compacted files."""
+    empty = _empty_select(event_type)
+    if not files:
+        con.execute(f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS {empty}")
+        return
+    glob = _sql_string(f"{root}/{event_type_prefix(event_type)}/dt=*/*.parquet")
+    names = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
+    con.execute(
+        f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS "
+        f"SELECT {names}, dt FROM ({empty} UNION ALL BY NAME "
+        f"SELECT * FROM read_parquet({glob}, hive_partitioning = true, "
+        "hive_types = {'dt': DATE}, hive_types_autocast = false, union_by_name = true))"
+    )
+
+
 def define_views(con, lake_uri: str) -> None:
-    """Create every view of the lake in an open DuckDB connection, over the files there now (a
-    fixed list: prefer ``connect``, whose session lists again before each statement)."""
+    """Create every view of the lake in a DuckDB connection that is not a ``LakeSession``: for
+    clients outside doclake (``doclake lake views``). Locally the raw views read a glob, so they
+    follow the lake; such a client gets no retry when compaction deletes a file mid-query (rerun
+    it). On S3 they are Arrow datasets over the files listed now."""
     filesystem, root = open_lake(lake_uri)
     local = isinstance(filesystem, pafs.LocalFileSystem)
     for event_type, files in stable_listing(filesystem, root).items():
         if local:
-            _define_local_raw(con, event_type, files)
+            _define_local_raw_glob(con, root, event_type, files)
         else:
             _define_remote_raw(con, filesystem, root, event_type, files)
         con.execute(f"CREATE OR REPLACE VIEW {dedup_view(event_type)} AS {dedup_sql(event_type)}")

@@ -107,10 +107,11 @@ def test_lake_check_fails_on_a_bad_row_and_records_its_results(tmp_path):
                     outcome="ok", input_tokens=10, output_tokens=-5, cost_usd=-0.01)])
     check = invoke("lake", "check", "--home", str(tmp_path / "home"), "--format", "json")
     assert check.exit_code == 1
-    assert sum(not r["ok"] for r in json.loads(check.output)) == 2
+    # negative tokens and cost: in model_calls, and (issue 7) in that day's daily_costs too
+    assert sum(not r["ok"] for r in json.loads(check.output)) == 4
     recorded = query(str(lake), "SELECT count(*) AS n, count(*) FILTER (WHERE NOT success) AS bad "
                                 "FROM quality_checks").to_pylist()
-    assert recorded[0]["bad"] == 2 and recorded[0]["n"] > 10
+    assert recorded[0]["bad"] == 4 and recorded[0]["n"] > 10
 
 
 def test_interactive_sql_reports_a_bad_statement_and_goes_on(tmp_path):

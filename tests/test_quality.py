@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from lakegen import failed_job, succeeded_job
@@ -13,6 +14,7 @@ from lakegen import failed_job, succeeded_job
 from evals.quality import CheckResult, QualityReport, check_lake, to_events
 from lake import events as ev
 from lake.catalog import query
+from lake.compaction import compact
 from lake.writer import ParquetEventWriter
 
 NOW = ev.utc_now()
@@ -71,8 +73,9 @@ def test_a_healthy_lake_passes_every_expectation(healthy_lake):
     assert report.failures == []
     assert report.success
     assert {r.table for r in report.results} == {
-        "documents", "jobs", "units", "pages", "succeeded_job_pages", "events", "model_calls",
-        "results",
+        "documents", "jobs", "failed_jobs", "units", "pages", "succeeded_job_pages", "events",
+        "events_after_their_job", "raw_duplicates", "model_calls", "results", "failures",
+        "job_latency", "daily_costs",
     }
 
 
@@ -83,23 +86,35 @@ def test_an_empty_lake_passes_quietly(tmp_path, capfd):
     assert "Calculating Metrics" not in captured.err + captured.out
 
 
-def test_events_written_twice_do_not_break_uniqueness(healthy_lake):
+def test_events_written_twice_break_no_uniqueness_but_their_rate_is_reported(healthy_lake):
     write(healthy_lake, healthy_events())
     raw = query(healthy_lake, "SELECT count(*) AS n FROM raw_page_read").column("n")[0].as_py()
     assert raw == 14  # the duplicates really are in the lake...
-    assert check_lake(healthy_lake).success  # ...and the views hide them
+    report = check_lake(healthy_lake)
+    # ...the views hide them, but a 50% rate of redelivered copies is a retry storm to look at
+    # (one row per event type present, each at 50%)
+    assert [(r.table, r.unexpected_count) for r in report.failures] == [("raw_duplicates", 15)]
+    compact(healthy_lake)  # compaction drops the copies
+    assert check_lake(healthy_lake).success
 
 
 BAD_ROWS = {
     ("model_calls", "expect_column_values_to_be_between(column=cost_usd)"): 1,
+    # the negative call also makes its day's cost negative, per model and in the total
+    ("daily_costs", "expect_column_values_to_be_between(column=cost_usd)"): 2,
+    ("daily_costs", "expect_column_values_to_be_between(column=cost_per_1000_pages)"): 1,
     ("succeeded_job_pages",
      "expect_column_pair_values_to_be_equal(column_A=pages, column_B=page_rows)"): 1,
     ("jobs", "expect_column_values_to_be_in_set(column=status)"): 1,
     ("jobs",
      "expect_column_pair_values_a_to_be_greater_than_b(column_A=finished_at, column_B=created_at)"
      ): 1,
+    # the job that finished before it was created: a negative latency, an event older than it
+    ("job_latency", "expect_column_values_to_be_between(column=seconds)"): 1,
+    ("events_after_their_job",
+     "expect_column_values_to_be_between(column=ms_after_job_created)"): 1,
     ("pages", "expect_compound_columns_to_be_unique(column_list=[job_id, page_number])"): 2,
-    ("events", "expect_column_values_to_be_between(column=occurred_at)"): 1,
+    ("events", "expect_column_values_to_be_between(column=seconds_ahead)"): 1,
 }
 
 
@@ -164,3 +179,68 @@ def test_importing_the_module_does_not_import_great_expectations():
     code = "import sys, evals.quality; print('great_expectations' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_faults_the_views_cannot_hide_are_caught(healthy_lake):
+    write(healthy_lake, [
+        *[e.model_copy(update={"failure_reason": "  "}) if e.event_type == "job_failed" else e
+          for e in failed_job("d-why", "j-why", start=at(60))],  # failed, saying nothing
+        ev.FailureRecorded(document_id="d-ok", job_id="j-ok", unit_id="u0", stage="read",
+                           error_type="Timeout", message="", final=False, attempt=9,
+                           occurred_at=at(5)),
+        ev.ModelCalled(call_id="c-free", job_id="j-ok", document_id="d-ok", purpose="read",
+                       provider="gemini", model="gemini-flash", outcome="ok",
+                       occurred_at=at(5)),  # a successful call that used no tokens
+    ])
+    failures = failing(check_lake(healthy_lake, now=NOW))
+    assert {key: r.unexpected_count for key, r in failures.items()} == {
+        ("failed_jobs", "expect_column_values_to_not_be_null(column=failure_reason)"): 1,
+        ("failures", "expect_column_values_to_not_be_null(column=message)"): 1,
+        ("model_calls", "expect_column_values_to_be_between(column=ok_call_input_tokens)"): 1,
+    }
+
+
+def test_the_suites_are_stored_with_the_project_in_gx_format():
+    from evals.quality import SUITES_DIR, stored_suites
+    from lake.replay import JOB_STATUSES, UNIT_STATUSES
+
+    suites = stored_suites()
+    assert {p.name for p in SUITES_DIR.glob("*.json")} == {s["name"] + ".json"
+                                                           for s in suites.values()}
+    for suite in suites.values():
+        assert suite["expectations"] and all(e["type"].startswith("expect_")
+                                             for e in suite["expectations"])
+    sets = {(name, e["kwargs"]["column"]): set(e["kwargs"]["value_set"])
+            for name, suite in suites.items() for e in suite["expectations"]
+            if e["type"] == "expect_column_values_to_be_in_set"}
+    assert sets[("jobs", "status")] == JOB_STATUSES
+    assert sets[("units", "status")] == UNIT_STATUSES
+
+
+def test_a_checkpoint_run_writes_data_docs_into_the_given_folder(healthy_lake, tmp_path):
+    docs = tmp_path / "lake" / "_quality"
+    report = check_lake(healthy_lake, docs_dir=docs)
+    assert report.success and report.docs is not None and report.docs.is_file()
+    assert report.docs.is_relative_to(docs)
+    html = report.docs.read_text()
+    assert "lake.daily_costs" in html and "lake.failed_jobs" in html
+    assert (docs / "gx" / "checkpoints").is_dir()
+    check_lake(healthy_lake, docs_dir=docs)  # a second run joins the first in the same site
+    runs = list((docs / "gx" / "uncommitted" / "validations").rglob("*.json"))
+    assert len(runs) >= 2 * len(report.results and {r.table for r in report.results})
+
+
+def test_lake_check_docs_prints_where_the_data_docs_are(tmp_path):
+    from typer.testing import CliRunner
+
+    from infra.cli import app
+
+    home = tmp_path / "home"
+    write(str(home / "lake"), healthy_events())
+    result = CliRunner().invoke(app, ["lake", "check", "--docs", "--home", str(home),
+                                      "--format", "table"])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("data docs: ")]
+    index = Path(line.removeprefix("data docs: "))
+    assert index.is_file() and index.is_relative_to(home / "lake" / "_quality")
+    assert "<html" in index.read_text().lower()
