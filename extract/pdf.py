@@ -7,8 +7,12 @@ kill. PDFium's load errors become our terminal errors with a clear type.
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from extract.errors import CorruptDocument, EmptyDocument, EncryptedDocument
 
@@ -26,13 +30,39 @@ def _open(path: Path, password: str | None):
         raise CorruptDocument(f"PDFium cannot open the file: {text}") from None
 
 
+class _OpenDocuments(threading.local):
+    """The last few documents this worker opened, kept open: a long PDF's units are read by the
+    same few processes one after another, and parsing its cross-reference table again for every
+    five pages was the cost. Keyed by path, size and mtime, so a changed file is opened afresh;
+    per thread, since PDFium must never see one document from two threads."""
+
+    def __init__(self) -> None:
+        self.documents: OrderedDict[tuple, Any] = OrderedDict()
+
+    def get(self, path: Path, password: str | None):
+        stat = os.stat(path)
+        key = (str(path), stat.st_size, stat.st_mtime_ns, password)
+        document = self.documents.pop(key, None)
+        if document is None:
+            document = _open(path, password)
+        self.documents[key] = document
+        while len(self.documents) > KEEP_OPEN:
+            _, oldest = self.documents.popitem(last=False)
+            oldest.close()
+        return document
+
+    def forget(self, path: Path) -> None:
+        for key in [k for k in self.documents if k[0] == str(path)]:
+            self.documents.pop(key).close()
+
+
+KEEP_OPEN = 8
+_open_documents = _OpenDocuments()
+
+
 def count_pages(path: Path, password: str | None = None) -> int:
     """The number of pages; raises a terminal error for an unreadable or empty PDF."""
-    document = _open(path, password)
-    try:
-        pages = len(document)
-    finally:
-        document.close()
+    pages = len(_open_documents.get(path, password))
     if pages == 0:
         raise EmptyDocument("the PDF has no pages", error_type="no_pages")
     return pages
@@ -41,7 +71,7 @@ def count_pages(path: Path, password: str | None = None) -> int:
 def read_text_layer(path: Path, page_numbers: Sequence[int],
                     password: str | None = None) -> list[tuple[int, str]]:
     """The text layer of the given pages (1-based), in order; an image-only page gives ''."""
-    document = _open(path, password)
+    document = _open_documents.get(path, password)
     results = []
     try:
         for number in page_numbers:
@@ -53,8 +83,9 @@ def read_text_layer(path: Path, page_numbers: Sequence[int],
                 textpage.close()
                 page.close()
             results.append((number, normalise(text)))
-    finally:
-        document.close()
+    except BaseException:
+        _open_documents.forget(path)  # a document that failed once is not trusted again
+        raise
     return results
 
 

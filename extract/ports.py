@@ -27,6 +27,10 @@ class ObjectStore(Protocol):
 
     def put(self, key: str, data: bytes, *, metadata: dict[str, str] | None = None) -> None: ...
 
+    def put_many(self, objects: Sequence[tuple[str, bytes, dict[str, str] | None]]) -> None:
+        """Several ``put``s at once (a unit's pages); each object is atomic, the batch is not."""
+        ...
+
     def put_file(self, key: str, path: Path) -> None: ...
 
     def get(self, key: str) -> bytes:

@@ -22,9 +22,11 @@ TEXT_READER = "text"
 
 def _store_pages(ctx: HandlerContext, document_id: str, job_id: str,
                  texts: list[tuple[int, str]]) -> None:
-    for number, text in texts:
-        ctx.objects.put(page_key(document_id, job_id, number), text.encode("utf-8"),
-                        metadata={"reader": TEXT_READER, "chars": str(len(text))})
+    ctx.objects.put_many([
+        (page_key(document_id, job_id, number), text.encode("utf-8"),
+         {"reader": TEXT_READER, "chars": str(len(text))})
+        for number, text in texts
+    ])
 
 
 async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: Delivery) -> None:
@@ -56,7 +58,7 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
             texts = await ctx.cpu.run(read_text_layer, path, missing, ctx.config.password_value,
                                       timeout_s=ctx.config.read_timeout_s)
         per_page_ms = (time.perf_counter() - read_started) * 1000 / len(missing)
-        # Off the event loop: each put is durable (fsync), and other units go on meanwhile.
+        # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.
         await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, texts)
         for number, text in texts:
             delivery.emit(PageRead, unit_id=unit.unit_id, page_number=number,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -25,6 +26,7 @@ from lake.events import DocumentRegistered, Event, JobCreated, utc_now
 from lake.layout import upload_key
 
 CHUNK = 1024 * 1024
+IO_THREADS = 8  # files hashed and stored at once: the disk, not the CPU, is what they wait on
 
 # Failure reasons the same bytes would meet again with the same build and settings. Any other
 # reason (a timeout, a dead letter, a crash, no progress) may not recur, so it is retried.
@@ -111,11 +113,20 @@ class Planner:
         return results
 
     def _ingest_batch(self, paths: Sequence[Path], retry_failed: bool = False) -> list[Ingested]:
+        """Hash the batch's files, decide each, store the new uploads, then create their jobs.
+
+        Hashing and storing (a copy and its fsyncs) run on a few threads: they wait on the disk,
+        and one file at a time left a large drop of small files waiting on fsync in turn.
+        Every upload of the batch is durable before any of its jobs exists.
+        """
+        paths = [Path(p) for p in paths]
+        with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
+            digests = list(pool.map(sha256_of, paths))
         results: list[Ingested] = []
         planned: list[NewVersion] = []
+        uploads: list[tuple[str, Path]] = []
         claimed: dict[str, Ingested] = {}  # sha256 -> the job planned in this batch
-        for path in map(Path, paths):
-            digest = sha256_of(path)
+        for path, digest in zip(paths, digests, strict=True):
             if digest in claimed:
                 results.append(claimed[digest]._replace_name(path.name))
                 continue
@@ -128,13 +139,16 @@ class Planner:
             stored = self._stored_copy(seen[1]) if seen else None
             version = self._plan(path, digest, seen[0] if seen else None, stored)
             if stored is None:
-                self.objects.put_file(version.object_key, path)
-            self.store.create_job(version)
+                uploads.append((version.object_key, path))
             planned.append(version)
             outcome = IngestOutcome.NEW_VERSION if version.version > 1 else IngestOutcome.NEW
             result = Ingested(outcome, version.document_id, version.job_id, path.name)
             claimed[digest] = result
             results.append(result)
+        with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
+            list(pool.map(lambda upload: self.objects.put_file(*upload), uploads))
+        for version in planned:
+            self.store.create_job(version)
         self._publish(planned)
         return results
 

@@ -4,14 +4,16 @@
 date, and returns only once the files are complete. Locally a file is written under a temporary
 name and renamed, so a reader never sees half a file; on S3 a PUT is already atomic.
 
-``GroupCommitter`` is the time window: concurrent handlers hand it their message's events and
-wait; one flush writes everything that arrived within ``max_delay_s``. A handler acknowledges its
-message only after its events are durable, and a busy run still writes few files.
+``GroupCommitter`` is group commit: concurrent handlers hand it their message's events and wait;
+an idle committer flushes at once, a busy one writes what arrived during the previous flush in the
+next (at most one flush start per ``max_delay_s``). A handler acknowledges its message only after
+its events are durable, and a busy run still writes few files.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
@@ -292,20 +294,28 @@ class _Pending:
 
 
 class GroupCommitter:
-    """Collects events from concurrent handlers and writes them in one flush per time window.
+    """Collects events from concurrent handlers and writes them together: group commit.
 
-    ``commit`` returns when the caller's events are durable, or raises the write error, so a
-    handler that acknowledges its message after ``commit`` never loses an event.
+    An idle committer flushes at once (a lone handler never waits out a window); while a flush
+    runs, the events that arrive form the next batch, written as soon as it ends. ``max_delay_s``
+    is the least time between the starts of two flushes: under load, one flush (a few files)
+    per interval, not one per message. ``commit`` returns when the caller's events are durable,
+    or raises the write error, so a handler that acknowledges its message after ``commit`` never
+    loses an event.
     """
 
-    def __init__(self, writer: ParquetEventWriter, *, max_delay_s: float = 0.25,
+    def __init__(self, writer: ParquetEventWriter, *, max_delay_s: float = 0.05,
                  max_events: int = 20_000):
         self.writer = writer
         self.max_delay_s = max_delay_s
         self.max_events = max_events
         self._pending: _Pending | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._lock = asyncio.Lock()
+        self._flushing: asyncio.Future[None] | None = None
+        self._last_start = float("-inf")
+        # Its own thread: a flush never queues behind other blocking work (page writes) in the
+        # event loop's default executor, which would hold every waiting handler.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="group-commit")
 
     async def commit(self, events: Sequence[Event]) -> None:
         if not events:
@@ -313,35 +323,58 @@ class GroupCommitter:
         loop = asyncio.get_running_loop()
         if self._pending is None:
             self._pending = _Pending(done=loop.create_future())
-            self._timer = loop.call_later(self.max_delay_s, self._schedule_flush)
+            self._arm()
         pending = self._pending
         pending.events.extend(events)
-        if len(pending.events) >= self.max_events:
-            self._schedule_flush()
+        if len(pending.events) >= self.max_events and self._flushing is None:
+            self._start()
         assert pending.done is not None
         await asyncio.shield(pending.done)
 
-    def _schedule_flush(self) -> None:
-        pending, self._pending = self._pending, None
+    def _arm(self) -> None:
+        """Plan the next flush: at once when idle and the interval has passed, else later."""
+        if self._flushing is not None or self._timer is not None or self._pending is None:
+            return  # the running flush arms the next one when it ends
+        loop = asyncio.get_running_loop()
+        delay = self._last_start + self.max_delay_s - loop.time()
+        if delay <= 0:
+            self._timer = loop.call_soon(self._start)  # type: ignore[assignment]
+        else:
+            self._timer = loop.call_later(delay, self._start)
+
+    def _start(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if pending is not None:
-            asyncio.ensure_future(self._flush(pending))
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._last_start = loop.time()
+        self._flushing = asyncio.ensure_future(self._flush(pending))
 
     async def _flush(self, pending: _Pending) -> None:
         assert pending.done is not None
         try:
-            async with self._lock:
-                await asyncio.to_thread(self.writer.write, pending.events)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._executor, self.writer.write, pending.events)
         except Exception as error:  # handed to every waiting handler
             pending.done.set_exception(error)
         else:
             pending.done.set_result(None)
+        finally:
+            self._flushing = None
+            self._arm()
 
     async def close(self) -> None:
         """Flush whatever is waiting; call before the event loop stops."""
-        pending = self._pending
-        self._schedule_flush()
-        if pending is not None and pending.done is not None:
-            await asyncio.shield(pending.done)
+        while self._flushing is not None or self._pending is not None:
+            if self._flushing is not None:
+                await asyncio.shield(self._flushing)
+            elif self._pending is not None:
+                pending = self._pending
+                self._start()
+                assert pending.done is not None
+                with contextlib.suppress(Exception):  # its handlers have the error already
+                    await asyncio.shield(pending.done)
+        self._executor.shutdown(wait=False)

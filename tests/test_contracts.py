@@ -76,6 +76,23 @@ def test_object_store_round_trip_metadata_listing_and_delete(object_store, tmp_p
     assert object_store.list("pages/") == []
 
 
+def test_object_store_put_many_stores_each_object_with_its_metadata(object_store):
+    object_store.put_many([(f"pages/d/j/{n:05d}.md", f"page {n}".encode(),
+                            {"reader": "text", "chars": str(n)}) for n in range(1, 6)])
+    assert object_store.list("pages/d/j/") == [f"pages/d/j/{n:05d}.md" for n in range(1, 6)]
+    assert object_store.get("pages/d/j/00003.md") == b"page 3"
+    assert object_store.head("pages/d/j/00004.md") == {"reader": "text", "chars": "4"}
+
+
+def test_folder_store_without_xattrs_keeps_metadata_in_a_sidecar(tmp_path):
+    store = FolderObjectStore(tmp_path / "objects")
+    store._xattrs = False  # a filesystem without user extended attributes
+    store.put("pages/d/j/00001.md", b"text", metadata={"reader": "ocr"})
+    assert store.head("pages/d/j/00001.md") == {"reader": "ocr"}
+    assert store.list("pages/") == ["pages/d/j/00001.md"]
+    assert FolderObjectStore(tmp_path / "objects").head("pages/d/j/00001.md") == {"reader": "ocr"}
+
+
 def test_object_store_overwrite_is_whole(object_store):
     object_store.put("k/a", b"first version")
     object_store.put("k/a", b"2nd")

@@ -35,6 +35,7 @@ from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
 from infra.local.queue import SqliteQueue
 from infra.local.search import Fts5SearchIndex
+from infra.local.stages import StageTimes, TimedCpu, TimedObjects, TimedSink
 from infra.settings import Settings
 from ingest.planner import Planner
 from lake.writer import GroupCommitter, ParquetEventWriter
@@ -51,6 +52,7 @@ class RuntimeStats:
     retries: int = 0
     dead_letters: int = 0
     interrupted: bool = False
+    stages: StageTimes = field(default_factory=StageTimes)
 
 
 class RuntimeFailure(RuntimeError):
@@ -109,6 +111,7 @@ class LocalRuntime:
         self.cpu = ProcessPoolRunner(settings.cpu_workers)
         self.holder = f"{default_worker_name()}:{uuid.uuid4().hex[:8]}"
         self._busy = 0
+        self._worker_done = asyncio.Event()
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write)
@@ -143,8 +146,10 @@ class LocalRuntime:
         cpu = self.cpu
         committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s)
         wake = asyncio.Event()
-        ctx = HandlerContext(store=self.store, objects=self.objects, queue=self.queue,
-                             sink=committer, cpu=cpu, config=settings.extract_config(),
+        stages = self.stats.stages
+        ctx = HandlerContext(store=self.store, objects=TimedObjects(self.objects, stages),
+                             queue=self.queue, sink=TimedSink(committer, stages),
+                             cpu=TimedCpu(cpu, stages), config=settings.extract_config(),
                              index=self.index, notify=wake.set)
         supervisor = _Supervisor(wake)
         stop = asyncio.Event()
@@ -191,7 +196,8 @@ class LocalRuntime:
         if not self.store.acquire_lease(POLLER_LEASE, self.holder, ttl):
             clock.lost()
             return
-        await poll_once(ctx, elapsed_s=clock.tick())
+        with self.stats.stages.timing("poll"):
+            await poll_once(ctx, elapsed_s=clock.tick())
 
     async def _drain_inbox(self, inbox: asyncio.Queue[ReceivedMessage],
                            supervisor: _Supervisor) -> None:
@@ -224,7 +230,14 @@ class LocalRuntime:
                                                   visibility_timeout_s=timeout):
                     inbox.put_nowait(message)
                     got += 1
-            await asyncio.sleep(IDLE_SLEEP_S if got == 0 or room - got <= 0 else 0)
+            if got == 0 or room - got <= 0:
+                # Nothing to take, or no free worker: wait until a worker finishes (it may have
+                # sent messages and it frees a slot), or poll again after a short sleep.
+                self._worker_done.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._worker_done.wait(), timeout=IDLE_SLEEP_S)
+            else:
+                await asyncio.sleep(0)
 
     async def _worker(self, ctx: HandlerContext, inbox: asyncio.Queue[ReceivedMessage]) -> None:
         while True:
@@ -237,15 +250,17 @@ class LocalRuntime:
             finally:
                 self._busy -= 1
                 inbox.task_done()
+                self._worker_done.set()
 
     async def _handle(self, ctx: HandlerContext, received: ReceivedMessage) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(received))
         try:
-            if received.queue.endswith("-dlq"):
-                outcome = await handle_dead_letter(ctx, received)
-                self.stats.dead_letters += 1
-            else:
-                outcome = await handle_message(ctx, received)
+            with self.stats.stages.timing(f"handle:{received.queue}"):
+                if received.queue.endswith("-dlq"):
+                    outcome = await handle_dead_letter(ctx, received)
+                    self.stats.dead_letters += 1
+                else:
+                    outcome = await handle_message(ctx, received)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():

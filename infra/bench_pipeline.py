@@ -1,0 +1,155 @@
+"""The text path against the machine: ``doclake run`` beside a plain pypdfium2 loop.
+
+What a user waits for is the command, start-up included, so both sides run as fresh processes on
+the same files, alternately, several rounds; the figure is the ratio of their median wall times
+(>= 1.0: doclake is at least as fast as the plain single-process loop). The set mixes many short
+documents with one long one (a "book" of 300+ pages assembled from the same PDFs), because a run
+is only as fast as its longest document allows.
+
+A separate in-process run of the same set breaks the time down by stage (queue wait for the
+CPU pool, reading, storing pages, committing events, polling, indexing): those figures overlap
+(many messages are in flight at once), so they say where handlers wait, not a sum of the wall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PLAIN_LOOP = """
+import sys, pathlib
+import pypdfium2 as pdfium
+pages = 0
+for path in sorted(pathlib.Path(sys.argv[1]).glob('*.pdf')):
+    document = pdfium.PdfDocument(str(path))
+    for page in document:
+        textpage = page.get_textpage()
+        textpage.get_text_bounded()
+        textpage.close()
+        page.close()
+        pages += 1
+    document.close()
+print(pages)
+"""
+
+
+def build_set(source: Path, into: Path, *, limit: int, book_pages: int) -> dict[str, int]:
+    """Link the first ``limit`` PDFs of ``source`` into ``into`` and add ``book.pdf``, the
+    following PDFs concatenated up to ``book_pages`` pages (0: no book)."""
+    import pypdfium2 as pdfium
+
+    paths = sorted(source.glob("*.pdf"))
+    into.mkdir(parents=True, exist_ok=True)
+    for path in paths[:limit]:
+        (into / path.name).symlink_to(path.resolve())
+    pages = 0
+    if book_pages > 0:
+        book = pdfium.PdfDocument.new()
+        for path in paths[limit:] + paths[:limit]:
+            part = pdfium.PdfDocument(str(path))
+            book.import_pages(part)
+            part.close()
+            if len(book) >= book_pages:
+                break
+        pages = len(book)
+        book.save(str(into / "book.pdf"))
+        book.close()
+    return {"files": len(list(into.glob("*.pdf"))), "book_pages": pages}
+
+
+def _timed(command: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds (the process and its children) of one command, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[:3]} failed: {done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout
+
+
+def _doclake_command() -> list[str]:
+    script = Path(sys.executable).with_name("doclake")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "infra.cli"]
+
+
+def compare(folder: Path, rounds: int) -> dict[str, float]:
+    """Median wall and CPU of the plain loop and of ``doclake run`` over ``folder``."""
+    plain_wall, plain_cpu, run_wall, run_cpu = [], [], [], []
+    pages = 0
+    for _ in range(rounds):
+        wall, cpu, out = _timed([sys.executable, "-c", PLAIN_LOOP, str(folder)])
+        plain_wall.append(wall)
+        plain_cpu.append(cpu)
+        pages = int(out.strip())
+        home = Path(tempfile.mkdtemp(prefix="doclake-bench-home-"))
+        try:
+            wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home", str(home)])
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+        run_wall.append(wall)
+        run_cpu.append(cpu)
+    plain_s, run_s = statistics.median(plain_wall), statistics.median(run_wall)
+    return {
+        "pages": pages,
+        "rounds": rounds,
+        "plain_loop_wall_s": plain_s,
+        "plain_loop_cpu_s": statistics.median(plain_cpu),
+        "doclake_run_wall_s": run_s,
+        "doclake_run_cpu_s": statistics.median(run_cpu),
+        "ratio_plain_over_doclake": plain_s / run_s,
+        "doclake_pages_per_s": pages / run_s,
+    }
+
+
+def stage_breakdown(folder: Path, concurrency: int | None = None) -> dict:
+    """One in-process run: phases, per-stage handler time, job latency, files written."""
+    started = time.perf_counter()
+    from extract.state import JobStatus
+    from infra.local.runtime import LocalRuntime
+    from infra.settings import Settings
+
+    imported = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="doclake-bench-") as home:
+        options: dict = {"home": Path(home)}
+        if concurrency:
+            options["concurrency"] = concurrency
+        runtime = LocalRuntime(Settings(**options))
+        runtime.cpu.warm()
+        ingested = runtime.planner().ingest_many(sorted(folder.glob("*.pdf")))
+        ids = [i.job_id for i in ingested]
+        planned = time.perf_counter()
+
+        def done() -> bool:
+            return all(j.settled for j in runtime.store.list_jobs(ids))
+
+        stats = asyncio.run(runtime.process(done))
+        finished = time.perf_counter()
+        jobs = runtime.store.list_jobs(ids)
+        latencies = sorted((j.finished_at - j.created_at).total_seconds() for j in jobs
+                           if j.finished_at)
+        book = [j for j in jobs if j.source_name == "book.pdf"]
+        files = sum(len(names) for _, _, names in os.walk(runtime.settings.lake))
+        return {
+            "import_s": imported - started,
+            "ingest_s": planned - imported,
+            "process_s": finished - planned,
+            "succeeded": sum(j.status is JobStatus.SUCCEEDED for j in jobs),
+            "job_latency_p50_s": statistics.median(latencies) if latencies else None,
+            "job_latency_max_s": latencies[-1] if latencies else None,
+            "book_latency_s": ((book[0].finished_at - book[0].created_at).total_seconds()
+                               if book and book[0].finished_at else None),
+            "writer_flushes": runtime.writer.stats.flushes,
+            "lake_files": files,
+            "stages": stats.stages.as_dict(),
+        }

@@ -1,0 +1,83 @@
+"""Group commit: an idle committer writes at once; a busy one batches what arrives meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from lake.events import JobCreated
+from lake.writer import GroupCommitter
+
+
+class SlowWriter:
+    """Records each flush; every write takes ``seconds`` (a slow disk)."""
+
+    def __init__(self, seconds: float = 0.0, fail: bool = False):
+        self.seconds = seconds
+        self.fail = fail
+        self.batches: list[int] = []
+        self.lock = threading.Lock()
+
+    def write(self, events):
+        import time
+
+        time.sleep(self.seconds)
+        if self.fail:
+            raise OSError(28, "No space left on device")
+        with self.lock:
+            self.batches.append(len(events))
+
+
+def _events(n: int, prefix: str = "j"):
+    return [JobCreated(document_id="d", job_id=f"{prefix}{i}") for i in range(n)]
+
+
+async def test_an_idle_committer_flushes_at_once_not_after_a_window():
+    writer = SlowWriter()
+    committer = GroupCommitter(writer, max_delay_s=10.0)  # a window would wait 10 s
+    await asyncio.wait_for(committer.commit(_events(3)), timeout=2)
+    assert writer.batches == [3]
+    await committer.close()
+
+
+async def test_commits_that_arrive_during_a_flush_share_the_next_one():
+    writer = SlowWriter(seconds=0.2)
+    committer = GroupCommitter(writer, max_delay_s=0.0)
+    first = asyncio.ensure_future(committer.commit(_events(1, "a")))
+    await asyncio.sleep(0.05)  # the first flush is running now
+    rest = [asyncio.ensure_future(committer.commit(_events(2, f"b{n}-"))) for n in range(10)]
+    await asyncio.gather(first, *rest)
+    assert writer.batches == [1, 20]
+    await committer.close()
+
+
+async def test_a_failed_write_reaches_every_waiting_handler_and_the_next_flush_works():
+    writer = SlowWriter(fail=True)
+    committer = GroupCommitter(writer, max_delay_s=0.0)
+    results = await asyncio.gather(committer.commit(_events(1)), committer.commit(_events(1, "k")),
+                                   return_exceptions=True)
+    assert all(isinstance(r, OSError) for r in results)
+    writer.fail = False
+    await committer.commit(_events(2, "z"))
+    assert writer.batches == [2]
+    await committer.close()
+
+
+async def test_close_flushes_what_is_waiting():
+    writer = SlowWriter(seconds=0.1)
+    committer = GroupCommitter(writer, max_delay_s=5.0)
+    first = asyncio.ensure_future(committer.commit(_events(1)))
+    await asyncio.sleep(0.02)
+    second = asyncio.ensure_future(committer.commit(_events(4, "x")))  # waits out the interval
+    await asyncio.sleep(0.02)
+    await asyncio.wait_for(committer.close(), timeout=2)
+    await asyncio.gather(first, second)
+    assert writer.batches == [1, 4]
+
+
+async def test_an_empty_commit_writes_nothing():
+    writer = SlowWriter()
+    committer = GroupCommitter(writer)
+    await committer.commit([])
+    await committer.close()
+    assert writer.batches == []
