@@ -11,12 +11,15 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, SecretStr
 
 from extract.ports import CpuRunner, EventSink, JobStore, ObjectStore, Queue, SearchIndex
 from lake.events import Event
+
+if TYPE_CHECKING:
+    from extract.readers import ReaderChain
 
 E = TypeVar("E", bound=Event)
 
@@ -31,6 +34,7 @@ class ExtractConfig(BaseModel):
     read_timeout_s: float = 120.0
     no_progress_timeout_s: float = 1800.0
     password: SecretStr | None = None
+    reader: str = "auto"
 
     @property
     def password_value(self) -> str | None:
@@ -52,6 +56,15 @@ class HandlerContext:
     index: SearchIndex | None = None
     worker: str = field(default_factory=default_worker_name)
     notify: Callable[[], None] = lambda: None
+    readers: ReaderChain | None = None
+
+    def reader_chain(self) -> ReaderChain:
+        """The readers ``config.reader`` names, resolved once (tests may set their own)."""
+        if self.readers is None:
+            from extract.readers import resolve
+
+            self.readers = resolve(self.config.reader)
+        return self.readers
 
 
 @dataclass

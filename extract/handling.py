@@ -17,11 +17,11 @@ from pydantic import ValidationError
 
 from extract.context import Delivery, HandlerContext
 from extract.errors import TerminalError, error_type_of
-from extract.indexer import handle_index
+from extract.handlers.index import handle_index
+from extract.handlers.read import handle_read
+from extract.handlers.split import handle_split
 from extract.messages import IndexMessage, Message, ReadUnitMessage, SplitMessage, parse_message
 from extract.ports import ReceivedMessage
-from extract.read import handle_read
-from extract.split import handle_split
 from lake.events import FailureRecorded, UnitFailed
 
 log = logging.getLogger(__name__)

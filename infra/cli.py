@@ -74,7 +74,8 @@ def main(
 def run(
     paths: Annotated[list[Path], typer.Argument(help="Files and folders to process.")],
     home: HomeOption = None,
-    reader: Annotated[str, typer.Option(help="auto|text (ocr, gemini, simulated: later)")] = "auto",
+    reader: Annotated[str, typer.Option(help="Who reads pages: auto (text layer, then OCR) "
+                                        "or text; more as they are installed.")] = "auto",
     fields: Annotated[str, typer.Option(help="nda|none|MODULE:CLASS")] = "none",
     strategy: Annotated[str, typer.Option(help="rules|single-pass|agentic")] = "rules",
     concurrency: Annotated[int | None, typer.Option(callback=at_least(1),
@@ -84,10 +85,12 @@ def run(
                             "identical bytes failed before (from the stored copy).")] = False,
 ) -> None:
     """Ingest files and folders and process them to a terminal state."""
+    from extract.readers import READERS
     from ingest.planner import expand_paths
 
-    if reader not in ("auto", "text"):
-        raise UserError(f"--reader {reader!r} is not available in this build", "use auto or text")
+    if reader not in READERS:
+        raise UserError(f"--reader {reader!r} is not available in this build",
+                        f"use one of: {', '.join(sorted(READERS))}")
     if fields != "none":
         raise UserError(f"--fields {fields!r}: field extraction is not available in this build",
                         "use --fields none")
@@ -103,7 +106,7 @@ def run(
                       "nothing to do (hidden files are skipped)")
         return
     settings = open_settings(home, Access.CREATE, options={"concurrency": "--concurrency"},
-                             concurrency=concurrency, password=password)
+                             concurrency=concurrency, password=password, reader=reader)
     from infra.local.runtime import LocalRuntime
     from infra.run_report import RunReport, progress_bar
 

@@ -38,6 +38,8 @@ class Settings(BaseSettings):
     split_timeout_s: float = Field(60.0, gt=0, description="Time limit to open and count pages.")
     read_timeout_s: float = Field(120.0, gt=0, description="Time limit to read one unit.")
     password: SecretStr | None = Field(None, description="Password for encrypted PDFs.")
+    reader: str = Field("auto", description="Who reads pages: auto (text layer, then OCR), "
+                        "text, ocr, gemini, simulated.")
 
     @property
     def lake(self) -> str:
@@ -52,4 +54,5 @@ class Settings(BaseSettings):
             read_timeout_s=self.read_timeout_s,
             no_progress_timeout_s=self.no_progress_timeout_s,
             password=self.password,
+            reader=self.reader,
         )

@@ -16,8 +16,8 @@ import cpu_tasks
 import pytest
 
 from extract.errors import TransientError, WorkerTimeout
+from extract.handlers.split import plan_pdf_units
 from extract.ports import NewVersion
-from extract.split import plan_pdf_units
 from extract.state import JobStatus
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from helpers import Harness
 
+from extract.handlers.split import plan_pdf_units
 from extract.handling import Outcome, handle_message
 from extract.messages import READ_QUEUE, SPLIT_QUEUE, SplitMessage
-from extract.split import plan_pdf_units
 from extract.state import UnitStatus
 from lake.layout import page_key
 

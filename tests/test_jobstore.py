@@ -6,8 +6,8 @@ import subprocess
 import sys
 import time
 
+from extract.handlers.split import plan_pdf_units
 from extract.ports import NewVersion
-from extract.split import plan_pdf_units
 from extract.state import JobStatus, UnitStatus
 from infra.local.jobstore import SqliteJobStore
 from lake.events import utc_now

@@ -128,7 +128,7 @@ def test_one_parse_past_its_limit_retries_only_its_own_message(settings, pdf_fac
     processes: it is killed at its limit, only its message is retried, and the run ends."""
     import cpu_tasks
 
-    from extract.pdf import read_text_layer
+    from extract.formats.pdf import read_text_layer
 
     slow = pdf_factory("slow.pdf", 3, word="slow")
     others = [pdf_factory(f"doc{i}.pdf", 12) for i in range(12)]

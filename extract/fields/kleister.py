@@ -2,7 +2,7 @@
 layer (pypdfium2, normalised exactly as the read stage stores them) beside the gold tokens.
 
 Training and cross-validation must score what the extractor meets at run time, not the
-benchmark's own OCR texts, so the texts come from ``extract.pdf.read_text_layer``. Reading 254
+benchmark's own OCR texts, so the texts come from ``extract.formats.pdf.read_text_layer``. Reading 254
 PDFs takes a few seconds; ``cache`` (a folder outside the repository) keeps one JSON per PDF.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from extract.fields.base import PageText
-from extract.pdf import count_pages, read_text_layer
+from extract.formats.pdf import count_pages, read_text_layer
 
 __all__ = ["KleisterDocument", "load_split"]
 

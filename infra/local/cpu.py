@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 # Modules every worker needs: imported once in the fork server, inherited by every worker it
 # starts (a worker replaced after a timeout is ready in milliseconds, not after a fresh import).
-PRELOAD = ["pypdfium2", "extract.pdf"]
+PRELOAD = ["pypdfium2", "extract.formats.pdf"]
 
 
 def _warm_up() -> None:

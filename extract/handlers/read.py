@@ -13,19 +13,17 @@ import time
 from extract.context import Delivery, HandlerContext
 from extract.errors import TerminalError
 from extract.messages import ReadUnitMessage
-from extract.pdf import read_text_layer
+from extract.readers import PageText
 from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key
 
-TEXT_READER = "text"
-
 
 def _store_pages(ctx: HandlerContext, document_id: str, job_id: str,
-                 texts: list[tuple[int, str]]) -> None:
+                 pages: list[PageText]) -> None:
     ctx.objects.put_many([
-        (page_key(document_id, job_id, number), text.encode("utf-8"),
-         {"reader": TEXT_READER, "chars": str(len(text))})
-        for number, text in texts
+        (page_key(document_id, job_id, page.number), page.text.encode("utf-8"),
+         {"reader": page.reader, "chars": str(len(page.text))})
+        for page in pages
     ])
 
 
@@ -53,18 +51,15 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
                       chars=int(metadata.get("chars", 0)), object_key=key)
 
     if missing:
-        read_started = time.perf_counter()
         with ctx.objects.local_path(job.object_key) as path:
-            texts = await ctx.cpu.run(read_text_layer, path, missing, ctx.config.password_value,
-                                      timeout_s=ctx.config.read_timeout_s)
-        per_page_ms = (time.perf_counter() - read_started) * 1000 / len(missing)
+            pages = await ctx.reader_chain().read(ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.
-        await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, texts)
-        for number, text in texts:
-            delivery.emit(PageRead, unit_id=unit.unit_id, page_number=number,
-                          reader=TEXT_READER, chars=len(text),
-                          object_key=page_key(job.document_id, job.job_id, number),
-                          duration_ms=per_page_ms)
+        await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, pages)
+        for page in pages:
+            delivery.emit(PageRead, unit_id=unit.unit_id, page_number=page.number,
+                          reader=page.reader, chars=len(page.text),
+                          object_key=page_key(job.document_id, job.job_id, page.number),
+                          duration_ms=page.duration_ms)
 
     pages = len(unit.page_numbers)
     delivery.emit(UnitDone, unit_id=unit.unit_id, pages=pages, pages_skipped=pages - len(missing),

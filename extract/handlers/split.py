@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from extract.context import Delivery, HandlerContext
 from extract.errors import EmptyDocument, LimitExceeded, TerminalError, UnsupportedFormat
-from extract.formats import Format, sniff
+from extract.formats.pdf import count_pages
+from extract.formats.sniff import Format, sniff
 from extract.messages import READ_QUEUE, ReadUnitMessage, SplitMessage
-from extract.pdf import count_pages
 from extract.state import Job, Unit
 from lake.events import FormatDetected, JobSplit, UnitPlanned
 

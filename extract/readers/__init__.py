@@ -1,0 +1,30 @@
+"""Readers: how a page's text is obtained, one module a reader (text layer, OCR, vision model).
+
+``resolve`` turns the ``--reader`` choice into a ``ReaderChain``: the readers tried in order for
+each page, a later one only for the pages the earlier ones left without usable text. A new reader
+is one new module and one entry in ``READERS``.
+"""
+
+from __future__ import annotations
+
+from extract.readers.base import PageReader, PageText, ReaderChain, ReaderUnavailable
+from extract.readers.text import TextLayerReader
+
+__all__ = ["READERS", "PageReader", "PageText", "ReaderChain", "ReaderUnavailable", "resolve"]
+
+# name -> the chain it means. ``auto`` stays offline: the text layer, then OCR once it exists.
+READERS: dict[str, tuple[type[PageReader], ...]] = {
+    "text": (TextLayerReader,),
+    "auto": (TextLayerReader,),
+}
+
+
+def resolve(name: str) -> ReaderChain:
+    """The chain for a ``--reader`` value; ``ReaderUnavailable`` names the choices otherwise."""
+    try:
+        classes = READERS[name]
+    except KeyError:
+        raise ReaderUnavailable(
+            f"reader {name!r} is not available; choose one of {', '.join(sorted(READERS))}"
+        ) from None
+    return ReaderChain([cls() for cls in classes])
