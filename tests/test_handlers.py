@@ -184,3 +184,14 @@ async def test_two_malformed_messages_are_two_failures(tmp_path):
         await handle_message(harness.ctx, message)
     ids = {f.event_id for f in harness.sink.of_type("failure")}
     assert len(ids) == 2
+
+
+def test_render_pages_respects_the_pixel_cap(pdf_factory):
+    from extract.formats.pdf import render_pages
+
+    path = pdf_factory("a.pdf", 2)
+    (normal,) = render_pages(path, [1], dpi=72, max_pixels=10_000_000)
+    assert normal.mime_type == "image/png" and normal.image.startswith(b"\x89PNG")
+    (capped,) = render_pages(path, [2], dpi=600, max_pixels=100_000, image_format="jpeg")
+    assert capped.width * capped.height <= 100_000 * 1.01
+    assert capped.scale < 600 / 72 and capped.image.startswith(b"\xff\xd8")

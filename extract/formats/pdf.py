@@ -11,6 +11,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,58 @@ def read_text_layer(path: Path, page_numbers: Sequence[int],
         _open_documents.forget(path)  # a document that failed once is not trusted again
         raise
     return results
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    number: int
+    image: bytes  # encoded: PNG or JPEG
+    mime_type: str
+    width: int
+    height: int
+    scale: float  # 1.0 = 72 dpi; below the asked scale when the pixel cap applied
+
+
+def render_pages(path: Path, page_numbers: Sequence[int], password: str | None = None, *,
+                 dpi: float = 150, max_pixels: int = 16_000_000, grayscale: bool = True,
+                 image_format: str = "png", jpeg_quality: int = 85) -> list[RenderedPage]:
+    """Render pages (1-based) to encoded images for OCR or a vision model; runs in a worker.
+
+    The pixel cap is checked from the page's size before anything is rendered: a page that would
+    exceed ``max_pixels`` at ``dpi`` is rendered at the largest scale under the cap instead, so a
+    35,000-point-wide page never allocates a gigapixel bitmap.
+    """
+    import io
+
+    document = _open_documents.get(path, password)
+    pages = []
+    try:
+        for number in page_numbers:
+            page = document[number - 1]
+            try:
+                width_pt, height_pt = page.get_size()
+                scale = dpi / 72
+                area = max(width_pt * height_pt, 1.0)
+                if area * scale * scale > max_pixels:
+                    scale = (max_pixels / area) ** 0.5
+                bitmap = page.render(scale=scale, grayscale=grayscale)
+                image = bitmap.to_pil()
+                buffer = io.BytesIO()
+                if image_format == "jpeg":
+                    image.convert("L" if grayscale else "RGB").save(
+                        buffer, format="JPEG", quality=jpeg_quality, optimize=True)
+                    mime = "image/jpeg"
+                else:
+                    image.save(buffer, format="PNG", optimize=False)
+                    mime = "image/png"
+                pages.append(RenderedPage(number, buffer.getvalue(), mime, image.width,
+                                          image.height, scale))
+            finally:
+                page.close()
+    except BaseException:
+        _open_documents.forget(path)
+        raise
+    return pages
 
 
 def normalise(text: str) -> str:
