@@ -139,6 +139,50 @@ def measure_batched_write(events: int, flush: int, workdir: str) -> dict:
             "us_per_event_by_phase": phases}
 
 
+PRUNING_QUERIES = {
+    "pages_by_reader": "SELECT reader, count(*) AS pages, sum(chars) AS chars FROM pages "
+                       "{where} GROUP BY ALL ORDER BY ALL",
+    "job_latency_by_size": "SELECT page_bucket, count(*) AS jobs, median(seconds) AS p50_s "
+                           "FROM job_latency {where} GROUP BY ALL ORDER BY ALL",
+    "daily_costs": "SELECT day, model, pages, cost_usd FROM daily_costs {where} ORDER BY ALL",
+}
+
+
+def measure_dt_pruning(events: int, days: int, workdir: str, repeats: int) -> dict:
+    """A compacted lake of ``days`` days: each query with a one-day ``dt`` filter against the
+    same query over every day, SQL only (one warm session, medians of ``repeats``), and the
+    files DuckDB's plan says it read."""
+    import re
+
+    root = f"{workdir}/pruning"
+    stream = build_stream(events, days=days, seed=31)
+    write_lake(root, stream)
+    compact(root)
+    files, size = _files(root)
+    day = "2025-03-02"
+    figures = {}
+    with connect(root) as session:
+        for name, sql in PRUNING_QUERIES.items():
+            one = sql.format(where=f"WHERE dt = DATE '{day}'")
+            every = sql.format(where="")
+            session.table(one), session.table(every)  # warm: footers cached, views bound
+            t_one = statistics.median(_timed(lambda q=one: session.table(q))[0]
+                                      for _ in range(repeats))
+            t_all = statistics.median(_timed(lambda q=every: session.table(q))[0]
+                                      for _ in range(repeats))
+            plan = session.table(f"EXPLAIN ANALYZE {one}").column(1)[0].as_py()
+            scans = re.findall(r"Scanning Files: (\d+)/(\d+)", plan)
+            figures[name] = {
+                "one_day_s": round(t_one, 4), "every_day_s": round(t_all, 4),
+                "ratio": round(t_all / t_one, 1),
+                "files_read_one_day": sum(int(a) for a, _ in scans),
+                "files_listed": sum(int(b) for _, b in scans),
+            }
+    shutil.rmtree(root)
+    return {"events": stream.events, "days": days, "files": files, "mb": round(size / 1e6, 1),
+            "day": day, "queries": figures}
+
+
 def _query_figures(before: dict, after: dict) -> dict:
     return {name: {"before_s": round(before["queries"][name]["query_s"], 3),
                    "after_s": round(after["queries"][name]["query_s"], 3),
@@ -206,7 +250,22 @@ def render(results: dict) -> str:
     """The results as a plain-text report; every figure names the N it was measured at."""
     w, lake, small = results["write"], results["lake"], results["small_files"]
     single = w["one_per_call"]
+    big, prune = results["batched_write"], results["dt_pruning"]
+    phases = ", ".join(f"{k} {v}" for k, v in big["us_per_event_by_phase"].items())
     lines = [
+        f"(a') write in large flushes: N={big['events']:,} in {big['flushes']} flushes of "
+        f"{big['flush']:,} ({big['files']} files): {big['events_per_s']:,} events/s",
+        f"    us per event by phase: {phases}",
+        f"(d) dt pruning: a compacted lake of N={prune['events']:,} events over "
+        f"{prune['days']} days ({prune['files']:,} files, {prune['mb']} MB); SQL alone, "
+        f"one day ({prune['day']}) against every day",
+    ]
+    for name, q in prune["queries"].items():
+        lines.append(f"    {name:24} {q['one_day_s']:8.4f} s {q['every_day_s']:8.4f} s "
+                     f"{q['ratio']:7.1f}x   files read {q['files_read_one_day']}/"
+                     f"{q['files_listed']}")
+    lines += [
+        "",
         f"(a) write through ParquetEventWriter (write calls only; building the pydantic events "
         f"adds {w['model_build_us_per_event']} us/event)",
         f"    N={w['events']:,}: {w['flushes']:,} flushes of ~{w['events_per_flush']} events, "
@@ -258,6 +317,12 @@ def main(argv: list[str] | None = None) -> dict:
                         help="events pushed through the real writer in ~50-event flushes")
     parser.add_argument("--single-write-events", type=int, default=2_000,
                         help="events pushed through the real writer one per call")
+    parser.add_argument("--batched-events", type=int, default=200_000,
+                        help="events pushed through the real writer in large flushes")
+    parser.add_argument("--flush", type=int, default=10_000, help="events per large flush")
+    parser.add_argument("--pruning-events", type=int, default=1_000_000,
+                        help="events in the many-day lake of the dt-pruning figures")
+    parser.add_argument("--pruning-days", type=int, default=365)
     parser.add_argument("--anchor-events", type=int, default=20_000,
                         help="events written one file per event for (c)")
     parser.add_argument("--repeats", type=int, default=3,
@@ -272,6 +337,9 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         results = {
             "write": measure_write(args.write_events, args.single_write_events, workdir),
+            "batched_write": measure_batched_write(args.batched_events, args.flush, workdir),
+            "dt_pruning": measure_dt_pruning(args.pruning_events, args.pruning_days, workdir,
+                                             args.repeats),
             "lake": measure_lake(args.events, workdir, args.repeats),
             "small_files": measure_small_files(args.anchor_events, args.events, workdir,
                                                args.repeats),

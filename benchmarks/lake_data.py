@@ -18,7 +18,6 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -58,15 +57,28 @@ def _event_ids(event_type: str, *identity: list) -> list[str]:
             for parts in zip(*identity, strict=True)]
 
 
-def _table(event_type: str, columns: dict[str, object], flush: np.ndarray) -> pa.Table:
-    """Rows of one type in the type's own Arrow schema; absent optional columns are null."""
+def uuid7_at(millis: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """UUIDv7 strings minted at the given Unix milliseconds (RFC 9562: 48-bit time, version 7,
+    variant 10, random rest), as the planner's ids would have been at that moment."""
+    rand_a = rng.integers(0, 1 << 12, len(millis))
+    rand_b = rng.integers(0, 1 << 62, len(millis), dtype=np.uint64)
+    return np.array([str(uuid.UUID(int=(int(ms) << 80) | (0x7 << 76) | (int(a) << 64)
+                                    | (0b10 << 62) | int(b)))
+                     for ms, a, b in zip(millis, rand_a, rand_b, strict=True)])
+
+
+def _table(event_type: str, columns: dict[str, object], flush: np.ndarray,
+           day: np.ndarray) -> pa.Table:
+    """Rows of one type in the type's own Arrow schema; absent optional columns are null.
+    ``_flush`` and ``_day`` (the partition date, ``lake.layout.partition_date``) ride along."""
     schema = arrow_schema(EVENT_TYPES[event_type])
     n = len(flush)
     data = {"schema_version": np.full(n, SCHEMA_VERSION), "event_type": [event_type] * n, **columns}
     arrays = [pa.array(data[f.name], f.type) if f.name in data else pa.nulls(n, f.type)
               for f in schema]
     table = pa.Table.from_arrays(arrays, schema=schema)
-    return table.append_column("_flush", pa.array(flush, pa.int64()))
+    table = table.append_column("_flush", pa.array(flush, pa.int64()))
+    return table.append_column("_day", pa.array(day.astype("datetime64[D]").astype(str)))
 
 
 def build_stream(events: int, *, days: int = 7, seed: int = 7) -> Stream:
@@ -77,8 +89,11 @@ def build_stream(events: int, *, days: int = 7, seed: int = 7) -> Stream:
     n_jobs = max(1, int(np.searchsorted(np.cumsum(3 + 7 * units), events, side="right")))
     units = units[:n_jobs]
     start = np.sort(START + _seconds(rng.uniform(0, days * 86_400, n_jobs)))
-    job_ids = np.array([str(uuid7()) for _ in range(n_jobs)])
-    doc_ids = np.array([str(uuid7()) for _ in range(n_jobs)])
+    # ids minted when the job was planned: every event of a job is written under its day
+    millis = start.astype("datetime64[ms]").astype(np.int64)
+    job_ids = uuid7_at(millis, rng)
+    doc_ids = uuid7_at(millis, rng)
+    job_day = start.astype("datetime64[D]")
 
     # Units: the job's units run in parallel; each page takes about three seconds.
     job_of_unit = np.repeat(np.arange(n_jobs), units)
@@ -102,7 +117,7 @@ def build_stream(events: int, *, days: int = 7, seed: int = 7) -> Stream:
         "event_id": _event_ids("unit_started", job_ids[job_of_unit], unit_ids, [1] * n_units),
         "occurred_at": unit_start, "job_id": job_ids[job_of_unit],
         "document_id": doc_ids[job_of_unit], "unit_id": unit_ids, "attempt": np.ones(n_units, np.int64),
-        "kind": ["pdf"] * n_units}, unit_flush)
+        "kind": ["pdf"] * n_units}, unit_flush, job_day[job_of_unit])
     page_unit = np.repeat(np.arange(n_units), 5)
     page_number = (unit_no[page_unit] * 5 + np.tile(np.arange(1, 6), n_units))
     reader = rng.choice(READERS, n_units * 5, p=READER_SHARE)
@@ -113,31 +128,32 @@ def build_stream(events: int, *, days: int = 7, seed: int = 7) -> Stream:
         "document_id": doc_ids[job_of_unit][page_unit], "unit_id": unit_ids[page_unit],
         "attempt": np.ones(n_units * 5, np.int64), "page_number": page_number, "reader": reader,
         "chars": np.where(reader == "ocr", chars // 2, chars),
-        "duration_ms": page_secs.reshape(-1) * 1000}, unit_flush[page_unit])
+        "duration_ms": page_secs.reshape(-1) * 1000}, unit_flush[page_unit],
+        job_day[job_of_unit][page_unit])
     tables["unit_done"] = _table("unit_done", {
         "event_id": _event_ids("unit_done", job_ids[job_of_unit], unit_ids),
         "occurred_at": unit_done, "job_id": job_ids[job_of_unit],
         "document_id": doc_ids[job_of_unit], "unit_id": unit_ids, "pages": np.full(n_units, 5),
-        "duration_ms": page_secs.sum(axis=1) * 1000}, unit_flush)
+        "duration_ms": page_secs.sum(axis=1) * 1000}, unit_flush, job_day[job_of_unit])
     common = {"job_id": job_ids, "document_id": doc_ids}
     tables["job_created"] = _table("job_created", {
         **common, "event_id": _event_ids("job_created", job_ids), "occurred_at": start,
-        "status": ["queued"] * n_jobs}, job_flush)
+        "status": ["queued"] * n_jobs}, job_flush, job_day)
     tables["job_split"] = _table("job_split", {
         **common, "event_id": _event_ids("job_split", job_ids),
         "occurred_at": start + _seconds(np.full(n_jobs, 1.0)), "pages": units * 5,
-        "units": units, "pages_per_unit": np.full(n_jobs, 5)}, job_flush)
+        "units": units, "pages_per_unit": np.full(n_jobs, 5)}, job_flush, job_day)
     ok, ko = ~failed, failed
     tables["job_succeeded"] = _table("job_succeeded", {
         "job_id": job_ids[ok], "document_id": doc_ids[ok],
         "event_id": _event_ids("job_succeeded", job_ids[ok]), "occurred_at": finish[ok],
         "status": ["succeeded"] * int(ok.sum()), "pages": units[ok] * 5, "units": units[ok]},
-        job_flush[ok])
+        job_flush[ok], job_day[ok])
     tables["job_failed"] = _table("job_failed", {
         "job_id": job_ids[ko], "document_id": doc_ids[ko],
         "event_id": _event_ids("job_failed", job_ids[ko]), "occurred_at": finish[ko],
         "status": ["failed"] * int(ko.sum()), "failure_reason": ["unit failed"] * int(ko.sum()),
-        "pages": units[ko] * 5, "units": units[ko]}, job_flush[ko])
+        "pages": units[ko] * 5, "units": units[ko]}, job_flush[ko], job_day[ko])
     # A running pipeline writes each flush when its last event happens.
     last = np.full(int(job_flush[-1]) + 1, START)
     for table in tables.values():
@@ -145,18 +161,18 @@ def build_stream(events: int, *, days: int = 7, seed: int = 7) -> Stream:
     return Stream(tables, np.argsort(last, kind="stable"))
 
 
-Piece = tuple[str, str, pa.Table]  # (event_type, UTC date, rows): what becomes one file
+Piece = tuple[str, str, pa.Table]  # (event_type, dt, rows): what becomes one file
 
 
 def iter_flushes(stream: Stream) -> Iterator[list[Piece]]:
-    """Each flush, in writing order, split by event type and UTC date as the writer splits it."""
+    """Each flush, in writing order, split by event type and ``dt`` as the writer splits it."""
     bounds = {}
     for event_type, table in stream.tables.items():
         order = np.argsort(table["_flush"].to_numpy(), kind="stable")
         table = table.take(order)
-        at = table["occurred_at"].to_numpy()
-        days = at.astype("datetime64[D]")
-        bounds[event_type] = (table.drop_columns(["_flush"]), table["_flush"].to_numpy(), days)
+        days = table["_day"].to_numpy(zero_copy_only=False)
+        bounds[event_type] = (table.drop_columns(["_flush", "_day"]), table["_flush"].to_numpy(),
+                              days)
     for number in stream.flush_order:
         pieces = []
         for event_type, (table, flush, days) in bounds.items():
@@ -181,8 +197,7 @@ def write_files(root: str, pieces: list[Piece], *, one_per_event: bool = False) 
     event), each renamed into place. No fsync: the layout is what matters here, not durability."""
     files = 0
     for event_type, day, table in pieces:
-        at = datetime.fromisoformat(day).replace(tzinfo=UTC)
-        folder = f"{root}/{event_partition(event_type, at)}"
+        folder = f"{root}/{event_partition(event_type, day)}"
         os.makedirs(folder, exist_ok=True)
         for rows in (table.slice(i, 1) for i in range(table.num_rows)) if one_per_event else [table]:
             temporary = f"{folder}/.tmp-{uuid.uuid4().hex}"

@@ -372,7 +372,8 @@ def test_lake_benchmark_runs_at_small_scale(tmp_path: Path, capsys) -> None:
 
     results = main(["--events", "3000", "--write-events", "300", "--single-write-events", "50",
                     "--anchor-events", "300", "--repeats", "1", "--workdir", str(tmp_path),
-                    "--format", "json"])
+                    "--batched-events", "3000", "--flush", "1000", "--pruning-events", "3000",
+                    "--pruning-days", "20", "--format", "json"])
 
     lake = results["lake"]
     assert lake["compaction"]["same_answers"] is True
@@ -380,6 +381,9 @@ def test_lake_benchmark_runs_at_small_scale(tmp_path: Path, capsys) -> None:
     assert lake["compaction"]["rows_after"] == lake["compaction"]["rows_before"] <= lake["events"]
     assert results["small_files"]["files"]["one_file_per_event"] == results["small_files"]["events"]
     assert '"events_per_s"' in capsys.readouterr().out
+    assert results["batched_write"]["events"] >= 1000
+    pruning = results["dt_pruning"]["queries"]["pages_by_reader"]
+    assert 0 < pruning["files_read_one_day"] < pruning["files_listed"]
 
 
 # --- (e) size tiers and compaction on its own ------------------------------------------------
