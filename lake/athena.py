@@ -11,6 +11,17 @@ before Trino SQL is generated:
 - ``TIMESTAMPTZ`` casts become ``TIMESTAMP``: the lake stores UTC instants, which Athena's Parquet
   reader returns as plain ``timestamp``; a zone-aware column could not be described in Glue.
 
+Time: Athena reads the lake's microsecond Parquet timestamps as ``timestamp(3)``, rounded to the
+millisecond, so a view's timestamps in Athena can differ from DuckDB's in the last three digits.
+Every value that matters is also in a numeric column computed from the events (``duration_ms``,
+``latency_ms``, ``processing_ms``, ``job_latency.seconds``), and ``date_diff`` is taken in
+milliseconds at most (finer units are refused below).
+
+Partitions: every view carries ``dt`` straight from the ``raw_<type>`` partition key (a string in
+Glue, cast to DATE in ``ev_<type>``), windows are partitioned by it and joins equate it, so a
+``WHERE dt = ...`` on any view reaches partition projection (``lake.views``; checked on the
+transpiled SQL by ``tests/test_partitions.py``).
+
 A view can then be created without running Athena at all: ``view_table_input`` builds the Glue
 ``TableInput`` Athena itself writes for a view (``VIRTUAL_VIEW`` with a base64 "Presto View"
 blob). That blob must list the view's columns and Trino types; they are read from DuckDB by
