@@ -114,10 +114,24 @@ def run(
     started = time.perf_counter()
     runtime.cpu.warm()
     runtime.recover()  # what an earlier, interrupted run left behind
-    ingested = runtime.planner().ingest_many(files, retry_failed=retry_failed)
-    report = RunReport.start(runtime.store, ingested, started)
+    # Workers start on the first documents while the rest are still being stored.
+    ingest = runtime.ingest_in_background(files, retry_failed=retry_failed)
+    state: dict = {}
     with progress_bar(console) as bar:
-        stats = _process(runtime, bar.tracker(runtime.store, report))
+
+        def done() -> bool:
+            if not ingest.finished:
+                return False
+            if "tracker" not in state:
+                state["report"] = RunReport.start(runtime.store, ingest.result(), started)
+                state["tracker"] = bar.tracker(runtime.store, state["report"])
+            return state["tracker"]()
+
+        try:
+            stats = _process(runtime, done)
+        finally:
+            ingest.stop()
+    report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
     report.finish(runtime.store, interrupted=stats.interrupted).print(Console(highlight=False))
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)

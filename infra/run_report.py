@@ -61,11 +61,16 @@ class RunReport:
     def start(cls, store, ingested: list[Ingested], started: float) -> RunReport:
         job_ids = sorted({i.job_id for i in ingested})
         jobs = store.list_jobs(job_ids)
-        pending = [j.job_id for j in jobs if not j.settled]
         unchanged = {i.job_id for i in ingested if i.outcome is IngestOutcome.UNCHANGED}
+        # What this run finishes: every job it created (ingest overlaps the work, so some may
+        # be settled already) and every earlier job it found unfinished.
+        pending = [j.job_id for j in jobs if j.job_id not in unchanged or not j.settled]
         failed_before = sum(1 for j in jobs if j.job_id in unchanged
                             and j.status is JobStatus.FAILED)
-        return cls(ingested, job_ids, pending, store.page_progress(pending)[1], started,
+        # Pages read before this run: only jobs it did not create can have any (a job created
+        # by this run may already be under way when the report starts: ingest overlaps work).
+        resumed = [j for j in pending if j in unchanged]
+        return cls(ingested, job_ids, pending, store.page_progress(resumed)[1], started,
                    failed_before)
 
     def finish(self, store, *, interrupted: bool) -> RunReport:

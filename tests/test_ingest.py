@@ -85,3 +85,31 @@ def test_a_crash_between_the_database_and_the_events_is_repaired(tmp_path, pdf_f
     registered, created = harness.sink.events
     assert (registered.job_id, registered.occurred_at) == (job.job_id, job.created_at)
     assert created.event_id == JobCreated(job_id=job.job_id).event_id
+
+
+def test_background_ingest_plans_in_batches_on_its_own_connections(settings, pdf_factory):
+    from infra.local.background_ingest import BATCH
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings)
+    files = [pdf_factory(f"d{i:02d}.pdf", 1, word=f"w{i}") for i in range(BATCH + 3)]
+    ingest = runtime.ingest_in_background(files)
+    results = ingest.result()
+    assert ingest.finished and [r.source_name for r in results] == [f.name for f in files]
+    assert {j.job_id for j in runtime.store.unsent_jobs()} == set()  # every batch was published
+    assert runtime.queue.depth("split").visible == BATCH + 3
+
+
+def test_background_ingest_hands_its_error_to_the_caller_and_stops_between_batches(
+        settings, pdf_factory, tmp_path):
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings)
+    missing = tmp_path / "gone.pdf"  # listed, then deleted before it was read
+    ingest = runtime.ingest_in_background([pdf_factory("a.pdf", 1), missing])
+    with pytest.raises(FileNotFoundError):
+        ingest.result()
+
+    stopped = runtime.ingest_in_background([pdf_factory(f"s{i}.pdf", 1) for i in range(40)])
+    stopped.stop()
+    assert len(stopped.result()) < 40

@@ -30,6 +30,7 @@ from extract.handling import Outcome, handle_dead_letter, handle_message
 from extract.messages import INDEX_QUEUE, QUEUES, READ_QUEUE, SPLIT_QUEUE, dead_letter_queue
 from extract.poller import poll_once
 from extract.ports import ReceivedMessage
+from infra.local.background_ingest import BackgroundIngest
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
@@ -115,6 +116,11 @@ class LocalRuntime:
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write)
+
+    def ingest_in_background(self, files, *, retry_failed: bool = False) -> BackgroundIngest:
+        """Plan ``files`` on a thread while ``process`` runs (see ``BackgroundIngest``)."""
+        return BackgroundIngest(self.settings, self.objects, self.writer, files,
+                                retry_failed=retry_failed).start()
 
     def recover(self) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).
