@@ -283,6 +283,30 @@ class ResultPublished(Event):
     input_tokens: int = Field(0, description="tokens sent to models for this result")
     output_tokens: int = Field(0, description="tokens received from models for this result")
     processing_ms: float | None = Field(None, description="milliseconds the extraction took")
+    schema_name: str | None = Field(
+        None, description="the schema extracted: nda, or the MODULE:CLASS a user gave")
+    failure_reason: str | None = Field(
+        None, description="why a failed result failed: a stable code such as strategy_error, "
+        "invalid_output or dead_letter")
+
+
+class ResultFieldExtracted(Event):
+    """One extracted value of a published result, for any schema: a list field gives one row per
+    item. Published with its ``ResultPublished``, in the same commit."""
+
+    event_type: ClassVar[str] = "result_field"
+    identity: ClassVar[tuple[str, ...]] = ("job_id", "strategy", "field", "value_index")
+
+    field: str = Field(description="the schema field the value belongs to")
+    value: str = Field(description="the value as text (dates in ISO 8601, nested models as JSON)")
+    value_index: int = Field(0, description="position of the value in a list field (0 otherwise)")
+    strategy: str = Field(description="how fields were extracted: rules, single-pass or agentic")
+    model_version: str | None = Field(None, description="the model or rule set that produced the result")
+    schema_name: str | None = Field(
+        None, description="the schema extracted: nda, or the MODULE:CLASS a user gave")
+    page_number: int | None = Field(None, description="page number (1-based), or a sheet's position")
+    char_offset: int | None = Field(
+        None, description="where the value was found: characters from the start of its page")
 
 
 # --- the lake itself ---------------------------------------------------------------------------
@@ -320,6 +344,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         DocumentIndexed,
         ModelCalled,
         ResultPublished,
+        ResultFieldExtracted,
         ExpectationChecked,
     )
 }

@@ -12,10 +12,12 @@ from datetime import UTC, date, datetime, timedelta
 
 EVENTS_PREFIX = "events"
 
-DOCUMENT_EVENT_TYPES = frozenset({"document_registered", "format_detected", "result_published"})
+DOCUMENT_EVENT_TYPES = frozenset({"document_registered", "format_detected", "result_published",
+                                  "result_field"})
 """Events about a document rather than one of its jobs: they live in the document's day, so every
 version of a document (each a job, perhaps months apart) sits in one partition and the
-``documents`` and ``results`` views can pick the latest version without leaving it."""
+``documents`` and ``results`` views can pick the latest version without leaving it (a result's
+values, ``result_field``, sit beside their result)."""
 
 
 def upload_key(document_id: str, upload_id: str) -> str:

@@ -189,9 +189,18 @@ FROM ev_model_call
     # The latest result per document; dt is the document's day, as in documents.
     "results": """
 SELECT document_id, job_id, status, effective_date, jurisdiction, party, term, strategy,
-       model_version, input_tokens, output_tokens, processing_ms, occurred_at AS published_at, dt
+       model_version, input_tokens, output_tokens, processing_ms, occurred_at AS published_at,
+       schema_name, failure_reason, dt
 FROM ev_result_published
 QUALIFY row_number() OVER (PARTITION BY dt, document_id ORDER BY occurred_at DESC) = 1
+""",
+    # One row per extracted value of every published result (every version, every strategy),
+    # for any schema; dt is the document's day, as in results. Join to results on
+    # (dt, job_id, strategy) for the latest one.
+    "result_fields": """
+SELECT document_id, job_id, field, value, value_index, strategy, model_version, schema_name,
+       page_number, char_offset, occurred_at AS published_at, dt
+FROM ev_result_field
 """,
     "quality_checks": """
 SELECT occurred_at, run_id, table_name, expectation, success, unexpected_count, details, dt
@@ -282,6 +291,7 @@ CONTRACT_TABLES = (
     "model_calls",
     "failures",
     "results",
+    "result_fields",
     "daily_costs",
     "job_latency",
 )

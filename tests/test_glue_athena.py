@@ -190,7 +190,11 @@ def _sample_events() -> list[ev.Event]:
                     ev.DocumentIndexed(**ids, pages=7, chars=7000, occurred_at=at(9, base)),
                     ev.ResultPublished(**ids, status="succeeded", party=["Acme", "Beta"],
                                        strategy="single-pass", effective_date="2020-01-01",
-                                       occurred_at=at(10, base))]
+                                       occurred_at=at(10, base)),
+                    *(ev.ResultFieldExtracted(**ids, field="party", value=name, value_index=i,
+                                              strategy="single-pass", page_number=1,
+                                              char_offset=10 * i, occurred_at=at(10, base))
+                      for i, name in enumerate(["Acme", "Beta"]))]
         elif status == "failed":
             out += [ev.UnitFailed(**ids, unit_id=f"{job}-u1", error_type="Timeout",
                                   message="slow", occurred_at=at(7, base)),

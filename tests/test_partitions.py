@@ -45,6 +45,9 @@ def three_days(tmp_path: Path) -> str:
         events += _calls(ok["job"], ok["doc"], day, 7, "gemini-3-flash")
         events.append(ev.ResultPublished(job_id=ok["job"], document_id=ok["doc"], status="ok",
                                          strategy="rules", occurred_at=day + timedelta(9)))
+        events.append(ev.ResultFieldExtracted(job_id=ok["job"], document_id=ok["doc"],
+                                              field="party", value="Nike, Inc.", strategy="rules",
+                                              occurred_at=day + timedelta(9)))
         events += failed_job(ko["doc"], ko["job"], start=day)
         writer.write(events)
     return root
