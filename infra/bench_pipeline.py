@@ -150,6 +150,8 @@ def stage_breakdown(folder: Path, concurrency: int | None = None) -> dict:
             "book_latency_s": ((book[0].finished_at - book[0].created_at).total_seconds()
                                if book and book[0].finished_at else None),
             "writer_flushes": runtime.writer.stats.flushes,
+            **{f"writer_{phase}_s": seconds
+               for phase, seconds in sorted(runtime.writer.stats.seconds.items())},
             "lake_files": files,
             "stages": stats.stages.as_dict(),
         }

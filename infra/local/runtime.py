@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 RECEIVE_ORDER = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE)
 IDLE_SLEEP_S = 0.05
+DEAD_LETTER_CHECK_S = 1.0
 
 
 @dataclass
@@ -225,10 +226,15 @@ class LocalRuntime:
         idle workers: a message received is started at once, so no receive count is spent on a
         message that waits in memory (and a stop never has to hand one back)."""
         timeout = self.settings.visibility_timeout_s
-        wanted_queues = (*RECEIVE_ORDER, *(dead_letter_queue(q) for q in RECEIVE_ORDER))
+        dead_letter_queues = tuple(dead_letter_queue(q) for q in RECEIVE_ORDER)
+        next_dead_letter_check = 0.0
         while not stop.is_set():
             room = self.settings.concurrency - self._busy - inbox.qsize()
             got = 0
+            wanted_queues: tuple[str, ...] = RECEIVE_ORDER
+            if time.monotonic() >= next_dead_letter_check:  # rare: looked at once a second
+                wanted_queues += dead_letter_queues
+                next_dead_letter_check = time.monotonic() + DEAD_LETTER_CHECK_S
             for queue in wanted_queues:
                 if room - got <= 0:
                     break
