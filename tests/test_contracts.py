@@ -12,6 +12,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import awsmoto
 import cpu_tasks
 import pytest
 
@@ -29,14 +30,18 @@ from lake.events import JobCreated, utc_now
 from lake.writer import GroupCommitter, ParquetEventWriter
 
 ADAPTERS = {
-    "object_store": {"folder": lambda tmp: FolderObjectStore(tmp / "objects")},
-    "queue": {"sqlite": lambda tmp: SqliteQueue(tmp / "queue.db", max_receives=2)},
-    "job_store": {"sqlite": lambda tmp: SqliteJobStore(tmp / "jobs.db")},
+    "object_store": {"folder": lambda tmp: FolderObjectStore(tmp / "objects"),
+                     "s3_moto": awsmoto.s3_object_store},
+    "queue": {"sqlite": lambda tmp: SqliteQueue(tmp / "queue.db", max_receives=2),
+              "sqs_moto": awsmoto.sqs_queue},
+    "job_store": {"sqlite": lambda tmp: SqliteJobStore(tmp / "jobs.db"),
+                  "dynamodb_moto": awsmoto.dynamo_job_store},
     "search_index": {"fts5": lambda tmp: Fts5SearchIndex(tmp / "search.db")},
     "cpu_runner": {"process_pool": lambda tmp: ProcessPoolRunner(1)},
     "event_sink": {"group_commit_parquet": lambda tmp: (
         GroupCommitter(ParquetEventWriter.for_uri(str(tmp / "lake")), max_delay_s=0.01),
-        str(tmp / "lake"))},
+        str(tmp / "lake")),
+        "invocation_s3_moto": awsmoto.s3_event_sink},
 }
 
 
@@ -117,11 +122,12 @@ def test_folder_store_makes_renames_and_new_folders_durable(tmp_path, monkeypatc
 
 
 def test_queue_hides_a_received_message_and_redelivers_it_counted(queue):
+    # Whole seconds: SQS counts visibility timeouts in seconds (the SQLite twin takes fractions).
     queue.send("work", "a")
-    (first,) = queue.receive("work", visibility_timeout_s=0.3)
+    (first,) = queue.receive("work", visibility_timeout_s=1)
     assert (first.body, first.receive_count) == ("a", 1)
-    assert queue.receive("work", visibility_timeout_s=0.3) == []
-    time.sleep(0.4)
+    assert queue.receive("work", visibility_timeout_s=1) == []
+    time.sleep(1.2)
     (again,) = queue.receive("work", visibility_timeout_s=30)
     assert (again.body, again.receive_count) == ("a", 2)
     queue.delete(first)  # a stale receipt is ignored
