@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, Field, SecretStr
 
+from extract.models.config import ModelConfig
 from extract.ports import CpuRunner, EventSink, JobStore, ObjectStore, Queue, SearchIndex
 from lake.events import Event
 
 if TYPE_CHECKING:
-    from extract.readers import ReaderChain
+    from extract.readers import PageText, ReaderChain
 
 E = TypeVar("E", bound=Event)
 
@@ -35,6 +36,7 @@ class ExtractConfig(BaseModel):
     no_progress_timeout_s: float = 1800.0
     password: SecretStr | None = None
     reader: str = "auto"
+    models: ModelConfig = Field(default_factory=ModelConfig)
 
     @property
     def password_value(self) -> str | None:
@@ -57,6 +59,7 @@ class HandlerContext:
     worker: str = field(default_factory=default_worker_name)
     notify: Callable[[], None] = lambda: None
     readers: ReaderChain | None = None
+    scope: ReadScope | None = None
 
     def reader_chain(self) -> ReaderChain:
         """The readers ``config.reader`` names, resolved once (tests may set their own)."""
@@ -65,6 +68,17 @@ class HandlerContext:
 
             self.readers = resolve(self.config.reader)
         return self.readers
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    """The unit a reader is reading, set by the read handler on its own copy of the context: the
+    envelope for the reader's ledger rows (model calls), and ``save_page``, which stores one page
+    the moment it is read, so a paid-for page is not lost with its unit's slowest page."""
+
+    delivery: Delivery
+    unit_id: str
+    save_page: Callable[[PageText], Awaitable[None]]
 
 
 @dataclass

@@ -13,9 +13,13 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from extract.context import ExtractConfig
+from extract.models.config import ModelConfig
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, ModelConfig):
+    """The model settings (``ModelConfig``: API key, models, retries, rendering, the simulated
+    provider) are inherited, so their defaults live in one place."""
+
     model_config = SettingsConfigDict(env_prefix="DOCLAKE_", extra="ignore")
 
     home: Path = Field(Path(".doclake"), description="Where the embedded runtime keeps state.")
@@ -55,4 +59,5 @@ class Settings(BaseSettings):
             no_progress_timeout_s=self.no_progress_timeout_s,
             password=self.password,
             reader=self.reader,
+            models=ModelConfig(**{name: getattr(self, name) for name in ModelConfig.model_fields}),
         )

@@ -265,6 +265,12 @@ class ModelCalled(Event):
     latency_ms: float | None = Field(None, description="milliseconds until the answer")
     cost_usd: float = Field(0.0, description="cost of the call in US dollars")
     page_number: int | None = Field(None, description="the page the call read, for a page read")
+    call_attempt: int | None = Field(
+        None, description="the try of this call within the worker's retries, from 1 (the "
+        "envelope's attempt is the message's delivery)")
+    detail: str | None = Field(
+        None, description="why the call failed or gave no text: the HTTP error, the block reason "
+        "or the finish reason")
 
 
 class ResultPublished(Event):

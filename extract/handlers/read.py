@@ -8,10 +8,12 @@ the unit done. A delivery that dies anywhere in between is redone from the store
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 
-from extract.context import Delivery, HandlerContext
+from extract.context import Delivery, HandlerContext, ReadScope
 from extract.errors import TerminalError
+from extract.handlers.sources import pdf_key
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
 from lake.events import PageRead, UnitDone, UnitStarted
@@ -51,10 +53,21 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
                       chars=int(metadata.get("chars", 0)), object_key=key)
 
     if missing:
-        with ctx.objects.local_path(job.object_key) as path:
-            pages = await ctx.reader_chain().read(ctx, path, missing)
+        saved: dict[int, PageText] = {}
+
+        async def save_page(page: PageText) -> None:
+            # A reader that pays per page (a model) stores each page as soon as it is read.
+            await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, [page])
+            saved[page.number] = page
+
+        chain = ctx.reader_chain()
+        unit_ctx = dataclasses.replace(ctx, scope=ReadScope(delivery, unit.unit_id, save_page))
+        with ctx.objects.local_path(pdf_key(job)) as path:
+            pages = await chain.read(unit_ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.
-        await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, pages)
+        rest = [page for page in pages if saved.get(page.number) is not page]
+        if rest:
+            await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, rest)
         for page in pages:
             delivery.emit(PageRead, unit_id=unit.unit_id, page_number=page.number,
                           reader=page.reader, chars=len(page.text),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from extract.readers.base import PageReader, PageText, ReaderChain, ReaderUnavailable
 from extract.readers.text import TextLayerReader
+from extract.readers.vision import GeminiReader, SimulatedReader
 
 __all__ = ["READERS", "PageReader", "PageText", "ReaderChain", "ReaderUnavailable", "resolve"]
 
@@ -16,6 +17,9 @@ __all__ = ["READERS", "PageReader", "PageText", "ReaderChain", "ReaderUnavailabl
 READERS: dict[str, tuple[type[PageReader], ...]] = {
     "text": (TextLayerReader,),
     "auto": (TextLayerReader,),
+    # A vision model reads every page (tables, charts, scans alike); a fallback model inside.
+    "gemini": (GeminiReader,),
+    "simulated": (SimulatedReader,),
 }
 
 

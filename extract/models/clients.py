@@ -1,0 +1,78 @@
+"""From the model settings to the primary-then-fallback models a reader or a strategy calls.
+
+``gemini`` needs an API key (``ReaderUnavailable`` says which variable otherwise); ``simulated``
+points the same Gemini client at the process's simulated server and scales the call timeout with
+its latency (the backoff is left as set: a brownout test runs the real retry settings).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from extract.errors import TerminalError
+from extract.models.base import ModelClient, ModelProvider, RetryPolicy
+from extract.models.config import ModelConfig
+from extract.models.fallback import FallbackModels
+from extract.models.limiter import shared
+from extract.models.pricing import PriceTable
+
+__all__ = ["ModelsUnavailable", "build_models"]
+
+
+class ModelsUnavailable(TerminalError):
+    """No model can be called here (no API key, no AWS credentials for the fallback)."""
+
+    error_type = "reader_unavailable"
+
+
+def _policy(config: ModelConfig, scale: float) -> RetryPolicy:
+    return RetryPolicy(initial_s=config.model_retry_initial_s,
+                       max_delay_s=config.model_retry_max_delay_s,
+                       budget_s=config.model_retry_budget_s,
+                       timeout_s=config.model_timeout_s * scale)
+
+
+def build_models(config: ModelConfig,
+                 provider: Literal["gemini", "simulated"] = "gemini") -> FallbackModels:
+    """Must run on the event loop that will make the calls (the limiter is per loop)."""
+    prices = PriceTable(config.model_prices)
+    if provider == "simulated":
+        from extract.models.simulated import ensure_server
+
+        base_url, _ = ensure_server(config)
+        scale = config.simulated_latency_scale
+        gemini = _gemini(config, "simulated-key", base_url, "simulated")
+        endpoint = f"simulated@{base_url}"
+    else:
+        if config.gemini_api_key is None:
+            raise ModelsUnavailable(
+                "the gemini reader needs an API key: set DOCLAKE_GEMINI_API_KEY (or use "
+                "--reader simulated for a load test, or --reader auto to read offline)")
+        scale = 1.0
+        base_url = config.gemini_base_url
+        gemini = _gemini(config, config.gemini_api_key.get_secret_value(), base_url, "gemini")
+        endpoint = f"gemini@{base_url or 'default'}"
+    policy = _policy(config, scale)
+    limiter = shared(endpoint, config.model_max_in_flight, minimum=config.model_min_in_flight)
+    clients = [ModelClient(gemini, config.primary_model, policy=policy, limiter=limiter,
+                           prices=prices)]
+    if config.fallback_model:
+        if config.fallback_provider == "bedrock" and provider == "gemini":
+            from extract.models.bedrock import BedrockProvider
+
+            bedrock = BedrockProvider(region=config.bedrock_region)
+            clients.append(ModelClient(
+                bedrock, config.fallback_model, policy=policy, prices=prices,
+                limiter=shared(f"bedrock@{config.bedrock_region}", config.model_max_in_flight,
+                               minimum=config.model_min_in_flight)))
+        else:
+            clients.append(ModelClient(gemini, config.fallback_model, policy=policy,
+                                       limiter=limiter, prices=prices))
+    return FallbackModels(clients)
+
+
+def _gemini(config: ModelConfig, key: str, base_url: str | None, label: str) -> ModelProvider:
+    from extract.models.gemini import GeminiProvider
+
+    return GeminiProvider(key, base_url=base_url, provider=label,
+                          sdk_attempts=config.model_sdk_attempts)

@@ -1,0 +1,124 @@
+"""Gemini through google-genai: one prompt to one model, once; errors become ``ProviderError``.
+
+The SDK builds the request, talks HTTP and parses the answer; this adapter only maps. The SDK's
+own retries (``HttpRetryOptions``) are set to ``sdk_attempts``, 1 by default: a retry inside the
+SDK is invisible to the ledger and to the AIMD limiter, and its jitter is additive (up to 1 s on
+top of the exponential delay) rather than full, so 500 workers that fail together retry within
+the same second. ``ModelClient`` retries instead, one ledger row and one limiter signal per try.
+
+``base_url`` points the SDK at another host: the simulated provider and the tests' fake server on
+127.0.0.1 speak the same REST shapes, so everything below runs for real against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extract.models.base import Outcome, Prompt, ProviderError, Reply
+
+__all__ = ["BLOCKING_FINISH_REASONS", "GeminiProvider"]
+
+# Finish reasons that mean the model refused (or was stopped from) answering: a fallback may not.
+BLOCKING_FINISH_REASONS = frozenset({
+    "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+    "LANGUAGE", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION",
+})
+
+
+def _enum_name(value: Any) -> str | None:
+    if value is None:
+        return None
+    return getattr(value, "name", None) or str(value)
+
+
+class GeminiProvider:
+    """``ModelProvider`` on google-genai's async client (one client, one connection pool)."""
+
+    def __init__(self, api_key: str, *, base_url: str | None = None, provider: str = "gemini",
+                 sdk_attempts: int = 1, thinking_budget: int | None = 0,
+                 temperature: float | None = 0.0):
+        from google import genai
+        from google.genai import types
+
+        self.provider = provider
+        self._types = types
+        self.thinking_budget = thinking_budget
+        self.temperature = temperature
+        options = types.HttpOptions(
+            base_url=base_url,
+            retry_options=types.HttpRetryOptions(attempts=max(1, sdk_attempts)),
+        )
+        self._client = genai.Client(api_key=api_key, http_options=options)
+
+    def _config(self, prompt: Prompt, timeout_s: float) -> Any:
+        types = self._types
+        config: dict[str, Any] = {
+            "http_options": types.HttpOptions(timeout=int(timeout_s * 1000)),
+            "temperature": self.temperature,
+        }
+        if self.thinking_budget is not None:
+            config["thinking_config"] = types.ThinkingConfig(thinking_budget=self.thinking_budget)
+        if prompt.system:
+            config["system_instruction"] = prompt.system
+        if prompt.max_output_tokens:
+            config["max_output_tokens"] = prompt.max_output_tokens
+        if prompt.response_schema is not None:
+            config["response_mime_type"] = "application/json"
+            config["response_schema"] = prompt.response_schema
+        return types.GenerateContentConfig(**config)
+
+    async def generate(self, model: str, prompt: Prompt, *, timeout_s: float) -> Reply:
+        from google.genai import errors
+
+        types = self._types
+        parts: list[Any] = [types.Part.from_bytes(data=image.data, mime_type=image.mime_type)
+                            for image in prompt.images]
+        parts.append(types.Part.from_text(text=prompt.text))
+        try:
+            response = await self._client.aio.models.generate_content(
+                model=model, contents=[types.Content(role="user", parts=parts)],
+                config=self._config(prompt, timeout_s))
+        except errors.APIError as error:
+            raise ProviderError(f"HTTP {error.code} {error.status or ''}: {error.message}"[:500],
+                                http_status=error.code) from error
+        except Exception as error:
+            raise _network_error(error) from error
+        return _reply(response)
+
+
+def _network_error(error: Exception) -> ProviderError:
+    """httpx/httpx2 timeouts and connection errors, whichever backend the SDK picked."""
+    name = type(error).__name__
+    if "Timeout" in name:
+        return ProviderError(f"timed out ({name})", outcome=Outcome.TIMEOUT)
+    network = isinstance(error, OSError) or any(
+        word in name for word in ("Connect", "Network", "Protocol", "Read", "Write", "Remote"))
+    if not network:
+        raise error
+    return ProviderError(f"network error: {name}: {error}"[:500], network=True)
+
+
+def _reply(response: Any) -> Reply:
+    usage = response.usage_metadata
+    input_tokens = (usage.prompt_token_count or 0) if usage else 0
+    output_tokens = ((usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+                     if usage else 0)
+    feedback = response.prompt_feedback
+    block_reason = _enum_name(feedback.block_reason) if feedback else None
+    if block_reason:
+        return Reply("", Outcome.BLOCKED, input_tokens, output_tokens,
+                     detail=f"prompt blocked: {block_reason}")
+    if not response.candidates:
+        return Reply("", Outcome.EMPTY, input_tokens, output_tokens, detail="no candidates")
+    candidate = response.candidates[0]
+    finish = _enum_name(candidate.finish_reason)
+    if finish in BLOCKING_FINISH_REASONS:
+        return Reply("", Outcome.BLOCKED, input_tokens, output_tokens,
+                     detail=f"finish reason {finish}")
+    parts = candidate.content.parts if candidate.content and candidate.content.parts else []
+    text = "".join(part.text for part in parts if part.text and not part.thought)
+    if not text.strip():
+        return Reply("", Outcome.EMPTY, input_tokens, output_tokens,
+                     detail=f"no text (finish reason {finish})")
+    detail = None if finish in (None, "STOP") else f"finish reason {finish}"
+    return Reply(text, Outcome.OK, input_tokens, output_tokens, detail=detail)

@@ -1,0 +1,107 @@
+"""A vision model reads each page: rendered in a worker process, sent with a Markdown prompt, five
+pages of a unit in flight at once, a fallback model for the pages the primary does not read.
+
+Paying once per page: the read handler skips pages already stored, and this reader hands each
+page to ``ctx.scope.save_page`` as soon as its answer is in, so a unit whose fifth page fails does
+not lose (and pay again for) the four before it. The ledger row of a call is durable before the
+page is stored, so the one window where a page is paid twice (the process dies between the answer
+and the write) shows in the ledger as two successful calls for that page.
+
+``GeminiReader`` calls Google; ``SimulatedReader`` calls the process's simulated server through
+the same client (``extract.models.simulated``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from extract.formats.pdf import normalise, render_pages
+from extract.models.base import CallSite, Image, Ledger, Prompt
+from extract.models.clients import ModelsUnavailable, build_models
+from extract.models.fallback import FallbackModels
+from extract.readers.base import PageText, ReaderUnavailable
+
+if TYPE_CHECKING:
+    from extract.context import HandlerContext
+
+__all__ = ["PAGE_PROMPT", "GeminiReader", "SimulatedReader"]
+
+PAGE_PROMPT = """Transcribe this document page into Markdown.
+- Keep the reading order a person would use (columns left to right, top to bottom).
+- Headings as Markdown headings, lists as lists, tables as Markdown tables with every row and cell.
+- For charts and figures, write their title, axis labels, legend and any printed values.
+- Copy text exactly as printed; do not summarise, translate, correct or add commentary.
+- Output only the page's Markdown. If the page is blank, output nothing."""
+
+
+class _VisionReader:
+    name = "vision"
+    provider: Literal["gemini", "simulated"] = "gemini"
+
+    def __init__(self) -> None:
+        self._models: FallbackModels | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def models(self, ctx: HandlerContext) -> FallbackModels:
+        """Built on first use, on the loop that calls (its limiter is that loop's)."""
+        loop = asyncio.get_running_loop()
+        if self._models is None or self._loop is not loop:
+            try:
+                self._models = build_models(ctx.config.models, self.provider)
+            except ModelsUnavailable as error:
+                raise ReaderUnavailable(str(error)) from None
+            self._loop = loop
+        return self._models
+
+    async def read(self, ctx: HandlerContext, path: Path,
+                   pages: Sequence[int]) -> list[PageText]:
+        models = self.models(ctx)
+        config = ctx.config.models
+        rendered = await ctx.cpu.run(
+            render_pages, path, list(pages), ctx.config.password_value,
+            timeout_s=ctx.config.read_timeout_s, dpi=config.render_dpi,
+            max_pixels=config.render_max_pixels, grayscale=config.render_grayscale,
+            image_format=config.render_format)
+        ledger = Ledger(ctx.sink)
+        scope = ctx.scope
+        gate = asyncio.Semaphore(config.pages_in_flight)
+
+        async def read_one(number: int, image: Image) -> PageText:
+            site = CallSite(purpose="read_page", page_number=number)
+            if scope is not None:
+                delivery = scope.delivery
+                site = CallSite(purpose="read_page", document_id=delivery.document_id,
+                                job_id=delivery.job_id, unit_id=scope.unit_id,
+                                attempt=delivery.attempt, worker=delivery.worker,
+                                page_number=number)
+            async with gate:
+                started = time.perf_counter()
+                answer = await models.call(Prompt(PAGE_PROMPT, (image,)), site, ledger)
+            page = PageText(number, normalise(answer.text), answer.model,
+                            (time.perf_counter() - started) * 1000)
+            if scope is not None:
+                await scope.save_page(page)
+            return page
+
+        results = await asyncio.gather(
+            *(read_one(page.number, Image(page.image, page.mime_type)) for page in rendered),
+            return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            # The pages that were read are stored already; the message is retried for the rest.
+            raise errors[0]
+        return [r for r in results if isinstance(r, PageText)]
+
+
+class GeminiReader(_VisionReader):
+    name = "gemini"
+    provider = "gemini"
+
+
+class SimulatedReader(_VisionReader):
+    name = "simulated"
+    provider = "simulated"

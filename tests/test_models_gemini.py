@@ -1,0 +1,170 @@
+"""The model client against a fake Gemini on 127.0.0.1: google-genai builds and parses for real."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import pytest
+from fake_gemini import Call, FakeGemini, answer, blocked_prompt, error
+
+from extract.errors import TerminalError
+from extract.models import CallSite, Image, Ledger, ModelConfig, ModelFailed, Prompt
+from extract.models.clients import ModelsUnavailable, build_models
+
+PRIMARY, FALLBACK = "gemini-2.5-flash", "gemini-2.5-flash-lite"
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==")
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.events: list = []
+
+    async def commit(self, events) -> None:
+        self.events.extend(events)
+
+
+def config(fake: FakeGemini, **overrides) -> ModelConfig:
+    values = {"gemini_api_key": "test-key", "gemini_base_url": fake.url,
+              "model_retry_initial_s": 0.01, "model_retry_max_delay_s": 0.05,
+              "model_retry_budget_s": 0.5, "model_timeout_s": 5.0, **overrides}
+    return ModelConfig(**values)
+
+
+async def read(fake: FakeGemini, **overrides):
+    models = build_models(config(fake, **overrides))
+    sink = ListSink()
+    result = await models.call(Prompt("Transcribe", (Image(PNG, "image/png"),)),
+                               CallSite("read_page", job_id="j", page_number=3), Ledger(sink))
+    return result, sink.events
+
+
+async def test_a_normal_page_is_read_and_its_call_recorded():
+    with FakeGemini(lambda call: answer("# Page three\n\nHello.", 1290, 9, thoughts=3)) as fake:
+        result, events = await read(fake)
+    assert result.text == "# Page three\n\nHello." and result.model == f"gemini:{PRIMARY}"
+    assert not result.fell_back
+    [call] = fake.calls
+    assert call.model == PRIMARY and call.path.endswith(f"models/{PRIMARY}:generateContent")
+    assert (call.image.get("mimeType") or call.image.get("mime_type")) == "image/png"
+    assert base64.urlsafe_b64decode(call.image["data"]) == PNG
+    assert "Transcribe" in call.text
+    [event] = events
+    # usage metadata: prompt tokens in, candidates + thoughts out (thinking is billed as output)
+    assert (event.outcome, event.http_status, event.input_tokens, event.output_tokens) == \
+        ("ok", 200, 1290, 12)
+    assert event.cost_usd == pytest.approx((1290 * 0.30 + 12 * 2.50) / 1e6)
+    assert (event.provider, event.model, event.purpose, event.page_number, event.job_id) == \
+        ("gemini", PRIMARY, "read_page", 3, "j")
+    assert event.latency_ms > 0 and event.call_attempt == 1
+
+
+async def test_503_then_success_is_retried_on_the_same_model():
+    def respond(call: Call):
+        return error(503) if call.n == 1 else answer("text")
+
+    with FakeGemini(respond) as fake:
+        result, events = await read(fake)
+    assert result.text == "text" and result.model == f"gemini:{PRIMARY}"
+    assert [(e.model, e.outcome, e.http_status, e.call_attempt) for e in events] == \
+        [(PRIMARY, "error", 503, 1), (PRIMARY, "ok", 200, 2)]
+    assert events[0].cost_usd == 0 and "503" in events[0].detail
+
+
+async def test_a_permanent_503_ends_on_the_fallback():
+    def respond(call: Call):
+        return error(503) if call.model == PRIMARY else answer("from the fallback")
+
+    with FakeGemini(respond) as fake:
+        result, events = await read(fake, model_retry_budget_s=0.3)
+    assert result.text == "from the fallback" and result.model == f"gemini:{FALLBACK}"
+    assert result.fell_back
+    assert fake.count(PRIMARY) >= 3, "the primary is retried until its budget is spent"
+    assert fake.count(FALLBACK) == 1
+    assert {e.outcome for e in events if e.model == PRIMARY} == {"error"}
+
+
+@pytest.mark.parametrize("useless", [
+    blocked_prompt("PROHIBITED_CONTENT"),
+    answer("", finish="SAFETY"),
+    answer("", finish="STOP"),
+    answer("   \n", finish="STOP"),
+], ids=["prompt_blocked", "finish_safety", "no_parts", "blank_text"])
+async def test_blocked_and_empty_answers_go_straight_to_the_fallback(useless):
+    def respond(call: Call):
+        return useless if call.model == PRIMARY else answer("read by the fallback")
+
+    with FakeGemini(respond) as fake:
+        result, events = await read(fake)
+    assert result.model == f"gemini:{FALLBACK}" and result.text == "read by the fallback"
+    assert fake.count(PRIMARY) == 1, "a block or an empty answer is not retried"
+    assert events[0].outcome in ("blocked", "empty") and events[0].detail
+
+
+async def test_blocked_by_every_model_stores_an_empty_page():
+    with FakeGemini(lambda call: blocked_prompt()) as fake:
+        result, events = await read(fake)
+    assert (result.text, result.outcome.value, result.model) == ("", "blocked", f"gemini:{FALLBACK}")
+    assert [e.outcome for e in events] == ["blocked", "blocked"]
+
+
+async def test_a_400_is_not_retried():
+    def respond(call: Call):
+        return error(400, "INVALID_ARGUMENT") if call.model == PRIMARY else answer("ok")
+
+    with FakeGemini(respond) as fake:
+        result, events = await read(fake)
+    assert fake.count(PRIMARY) == 1 and result.model == f"gemini:{FALLBACK}"
+    assert events[0].http_status == 400
+
+    with (FakeGemini(lambda call: error(400, "INVALID_ARGUMENT")) as fake,
+          pytest.raises(TerminalError) as failure):
+        await read(fake)
+    assert failure.value.error_type == "model_rejected"
+    assert fake.count() == 2
+
+
+async def test_a_timeout_goes_to_the_fallback_without_retrying():
+    with FakeGemini(lambda call: answer("late" if call.model == PRIMARY else "on time"),
+                    delay=lambda call: 3.0 if call.model == PRIMARY else 0.0) as fake:
+        result, events = await read(fake, model_timeout_s=0.5)
+    assert result.text == "on time" and fake.count(PRIMARY) == 1
+    assert events[0].outcome == "timeout" and events[0].http_status is None
+
+
+async def test_503_on_every_model_is_a_transient_failure_for_the_queue():
+    with FakeGemini(lambda call: error(503)) as fake, pytest.raises(ModelFailed) as failure:
+        await read(fake, model_retry_budget_s=0.2)
+    assert failure.value.retryable and failure.value.http_status == 503
+    assert fake.count(PRIMARY) >= 2 and fake.count(FALLBACK) >= 2
+
+
+async def test_no_api_key_means_unavailable_with_a_clear_message():
+    with pytest.raises(ModelsUnavailable, match="DOCLAKE_GEMINI_API_KEY"):
+        build_models(ModelConfig())
+
+
+async def test_the_limiter_shrinks_under_429_and_recovers():
+    """Sixty pages at once; the provider throttles the first wave. The shared limit halves (once
+    per wave, not once per 429), and grows back as calls succeed."""
+    throttled = 40
+
+    def respond(call: Call):
+        return error(429, "RESOURCE_EXHAUSTED") if call.n <= throttled else answer("ok")
+
+    with FakeGemini(respond, delay=lambda call: 0.02) as fake:
+        models = build_models(config(fake, model_max_in_flight=32, model_retry_budget_s=10.0,
+                                     fallback_model=""))
+        limiter = models.primary.limiter
+        sink = ListSink()
+        await asyncio.gather(*(models.call(Prompt(f"page {n}"), CallSite("read_page"), Ledger(sink))
+                               for n in range(60)))
+        assert limiter.lowest <= 8, f"the limit fell only to {limiter.lowest}"
+        low = limiter.lowest
+        assert limiter.epoch < throttled / 2, "a wave of 429s must not halve the limit per 429"
+        # after the throttling: more successful calls bring the limit back up
+        await asyncio.gather(*(models.call(Prompt(f"more {n}"), CallSite("read_page"), Ledger(sink))
+                               for n in range(200)))
+    assert limiter.limit >= 4 * low and limiter.limit > 16
+    assert sum(e.outcome == "ok" for e in sink.events) == 260
