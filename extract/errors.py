@@ -10,7 +10,9 @@
         ├── EmptyDocument       zero bytes, or a PDF with no pages
         ├── EncryptedDocument   needs a password we do not have (or have wrong)
         ├── CorruptDocument     the parser refuses the file
-        └── LimitExceeded       a configured limit (bytes, pages) was hit
+        ├── LimitExceeded       a configured limit (bytes, pages, cells, memory, conversion
+        │                       time, pixels) was hit; ``error_type`` names which
+        └── ConverterUnavailable  LibreOffice is not installed where an Office file needs it
 
 An error of any other class is treated as transient until the message's last allowed delivery,
 when it fails the unit for good: a bug then shows up as a failed job, never as a lost document.
@@ -28,6 +30,14 @@ class ExtractError(Exception):
         super().__init__(message)
         if error_type:
             self.error_type = error_type
+
+    def __reduce__(self):
+        # Errors cross process boundaries (the CPU pool pickles them): keep error_type.
+        return (_rebuild, (type(self), str(self), self.error_type))
+
+
+def _rebuild(cls: type[ExtractError], message: str, error_type: str) -> ExtractError:
+    return cls(message, error_type=error_type)
 
 
 class TransientError(ExtractError):
@@ -60,6 +70,12 @@ class CorruptDocument(TerminalError):
 
 class LimitExceeded(TerminalError):
     error_type = "limit_exceeded"
+
+
+class ConverterUnavailable(TerminalError):
+    """An Office file needs LibreOffice and this machine has none (or it does not start)."""
+
+    error_type = "converter_unavailable"
 
 
 def error_type_of(error: BaseException) -> str:

@@ -17,16 +17,27 @@ from pydantic import ValidationError
 
 from extract.context import Delivery, HandlerContext
 from extract.errors import TerminalError, error_type_of
+from extract.handlers.convert import handle_convert
 from extract.handlers.index import handle_index
 from extract.handlers.read import handle_read
+from extract.handlers.sheet import handle_sheet
 from extract.handlers.split import handle_split
-from extract.messages import IndexMessage, Message, ReadUnitMessage, SplitMessage, parse_message
+from extract.messages import (
+    ConvertMessage,
+    IndexMessage,
+    Message,
+    ReadSheetMessage,
+    ReadUnitMessage,
+    SplitMessage,
+    parse_message,
+)
 from extract.ports import ReceivedMessage
 from lake.events import FailureRecorded, UnitFailed
 
 log = logging.getLogger(__name__)
 
-STAGES = {"split": "split", "read_unit": "read", "index": "index"}
+STAGES = {"split": "split", "read_unit": "read", "index": "index", "convert": "convert",
+          "read_sheet": "read"}
 
 
 class Outcome(StrEnum):
@@ -52,6 +63,10 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
             await handle_split(ctx, message, delivery)
         elif isinstance(message, ReadUnitMessage):
             await handle_read(ctx, message, delivery)
+        elif isinstance(message, ReadSheetMessage):
+            await handle_sheet(ctx, message, delivery)
+        elif isinstance(message, ConvertMessage):
+            await handle_convert(ctx, message, delivery)
         elif isinstance(message, IndexMessage):
             await handle_index(ctx, message, delivery)
         return Outcome.ACK
@@ -71,14 +86,14 @@ async def _record_failure(ctx: HandlerContext, message: Message, delivery: Deliv
     unit_id = getattr(message, "unit_id", None)
     delivery.emit(FailureRecorded, unit_id=unit_id, stage=STAGES[message.type],
                   error_type=error_type, message=text, final=final, message_id=message_id)
-    if final and isinstance(message, ReadUnitMessage):
+    if final and isinstance(message, ReadUnitMessage | ReadSheetMessage):
         delivery.emit(UnitFailed, unit_id=unit_id, error_type=error_type, message=text)
     await delivery.commit()
     if not final:
         return
-    if isinstance(message, ReadUnitMessage):
+    if isinstance(message, ReadUnitMessage | ReadSheetMessage):
         ctx.store.fail_unit(message.job_id, message.unit_id, error_type, text)
-    elif isinstance(message, SplitMessage):
+    elif isinstance(message, SplitMessage | ConvertMessage):
         ctx.store.set_job_error(message.job_id, error_type)
     elif isinstance(message, IndexMessage):
         ctx.store.mark_index_failed(message.job_id, error_type)

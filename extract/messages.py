@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 SPLIT_QUEUE = "split"
 READ_QUEUE = "read"
 INDEX_QUEUE = "index"
-QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE)
+CONVERT_QUEUE = "convert"  # Office to PDF with LibreOffice: its own, smaller, concurrency
+SHEET_QUEUE = "sheet"  # one spreadsheet sheet a message, sheets 2..n of a workbook
+QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE, CONVERT_QUEUE, SHEET_QUEUE)
 
 
 def dead_letter_queue(queue: str) -> str:
@@ -41,17 +43,32 @@ class ReadUnitMessage(_Message):
     unit_id: str
 
 
+class ConvertMessage(_Message):
+    """Convert an Office file to PDF, store it, then split it like a PDF in the same run."""
+
+    type: Literal["convert"] = "convert"
+
+
+class ReadSheetMessage(_Message):
+    """Read one sheet of a workbook (a unit of kind ``sheet``) and store its text."""
+
+    type: Literal["read_sheet"] = "read_sheet"
+    unit_id: str
+
+
 class IndexMessage(_Message):
     """Merge a succeeded job's pages into the search index."""
 
     type: Literal["index"] = "index"
 
 
-Message = Annotated[SplitMessage | ReadUnitMessage | IndexMessage, Field(discriminator="type")]
+Message = Annotated[SplitMessage | ReadUnitMessage | IndexMessage | ConvertMessage
+                    | ReadSheetMessage, Field(discriminator="type")]
 _ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
 
-def parse_message(body: str) -> SplitMessage | ReadUnitMessage | IndexMessage:
+def parse_message(body: str) -> (SplitMessage | ReadUnitMessage | IndexMessage | ConvertMessage
+                                 | ReadSheetMessage):
     """Parse a message body; raises ``pydantic.ValidationError`` on a malformed one."""
     return _ADAPTER.validate_json(body)
 

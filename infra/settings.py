@@ -44,6 +44,23 @@ class Settings(BaseSettings, ModelConfig):
     password: SecretStr | None = Field(None, description="Password for encrypted PDFs.")
     reader: str = Field("auto", description="Who reads pages: auto (text layer, then OCR), "
                         "text, ocr, gemini, simulated.")
+    convert_concurrency: int = Field(2, ge=1, description="Office conversions (LibreOffice "
+                                     "processes) at once.")
+    convert_timeout_s: float = Field(120.0, gt=0, description="Time limit of one Office "
+                                     "conversion; its whole process tree is killed after it.")
+    max_converted_bytes: int = Field(256 * 1024**2, ge=1,
+                                     description="Largest PDF a conversion may produce.")
+    max_sheet_cells: int = Field(5_000_000, ge=1, description="Largest sheet grid (rows x "
+                                 "columns from A1).")
+    max_sheet_chars: int = Field(50_000_000, ge=1, description="Longest text of one sheet.")
+    max_parse_memory_bytes: int = Field(2 * 1024**3, ge=16 * 1024**2, description="Memory a "
+                                        "workbook, CSV or decryption may take in its worker.")
+    max_render_pixels: int = Field(40_000_000, ge=1, description="Most pixels of a page "
+                                   "rendered for OCR (rendered smaller rather than larger).")
+    max_image_pixels: int = Field(250_000_000, ge=1, description="A page with an image larger "
+                                  "than this is not rendered (page_too_large).")
+    ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution pages are rendered at "
+                         "for OCR.")
 
     @property
     def lake(self) -> str:
@@ -60,4 +77,12 @@ class Settings(BaseSettings, ModelConfig):
             password=self.password,
             reader=self.reader,
             models=ModelConfig(**{name: getattr(self, name) for name in ModelConfig.model_fields}),
+            convert_timeout_s=self.convert_timeout_s,
+            max_converted_bytes=self.max_converted_bytes,
+            max_sheet_cells=self.max_sheet_cells,
+            max_sheet_chars=self.max_sheet_chars,
+            max_parse_memory_bytes=self.max_parse_memory_bytes,
+            max_render_pixels=self.max_render_pixels,
+            max_image_pixels=self.max_image_pixels,
+            ocr_dpi=self.ocr_dpi,
         )

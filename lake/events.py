@@ -125,6 +125,11 @@ class JobSplit(Event):
     pages: int = Field(description="pages in the document (sheets for a spreadsheet)")
     units: int = Field(description="units of work planned")
     pages_per_unit: int | None = Field(None, description="pages per unit the split used")
+    converter: str | None = Field(
+        None, description="what converted an Office file to the PDF that was split (soffice)")
+    conversion_ms: float | None = Field(
+        None, description="milliseconds the Office-to-PDF conversion took")
+    converted_bytes: int | None = Field(None, description="size of the converted PDF in bytes")
 
 
 class UnitPlanned(Event):
@@ -162,6 +167,7 @@ class PageRead(Event):
     chars: int = Field(description="characters of text stored")
     object_key: str | None = Field(None, description="where the page's Markdown is stored")
     duration_ms: float | None = Field(None, description="milliseconds spent reading it")
+    sheet_name: str | None = Field(None, description="the sheet, for a spreadsheet's text part")
 
 
 class UnitDone(Event):

@@ -1,22 +1,59 @@
-"""Prepare and split: sniff the real format, count the pages, plan five-page units.
+"""Prepare and split: sniff the real format, then route the document by it.
 
+- PDF: count the pages, plan five-page units, send one read message a unit.
+- Office (doc, docx, ppt, pptx, odt, odp, rtf): hand it to the convert queue (LibreOffice has
+  its own concurrency); the convert step splits the PDF the same way (``plan_pdf``).
+- Spreadsheets and CSV: open the workbook once, plan one unit a sheet, read sheet 1 here and
+  send sheets 2..n to the sheet queue; an old .xls (parsed whole on open anyway), a
+  single-sheet workbook and a CSV file are read whole here.
+- Encrypted Office files are decrypted first when a password was given.
+
+The name's extension is used only in messages, as a hint of what the sender thought it was.
 A redelivered split message finds the units already planned and only sends the messages never
 confirmed sent (the first delivery may have died between planning and sending).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path, PurePath
 
 from extract.context import Delivery, HandlerContext
-from extract.errors import EmptyDocument, LimitExceeded, TerminalError, UnsupportedFormat
+from extract.errors import (
+    CorruptDocument,
+    EmptyDocument,
+    EncryptedDocument,
+    LimitExceeded,
+    TerminalError,
+    UnsupportedFormat,
+)
+from extract.formats.office import decrypt_office
 from extract.formats.pdf import count_pages
-from extract.formats.sniff import Format, sniff
-from extract.messages import READ_QUEUE, ReadUnitMessage, SplitMessage
+from extract.formats.sniff import OFFICE_FORMATS, SHEET_FORMATS, Format, Sniffed, sniff_file
+from extract.formats.spreadsheet import READER as SHEET_READER
+from extract.formats.spreadsheet import SheetInfo, SheetLimits, WorkbookPlan, plan_workbook
+from extract.formats.text import read_csv
+from extract.handlers.sources import decrypted_key, readable_key
+from extract.messages import (
+    CONVERT_QUEUE,
+    READ_QUEUE,
+    SHEET_QUEUE,
+    ConvertMessage,
+    ReadSheetMessage,
+    ReadUnitMessage,
+    SplitMessage,
+)
 from extract.state import Job, Unit
-from lake.events import FormatDetected, JobSplit, UnitPlanned
+from lake.events import FormatDetected, JobSplit, PageRead, UnitDone, UnitPlanned, UnitStarted
+from lake.layout import page_key
 
 SEND_BATCH = 10  # SQS's batch limit; the local queue keeps the same shape
+SHEET_KIND = "sheet"
+CSV_READER = "csv"
 
 
 def plan_pdf_units(pages: int, pages_per_unit: int) -> list[Unit]:
@@ -33,13 +70,22 @@ def plan_pdf_units(pages: int, pages_per_unit: int) -> list[Unit]:
 
 async def send_unit_messages(ctx: HandlerContext, job: Job, units: Sequence[Unit]) -> None:
     """Send, batch by batch, then flag each batch sent (the outbox rule: a redelivery or a
-    crash re-sends only what was never confirmed, so no unit is read twice for it)."""
-    for start in range(0, len(units), SEND_BATCH):
-        batch = units[start:start + SEND_BATCH]
-        bodies = [ReadUnitMessage(document_id=job.document_id, job_id=job.job_id,
+    crash re-sends only what was never confirmed, so no unit is read twice for it). A sheet
+    unit goes to the sheet queue, a run of pages to the read queue."""
+    for queue, kind_units in ((SHEET_QUEUE, [u for u in units if u.kind == SHEET_KIND]),
+                              (READ_QUEUE, [u for u in units if u.kind != SHEET_KIND])):
+        message_cls = ReadSheetMessage if queue == SHEET_QUEUE else ReadUnitMessage
+        for start in range(0, len(kind_units), SEND_BATCH):
+            batch = kind_units[start:start + SEND_BATCH]
+            bodies = [message_cls(document_id=job.document_id, job_id=job.job_id,
                                   unit_id=u.unit_id).model_dump_json() for u in batch]
-        ctx.queue.send_batch(READ_QUEUE, bodies, group=job.job_id)
-        ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in batch])
+            ctx.queue.send_batch(queue, bodies, group=job.job_id)
+            ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in batch])
+
+
+def _hint(job: Job) -> str:
+    suffix = PurePath(job.source_name).suffix.lower()
+    return f" (the name says {suffix})" if suffix else ""
 
 
 async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Delivery) -> None:
@@ -57,8 +103,17 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
     config = ctx.config
     with ctx.objects.local_path(job.object_key) as path:
         size = path.stat().st_size
-        detected = sniff(path)
-        delivery.emit(FormatDetected, detected_format=detected.value)
+        sniffed = await ctx.cpu.run(sniff_file, path, timeout_s=config.split_timeout_s)
+        if sniffed.encrypted and sniffed.format is not Format.PDF:
+            try:
+                sniffed = await _decrypt(ctx, job, path, sniffed)
+            except TerminalError:
+                delivery.emit(FormatDetected, detected_format=sniffed.format.value,
+                              mime_type=sniffed.mime_type)
+                raise
+        delivery.emit(FormatDetected, detected_format=sniffed.format.value,
+                      mime_type=sniffed.mime_type)
+        detected = sniffed.format
         if detected is Format.EMPTY:
             raise EmptyDocument("the file is empty (0 bytes)")
         if size > config.max_file_bytes:
@@ -66,23 +121,146 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
                 f"the file has {size} bytes, over the limit of {config.max_file_bytes}",
                 error_type="file_too_large",
             )
-        if detected is not Format.PDF:
+        if sniffed.damaged:
+            raise CorruptDocument(f"{sniffed.detail}{_hint(job)}")
+        if sniffed.empty:
+            raise EmptyDocument(f"{sniffed.detail}{_hint(job)}", error_type="no_content")
+        if detected is Format.PDF:
+            await plan_pdf(ctx, job, delivery, path, detected.value)
+        elif detected in OFFICE_FORMATS:
+            # Converted on its own queue; a duplicate convert message is a no-op there.
+            await delivery.commit()
+            ctx.queue.send(CONVERT_QUEUE, ConvertMessage(
+                document_id=job.document_id, job_id=job.job_id).model_dump_json())
+        elif detected in SHEET_FORMATS or detected is Format.CSV:
+            source = readable_key(ctx.objects, job)
+            if source == job.object_key:
+                await plan_sheets(ctx, job, delivery, path, sniffed)
+            else:
+                with ctx.objects.local_path(source) as decrypted:
+                    await plan_sheets(ctx, job, delivery, decrypted, sniffed)
+        else:
+            detail = f": {sniffed.detail}" if sniffed.detail else ""
             raise UnsupportedFormat(
-                f"the content is {detected.value}, not PDF; this build reads PDF only"
-            )
-        pages = await ctx.cpu.run(count_pages, path, config.password_value,
-                                  timeout_s=config.split_timeout_s)
+                f"the content is {detected.value}{detail}, not a format doclake reads{_hint(job)}")
+    ctx.notify()
+
+
+async def _decrypt(ctx: HandlerContext, job: Job, path: Path, sniffed: Sniffed) -> Sniffed:
+    """Decrypt an encrypted Office file with the run's password, store the copy, and sniff it."""
+    password = ctx.config.password_value
+    what = "an encrypted Office file" if sniffed.format is Format.ENCRYPTED_OFFICE else \
+        f"a password-protected {sniffed.format.value} file"
+    if not password:
+        raise EncryptedDocument(f"{what}{_hint(job)} and no password was given (--password)")
+    if sniffed.format in (Format.ODT, Format.ODS, Format.ODP):
+        raise EncryptedDocument(f"{what}: decrypting OpenDocument files is not supported")
+    folder = tempfile.mkdtemp(prefix="doclake-decrypt-")
+    target = Path(folder) / "decrypted"
+    try:
+        await ctx.cpu.run(decrypt_office, path, target, password,
+                          ctx.config.max_parse_memory_bytes, timeout_s=ctx.config.split_timeout_s)
+        inner = await ctx.cpu.run(sniff_file, target, timeout_s=ctx.config.split_timeout_s)
+        if inner.encrypted or inner.format in (Format.UNKNOWN, Format.ZIP, Format.EMPTY):
+            raise CorruptDocument(f"{what} decrypted to {inner.format.value} content")
+        await asyncio.to_thread(ctx.objects.put_file, decrypted_key(job.document_id, job.job_id),
+                                target)
+    finally:
+        with contextlib.suppress(OSError):
+            target.unlink()
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+    return inner
+
+
+async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path,
+                   detected_format: str, **split_fields: object) -> None:
+    """Count the PDF's pages, plan its units, record them, send their messages."""
+    config = ctx.config
+    pages = await ctx.cpu.run(count_pages, path, config.password_value,
+                              timeout_s=config.split_timeout_s)
     if pages > config.max_pages:
         raise LimitExceeded(f"{pages} pages, over the limit of {config.max_pages}",
                             error_type="too_many_pages")
-
     units = [u.model_copy(update={"job_id": job.job_id})
              for u in plan_pdf_units(pages, config.pages_per_unit)]
-    delivery.emit(JobSplit, pages=pages, units=len(units), pages_per_unit=config.pages_per_unit)
+    delivery.emit(JobSplit, pages=pages, units=len(units), pages_per_unit=config.pages_per_unit,
+                  **split_fields)
     for unit in units:
         delivery.emit(UnitPlanned, unit_id=unit.unit_id, kind=unit.kind,
                       first_page=unit.first_page, last_page=unit.last_page)
     await delivery.commit()
-    if ctx.store.add_units(job.job_id, units, pages=pages, detected_format=detected.value):
+    if ctx.store.add_units(job.job_id, units, pages=pages, detected_format=detected_format):
         await send_unit_messages(ctx, job, units)
-    ctx.notify()
+
+
+def sheet_limits(ctx: HandlerContext) -> SheetLimits:
+    config = ctx.config
+    return SheetLimits(max_cells=config.max_sheet_cells, max_chars=config.max_sheet_chars,
+                       max_memory_bytes=config.max_parse_memory_bytes)
+
+
+def sheet_unit_id(position: int) -> str:
+    return f"s{position:05d}"
+
+
+async def plan_sheets(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path,
+                      sniffed: Sniffed) -> None:
+    """One unit a sheet. The sheets read while the workbook was open are stored and their
+    units finished here; the others are sent to the sheet queue.
+
+    The order keeps a crash harmless: texts stored, events durable, units recorded, then the
+    units read here are finished and flagged sent. A delivery dying after the units were
+    recorded leaves them unsent, and the redelivery sends them: the sheet reader then finds
+    their text stored and reads nothing again.
+    """
+    config = ctx.config
+    limits = sheet_limits(ctx)
+    fmt = sniffed.format
+    if fmt is Format.CSV:
+        name = PurePath(job.source_name).stem or job.source_name
+        text = await ctx.cpu.run(read_csv, path, name, limits, sniffed.encoding,
+                                 timeout_s=config.split_timeout_s)
+        plan = WorkbookPlan([SheetInfo(1, name, "visible", "worksheet")], [text])
+        reader = CSV_READER
+    else:
+        plan = await ctx.cpu.run(plan_workbook, path, fmt, limits, fmt is Format.XLS,
+                                 timeout_s=config.split_timeout_s)
+        reader = SHEET_READER
+    if not plan.sheets:
+        raise EmptyDocument("the workbook has no sheets", error_type="no_content")
+    if len(plan.texts) == len(plan.sheets) and not any(t.cells for t in plan.texts):
+        raise EmptyDocument(f"no cell of the {fmt.value} file holds a value",
+                            error_type="no_content")
+
+    units = [Unit(job_id=job.job_id, unit_id=sheet_unit_id(s.position), kind=SHEET_KIND,
+                  first_page=s.position, last_page=s.position, sheet_name=s.name)
+             for s in plan.sheets]
+    by_position = {u.first_page: u for u in units}
+    read_here = [by_position[t.position] for t in plan.texts]
+    await asyncio.to_thread(ctx.objects.put_many, [
+        (page_key(job.document_id, job.job_id, t.position), t.text.encode("utf-8"),
+         {"reader": reader, "chars": str(len(t.text))}) for t in plan.texts])
+
+    delivery.emit(JobSplit, pages=len(units), units=len(units), pages_per_unit=1)
+    for unit in units:
+        delivery.emit(UnitPlanned, unit_id=unit.unit_id, kind=unit.kind,
+                      first_page=unit.first_page, last_page=unit.last_page,
+                      sheet_name=unit.sheet_name)
+    for text in plan.texts:
+        unit = by_position[text.position]
+        delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
+        delivery.emit(PageRead, unit_id=unit.unit_id, page_number=text.position, reader=reader,
+                      chars=len(text.text), duration_ms=text.duration_ms,
+                      object_key=page_key(job.document_id, job.job_id, text.position),
+                      sheet_name=unit.sheet_name)
+        delivery.emit(UnitDone, unit_id=unit.unit_id, pages=1, pages_skipped=0,
+                      duration_ms=text.duration_ms)
+    await delivery.commit()
+    if not ctx.store.add_units(job.job_id, units, pages=len(units), detected_format=fmt.value):
+        return  # planned by another delivery meanwhile: it sends the messages
+    for unit in read_here:
+        ctx.store.start_unit(job.job_id, unit.unit_id, delivery.attempt)
+        ctx.store.finish_unit(job.job_id, unit.unit_id)
+    ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in read_here])
+    await send_unit_messages(ctx, job, [u for u in units if u not in read_here])

@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 
 from extract.context import HandlerContext, default_worker_name
 from extract.handling import Outcome, handle_dead_letter, handle_message
-from extract.messages import INDEX_QUEUE, QUEUES, READ_QUEUE, SPLIT_QUEUE, dead_letter_queue
+from extract.messages import (
+    CONVERT_QUEUE,
+    INDEX_QUEUE,
+    QUEUES,
+    READ_QUEUE,
+    SHEET_QUEUE,
+    SPLIT_QUEUE,
+    dead_letter_queue,
+)
 from extract.poller import poll_once
 from extract.ports import ReceivedMessage
 from infra.local.background_ingest import BackgroundIngest
@@ -43,7 +51,7 @@ from lake.writer import GroupCommitter, ParquetEventWriter
 
 log = logging.getLogger(__name__)
 
-RECEIVE_ORDER = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE)
+RECEIVE_ORDER = (SPLIT_QUEUE, CONVERT_QUEUE, SHEET_QUEUE, READ_QUEUE, INDEX_QUEUE)
 IDLE_SLEEP_S = 0.05
 DEAD_LETTER_CHECK_S = 1.0
 
@@ -113,6 +121,10 @@ class LocalRuntime:
         self.cpu = ProcessPoolRunner(settings.cpu_workers)
         self.holder = f"{default_worker_name()}:{uuid.uuid4().hex[:8]}"
         self._busy = 0
+        # Queues with a concurrency of their own (LibreOffice: a process and its memory each),
+        # counted from receipt to the end of handling.
+        self._queue_limits = {CONVERT_QUEUE: settings.convert_concurrency}
+        self._queue_busy: dict[str, int] = dict.fromkeys(self._queue_limits, 0)
         self._worker_done = asyncio.Event()
 
     def planner(self) -> Planner:
@@ -218,7 +230,10 @@ class LocalRuntime:
     def _release_waiting(self, inbox: asyncio.Queue[ReceivedMessage]) -> None:
         """Hand back the messages no worker has started, for the next process."""
         while not inbox.empty():
-            self.queue.change_visibility(inbox.get_nowait(), 0)
+            received = inbox.get_nowait()
+            self.queue.change_visibility(received, 0)
+            if received.queue in self._queue_busy:
+                self._queue_busy[received.queue] -= 1
             inbox.task_done()
 
     async def _receiver(self, inbox: asyncio.Queue[ReceivedMessage], stop: asyncio.Event) -> None:
@@ -238,9 +253,16 @@ class LocalRuntime:
             for queue in wanted_queues:
                 if room - got <= 0:
                     break
-                for message in self.queue.receive(queue, max_messages=min(10, room - got),
+                wanted = min(10, room - got)
+                if queue in self._queue_limits:
+                    wanted = min(wanted, self._queue_limits[queue] - self._queue_busy[queue])
+                    if wanted <= 0:
+                        continue
+                for message in self.queue.receive(queue, max_messages=wanted,
                                                   visibility_timeout_s=timeout):
                     inbox.put_nowait(message)
+                    if queue in self._queue_busy:
+                        self._queue_busy[queue] += 1
                     got += 1
             if got == 0 or room - got <= 0:
                 # Nothing to take, or no free worker: wait until a worker finishes (it may have
@@ -261,6 +283,8 @@ class LocalRuntime:
                 log.exception("handling %s failed; it will be redelivered", received.message_id)
             finally:
                 self._busy -= 1
+                if received.queue in self._queue_busy:
+                    self._queue_busy[received.queue] -= 1
                 inbox.task_done()
                 self._worker_done.set()
 

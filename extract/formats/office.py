@@ -1,0 +1,248 @@
+"""Office files to PDF with headless LibreOffice, and encrypted Office files decrypted.
+
+Each conversion is a fresh ``soffice`` process (measured against a warm unoserver in
+``benchmarks/formats_bench.py``; see the README): a cold start costs about a second with a
+ready profile, and no state survives from one file to the next, so a file that crashes or
+wedges LibreOffice cannot poison the one after it. What makes that cheap and safe:
+
+- the profile: a template profile is initialised once per process (the first start costs
+  seconds) and copied (about 600 KB) into each conversion's own folder, so concurrent
+  conversions never share a profile lock and a damaged profile dies with its folder;
+- the time limit: the process runs in a session of its own and the whole group (oosplash,
+  soffice.bin and anything they started) is killed with SIGKILL when the limit passes;
+- no network: where unprivileged network namespaces exist (``unshare -rn``) LibreOffice runs
+  with no network device at all; the profile also points every proxy at a closed local port,
+  which covers the machines without namespaces (the XXE sample in the corpus must fetch nothing);
+- memory: an address-space limit on the process;
+- the output: a missing PDF is a refusal (``corrupt``), an oversized one a limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from extract.errors import (
+    ConverterUnavailable,
+    CorruptDocument,
+    EncryptedDocument,
+    LimitExceeded,
+)
+from extract.formats.limits import memory_limit
+from extract.formats.sniff import Format
+
+CONVERTER = "soffice"
+SOFFICE_CANDIDATES = ("soffice", "libreoffice", "/usr/lib/libreoffice/program/soffice",
+                      "/opt/libreoffice/program/soffice")
+_EXTENSIONS = {Format.DOC: "doc", Format.DOCX: "docx", Format.PPT: "ppt", Format.PPTX: "pptx",
+               Format.ODT: "odt", Format.ODP: "odp", Format.RTF: "rtf"}
+
+# Every proxy LibreOffice might use points at a closed local port (discard), manual mode;
+# no OpenCL probing; macros never run.
+_SETTINGS = (
+    ("/org.openoffice.Inet/Settings", "ooInetProxyType", "1"),
+    ("/org.openoffice.Inet/Settings", "ooInetHTTPProxyName", "127.0.0.1"),
+    ("/org.openoffice.Inet/Settings", "ooInetHTTPProxyPort", "9"),
+    ("/org.openoffice.Inet/Settings", "ooInetHTTPSProxyName", "127.0.0.1"),
+    ("/org.openoffice.Inet/Settings", "ooInetHTTPSProxyPort", "9"),
+    ("/org.openoffice.Inet/Settings", "ooInetNoProxy", ""),
+    ("/org.openoffice.Office.Common/Misc", "UseOpenCL", "false"),
+    ("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel", "3"),
+)
+_PROFILE_SETTINGS = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
+    'xmlns:xs="http://www.w3.org/2001/XMLSchema" '
+    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
+    + "".join(f'<item oor:path="{path}"><prop oor:name="{name}" oor:op="fuse">'
+              f"<value>{value}</value></prop></item>\n" for path, name, value in _SETTINGS)
+    + "</oor:items>\n"
+)
+
+
+@dataclass(frozen=True)
+class ConvertLimits:
+    timeout_s: float = 120.0
+    max_output_bytes: int = 256 * 1024 * 1024
+    max_memory_bytes: int | None = 4 * 1024**3
+
+
+@dataclass(frozen=True)
+class Conversion:
+    pdf: Path
+    duration_ms: float
+    converter: str
+    isolated_network: bool
+
+
+@functools.cache
+def find_soffice() -> str | None:
+    """The LibreOffice binary, or None when it is not installed."""
+    override = os.environ.get("DOCLAKE_SOFFICE")
+    for candidate in ((override,) if override else SOFFICE_CANDIDATES):
+        found = shutil.which(candidate) if "/" not in candidate else (
+            candidate if os.access(candidate, os.X_OK) else None)
+        if found:
+            return found
+    return None
+
+
+@functools.cache
+def network_isolation() -> tuple[str, ...]:
+    """The command prefix that gives a process no network (``unshare -rn``), or () where
+    namespaces are not allowed (some containers): the proxy settings then stand alone."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return ()
+    for prefix in ((unshare, "-n"), (unshare, "-rn")):
+        try:
+            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
+                return prefix
+        except (OSError, subprocess.SubprocessError):
+            continue
+    return ()
+
+
+def _write_settings(profile: Path) -> None:
+    (profile / "user").mkdir(parents=True, exist_ok=True)
+    (profile / "user" / "registrymodifications.xcu").write_text(_PROFILE_SETTINGS)
+
+
+_template_lock = asyncio.Lock()
+_template: Path | None = None
+
+
+async def _profile_template(soffice: str, timeout_s: float) -> Path | None:
+    """A profile initialised once per process; None if LibreOffice cannot even start."""
+    global _template
+    async with _template_lock:
+        if _template is not None and _template.is_dir():
+            return _template
+        folder = Path(tempfile.mkdtemp(prefix="doclake-lo-template-"))
+        _write_settings(folder)
+        code, _ = await _run([*network_isolation(), soffice, *_flags(folder),
+                              "--terminate_after_init"], timeout_s, None, folder)
+        if code != 0:
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        _template = folder
+        return folder
+
+
+def _flags(profile: Path) -> list[str]:
+    return [f"-env:UserInstallation={profile.as_uri()}", "--headless", "--invisible",
+            "--norestore", "--nologo", "--nodefault", "--nolockcheck", "--nofirststartwizard"]
+
+
+async def _run(argv: list[str], timeout_s: float, memory: int | None,
+               home: Path) -> tuple[int | None, str]:
+    """Run to completion or kill the whole process group at the time limit (code None)."""
+
+    def limits() -> None:  # in the child, before exec
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+           "LANG": "C.UTF-8", "SAL_USE_VCLPLUGIN": "svp", "http_proxy": "http://127.0.0.1:9",
+           "https_proxy": "http://127.0.0.1:9", "no_proxy": ""}
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=limits, env=env)
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), timeout=timeout_s)
+        code: int | None = process.returncode
+    except (TimeoutError, asyncio.CancelledError):
+        _kill_group(process.pid)
+        await process.wait()
+        if asyncio.current_task() is not None and asyncio.current_task().cancelling():
+            raise
+        return None, ""
+    _kill_group(process.pid)  # anything it left behind (a second soffice.bin) goes too
+    return code, output.decode("utf-8", "replace")
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+@contextlib.asynccontextmanager
+async def convert_to_pdf(source: Path, fmt: Format, limits: ConvertLimits
+                         ) -> AsyncIterator[Conversion]:
+    """The PDF LibreOffice makes of ``source`` (sniffed as ``fmt``), in a folder removed on exit.
+
+    Raises ``ConverterUnavailable`` without LibreOffice, ``LimitExceeded`` at the time or size
+    limit, ``CorruptDocument`` when LibreOffice refuses the file."""
+    soffice = find_soffice()
+    if soffice is None:
+        raise ConverterUnavailable(
+            "LibreOffice is not installed (no soffice on PATH): install libreoffice-writer-nogui "
+            "and libreoffice-impress-nogui, or set DOCLAKE_SOFFICE")
+    work = Path(tempfile.mkdtemp(prefix="doclake-convert-"))
+    try:
+        started = time.perf_counter()
+        template = await _profile_template(soffice, limits.timeout_s)
+        if template is None:
+            raise ConverterUnavailable(f"LibreOffice ({soffice}) does not start on this machine")
+        profile = work / "profile"
+        shutil.copytree(template, profile, symlinks=True)
+        document = work / "in" / f"document.{_EXTENSIONS[fmt]}"
+        document.parent.mkdir()
+        shutil.copyfile(source, document)
+        out = work / "out"
+        remaining = max(1.0, limits.timeout_s - (time.perf_counter() - started))
+        code, output = await _run(
+            [*network_isolation(), soffice, *_flags(profile), "--convert-to", "pdf",
+             "--outdir", str(out), str(document)],
+            remaining, limits.max_memory_bytes, work)
+        if code is None:
+            raise LimitExceeded(f"LibreOffice did not convert the file within "
+                                f"{limits.timeout_s:g} s; its processes were killed",
+                                error_type="conversion_timeout")
+        pdf = out / "document.pdf"
+        if not pdf.is_file() or pdf.stat().st_size == 0:
+            tail = " ".join(output.split())[-300:]
+            raise CorruptDocument(f"LibreOffice could not convert the {fmt.value} file "
+                                  f"(exit {code}): {tail or 'no output'}")
+        size = pdf.stat().st_size
+        if size > limits.max_output_bytes:
+            raise LimitExceeded(f"the converted PDF has {size} bytes, over the limit of "
+                                f"{limits.max_output_bytes}", error_type="converted_too_large")
+        yield Conversion(pdf, (time.perf_counter() - started) * 1000, CONVERTER,
+                         bool(network_isolation()))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def decrypt_office(source: Path, target: Path, password: str,
+                   max_memory_bytes: int | None = None) -> None:
+    """Decrypt an encrypted Office file (OOXML in an OLE2 wrapper, or Word, Excel or PowerPoint
+    97-2003) with msoffcrypto-tool; runs in a worker process. A wrong password, or an
+    encryption it cannot undo, is ``EncryptedDocument``."""
+    import msoffcrypto
+    from msoffcrypto import exceptions as crypto_errors
+
+    with memory_limit(max_memory_bytes, "decrypting the file"), open(source, "rb") as handle:
+        try:
+            office = msoffcrypto.OfficeFile(handle)
+            office.load_key(password=password, verify_password=True)
+            with open(target, "wb") as out:
+                office.decrypt(out)
+        except (crypto_errors.InvalidKeyError, crypto_errors.DecryptionError) as error:
+            raise EncryptedDocument(f"the file is encrypted and the password given does not "
+                                    f"open it ({error})") from None
+        except (crypto_errors.FileFormatError, crypto_errors.ParseError, NotImplementedError,
+                AssertionError, ValueError) as error:
+            raise EncryptedDocument(f"the file is encrypted in a way msoffcrypto-tool cannot "
+                                    f"undo ({type(error).__name__}: {error})") from None

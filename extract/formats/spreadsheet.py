@@ -1,0 +1,211 @@
+"""Spreadsheets (xlsx, xlsm, xlsb, xls, ods) to text with python-calamine, one sheet a part.
+
+The output of a sheet is plain and stable, so that search, fields and a diff against calamine
+all see the same thing: a header line naming the sheet (and whether it is hidden), then one line
+per row with cells separated by tabs. Rows keep their position from A1 (an empty row is an empty
+line), trailing empty cells are dropped, whole numbers print as integers (8337, not 8337.0),
+dates and times as ISO 8601, booleans as TRUE/FALSE. A tab or line break inside a cell becomes a
+space: it would otherwise read as a new cell or row.
+
+These functions run in a worker process (``ctx.cpu``) under a memory limit: calamine loads a
+whole sheet, and a hostile workbook can claim a lot. Calamine picks its parser from the file's
+extension, so the file is linked under the name of the format sniffed from its bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from extract.errors import CorruptDocument, EncryptedDocument, LimitExceeded
+from extract.formats.limits import memory_limit
+from extract.formats.sniff import Format
+
+READER = "calamine"
+
+
+@dataclass(frozen=True)
+class SheetLimits:
+    max_cells: int = 5_000_000
+    max_chars: int = 50_000_000
+    max_memory_bytes: int | None = 2 * 1024**3
+
+
+@dataclass(frozen=True)
+class SheetInfo:
+    position: int  # 1-based, the sheet's page_number
+    name: str
+    visibility: str  # visible, hidden, very hidden
+    kind: str  # worksheet, chart sheet, dialog sheet, macro sheet
+
+
+@dataclass(frozen=True)
+class SheetText:
+    position: int
+    text: str
+    rows: int
+    cells: int  # non-empty cells
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class WorkbookPlan:
+    """The sheets of a workbook, and the text of those read while it was open."""
+
+    sheets: list[SheetInfo]
+    texts: list[SheetText] = field(default_factory=list)
+
+
+def format_cell(value: Any) -> str:
+    """One cell as text: integers without ``.0``, ISO 8601 dates, no tabs or line breaks."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 2**53:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return iso_duration(value)
+    text = str(value)
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = text.replace("\r\n", " ").replace("\t", " ").replace("\n", " ").replace("\r", " ")
+    return text
+
+
+def iso_duration(value: dt.timedelta) -> str:
+    """A duration in ISO 8601 (``P10DT15H10M10S``); calamine gives these for duration cells."""
+    sign = "-" if value < dt.timedelta(0) else ""
+    value = abs(value)
+    hours, rest = divmod(value.seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    fraction = f".{value.microseconds:06d}".rstrip("0") if value.microseconds else ""
+    time = "".join(f"{n}{u}" for n, u in ((hours, "H"), (minutes, "M")) if n)
+    if seconds or fraction or not (value.days or time):
+        time += f"{seconds}{fraction}S"
+    return f"{sign}P{f'{value.days}D' if value.days else ''}{'T' + time if time else ''}"
+
+
+def sheet_header(name: str, visibility: str = "visible", kind: str = "worksheet") -> str:
+    notes = [n for n in (visibility if visibility != "visible" else "",
+                         kind if kind != "worksheet" else "") if n]
+    return f"# Sheet: {name}" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def render_rows(header: str, rows: Iterable[Sequence[Any]], limits: SheetLimits) -> SheetText:
+    """The sheet's text; raises ``LimitExceeded`` past the cell or character limit."""
+    import time
+
+    started = time.perf_counter()
+    lines = [header]
+    chars = len(header) + 1
+    cells = rows_seen = 0
+    for row in rows:
+        rows_seen += 1
+        texts = [format_cell(v) for v in row]
+        while texts and texts[-1] == "":
+            texts.pop()
+        cells += sum(1 for t in texts if t)
+        line = "\t".join(texts)
+        chars += len(line) + 1
+        if chars > limits.max_chars:
+            raise LimitExceeded(f"the sheet's text passed {limits.max_chars} characters",
+                                error_type="sheet_too_long")
+        lines.append(line)
+    while len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return SheetText(0, "\n".join(lines) + "\n", rows_seen, cells,
+                     (time.perf_counter() - started) * 1000)
+
+
+_EXTENSIONS = {Format.XLSX: ".xlsx", Format.XLSM: ".xlsm", Format.XLSB: ".xlsb",
+               Format.XLS: ".xls", Format.ODS: ".ods"}
+_VISIBILITY = {"Visible": "visible", "Hidden": "hidden", "VeryHidden": "very hidden"}
+_KINDS = {"WorkSheet": "worksheet", "ChartSheet": "chart sheet", "DialogSheet": "dialog sheet",
+          "MacroSheet": "macro sheet", "Vba": "vba"}
+
+
+def _open(path: Path, fmt: Format, folder: str):
+    import python_calamine as calamine
+
+    linked = Path(folder) / f"book{_EXTENSIONS[fmt]}"
+    os.symlink(os.path.abspath(path), linked)
+    try:
+        return calamine.CalamineWorkbook.from_path(str(linked))
+    except calamine.PasswordError:
+        raise EncryptedDocument("the workbook is password-protected") from None
+    except (calamine.CalamineError, OSError, ValueError) as error:
+        raise CorruptDocument(f"calamine cannot open the {fmt.value} workbook: {error}") from None
+
+
+def _sheets(workbook) -> list[SheetInfo]:
+    def plain(enum: object) -> str:  # pyo3 enums have no .name: 'SheetVisibleEnum.Hidden'
+        return str(enum).rsplit(".", 1)[-1]
+
+    return [SheetInfo(position, meta.name,
+                      _VISIBILITY.get(plain(meta.visible), plain(meta.visible).lower()),
+                      _KINDS.get(plain(meta.typ), plain(meta.typ).lower()))
+            for position, meta in enumerate(workbook.sheets_metadata, start=1)]
+
+
+def _read(workbook, sheet: SheetInfo, limits: SheetLimits, *,
+          header: str | None = None) -> SheetText:
+    import python_calamine as calamine
+
+    header = header or sheet_header(sheet.name, sheet.visibility, sheet.kind)
+    if sheet.kind != "worksheet":
+        # A chart sheet may hold a few cells (its title, its data in .xls) or none that calamine
+        # can read; it never fails the workbook.
+        try:
+            return _read(workbook, SheetInfo(sheet.position, sheet.name, sheet.visibility,
+                                             "worksheet"), limits, header=header)
+        except CorruptDocument:
+            return SheetText(sheet.position, header + "\n", 0, 0, 0.0)
+    try:
+        loaded = workbook.get_sheet_by_name(sheet.name)
+        end = loaded.end
+        # Rows and columns count from A1, so the grid is as large as the last cell's position.
+        height, width = (end[0] + 1, end[1] + 1) if end and loaded.height else (0, 0)
+        if height * width > limits.max_cells:
+            raise LimitExceeded(
+                f"sheet {sheet.name!r} spans {height} x {width} cells, over the limit of "
+                f"{limits.max_cells}", error_type="too_many_cells")
+        rows = loaded.to_python(skip_empty_area=False) if height else []
+        text = render_rows(header, rows, limits)
+    except (calamine.CalamineError, OSError, ValueError) as error:
+        raise CorruptDocument(f"calamine cannot read sheet {sheet.name!r}: {error}") from None
+    return SheetText(sheet.position, text.text, text.rows, text.cells, text.duration_ms)
+
+
+def plan_workbook(path: Path, fmt: Format, limits: SheetLimits,
+                  read_all: bool = False) -> WorkbookPlan:
+    """Open the workbook once: list its sheets, and read sheet 1, or every sheet when
+    ``read_all`` (an old .xls, parsed whole anyway) or when there is only one."""
+    with memory_limit(limits.max_memory_bytes, "reading the workbook"), \
+            tempfile.TemporaryDirectory(prefix="doclake-sheet-") as folder:
+        workbook = _open(path, fmt, folder)
+        sheets = _sheets(workbook)
+        wanted = sheets if (read_all or len(sheets) == 1) else sheets[:1]
+        return WorkbookPlan(sheets, [_read(workbook, sheet, limits) for sheet in wanted])
+
+
+def read_sheet(path: Path, fmt: Format, position: int, limits: SheetLimits) -> SheetText:
+    """One sheet's text, by position (1-based)."""
+    with memory_limit(limits.max_memory_bytes, "reading the sheet"), \
+            tempfile.TemporaryDirectory(prefix="doclake-sheet-") as folder:
+        workbook = _open(path, fmt, folder)
+        sheets = _sheets(workbook)
+        if not 1 <= position <= len(sheets):
+            raise CorruptDocument(f"the workbook has {len(sheets)} sheets, no sheet {position}")
+        return _read(workbook, sheets[position - 1], limits)

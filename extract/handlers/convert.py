@@ -1,0 +1,61 @@
+"""Convert an Office file to PDF with LibreOffice, store the PDF, then split it like a PDF.
+
+Runs on its own queue so that LibreOffice's concurrency (a process and a few hundred MB each)
+is limited apart from the readers'. The converted PDF is stored before it is split, with the
+conversion's time as object metadata: a redelivery after a crash finds it and splits it without
+converting again, and records the same conversion time. Planned units mean the work is done; a
+redelivery then only sends the unit messages never confirmed sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from extract.context import Delivery, HandlerContext
+from extract.errors import TerminalError, UnsupportedFormat
+from extract.formats.office import ConvertLimits, convert_to_pdf
+from extract.formats.sniff import OFFICE_FORMATS, sniff_file
+from extract.handlers.sources import readable_key
+from extract.handlers.split import plan_pdf, send_unit_messages
+from extract.messages import ConvertMessage
+from lake.layout import converted_key
+
+
+def convert_limits(ctx: HandlerContext) -> ConvertLimits:
+    config = ctx.config
+    return ConvertLimits(timeout_s=config.convert_timeout_s,
+                         max_output_bytes=config.max_converted_bytes)
+
+
+async def handle_convert(ctx: HandlerContext, message: ConvertMessage, delivery: Delivery) -> None:
+    job = ctx.store.get_job(message.job_id)
+    if job is None:
+        raise TerminalError(f"no job {message.job_id}", error_type="unknown_job")
+    if job.status.terminal or job.error:
+        return
+    if job.units is not None:
+        await send_unit_messages(ctx, job, ctx.store.unsent_units(job.job_id))
+        return
+
+    with ctx.objects.local_path(readable_key(ctx.objects, job)) as source:
+        sniffed = await ctx.cpu.run(sniff_file, source, timeout_s=ctx.config.split_timeout_s)
+    if sniffed.format not in OFFICE_FORMATS:
+        raise UnsupportedFormat(f"the convert step got {sniffed.format.value} content")
+
+    key = converted_key(job.document_id, job.job_id)
+    stored = ctx.objects.head(key)
+    if stored is None:
+        with ctx.objects.local_path(readable_key(ctx.objects, job)) as source:
+            async with convert_to_pdf(source, sniffed.format, convert_limits(ctx)) as done:
+                data = await asyncio.to_thread(done.pdf.read_bytes)
+                stored = {"converter": done.converter, "conversion_ms": f"{done.duration_ms:.1f}",
+                          "bytes": str(len(data))}
+                await asyncio.to_thread(ctx.objects.put, key, data, metadata=stored)
+                del data
+
+    with ctx.objects.local_path(key) as pdf:
+        await plan_pdf(ctx, job, delivery, pdf, sniffed.format.value,
+                       converter=stored.get("converter"),
+                       conversion_ms=float(stored.get("conversion_ms", 0) or 0),
+                       converted_bytes=int(stored.get("bytes", 0) or 0))
+    ctx.notify()

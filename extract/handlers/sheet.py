@@ -1,0 +1,59 @@
+"""Read one sheet of a workbook: the unit the first worker did not read itself (sheets 2..n).
+
+The same order as every read: skip a sheet whose text is stored, else read it in a worker
+process (calamine, under a memory limit), store it, make the events durable, then mark the
+unit done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from extract.context import Delivery, HandlerContext
+from extract.errors import TerminalError
+from extract.formats.spreadsheet import READER, read_sheet
+from extract.handlers.sources import readable_key, source_format
+from extract.handlers.split import sheet_limits
+from extract.messages import ReadSheetMessage
+from lake.events import PageRead, UnitDone, UnitStarted
+from lake.layout import page_key
+
+
+async def handle_sheet(ctx: HandlerContext, message: ReadSheetMessage, delivery: Delivery) -> None:
+    started = time.perf_counter()
+    job = ctx.store.get_job(message.job_id)
+    unit = ctx.store.get_unit(message.job_id, message.unit_id)
+    if job is None or unit is None or unit.first_page is None:
+        raise TerminalError(f"no sheet unit {message.job_id}/{message.unit_id}",
+                            error_type="unknown_unit")
+    if job.status.terminal or unit.status.terminal:
+        return
+    ctx.store.start_unit(job.job_id, unit.unit_id, delivery.attempt)
+    delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
+
+    position = unit.first_page
+    key = page_key(job.document_id, job.job_id, position)
+    metadata = ctx.objects.head(key)
+    skipped = 1
+    if metadata is None:
+        fmt = source_format(job)
+        if fmt is None:
+            raise TerminalError(f"job {job.job_id} has no detected format",
+                                error_type="unknown_format")
+        with ctx.objects.local_path(readable_key(ctx.objects, job)) as path:
+            text = await ctx.cpu.run(read_sheet, path, fmt, position, sheet_limits(ctx),
+                                     timeout_s=ctx.config.read_timeout_s)
+        metadata = {"reader": READER, "chars": str(len(text.text))}
+        await asyncio.to_thread(ctx.objects.put, key, text.text.encode("utf-8"),
+                                metadata=metadata)
+        skipped = 0
+    delivery.emit(PageRead, unit_id=unit.unit_id, page_number=position,
+                  reader=metadata.get("reader", READER), chars=int(metadata.get("chars", 0)),
+                  object_key=key, sheet_name=unit.sheet_name,
+                  duration_ms=None if skipped else (time.perf_counter() - started) * 1000)
+    delivery.emit(UnitDone, unit_id=unit.unit_id, pages=1, pages_skipped=skipped,
+                  duration_ms=(time.perf_counter() - started) * 1000)
+    await delivery.commit()
+    ctx.store.finish_unit(job.job_id, unit.unit_id)
+    ctx.notify()
