@@ -191,12 +191,23 @@ def status(
     home: HomeOption = None,
     jobs: Annotated[bool, typer.Option("--jobs", help="Count every job, not documents by their "
                     "latest job.")] = False,
+    config: Annotated[bool, typer.Option("--config", help="Show the settings in force and the "
+                      "retry budget they add up to, instead.")] = False,
     output_format: FormatOption = None,
 ) -> None:
     """Documents by the status of their latest job, failure reasons, queue depths."""
     from infra.status import read_status
 
     output_format = resolve_format(output_format)
+    if config:
+        from infra.config_report import read_config
+
+        report_config = read_config(open_settings(home, Access.READ))
+        if output_format == "json":
+            print_object(report_config.to_dict(), "json")
+        else:
+            report_config.print(output_format)
+        return
     settings = open_settings(home, Access.WRITE)
     report = read_status(settings, every_job=jobs)
     if output_format == "json":

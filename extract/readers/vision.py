@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from extract.formats.pdf import normalise, render_pages
+from extract.formats.pdf import RenderedPage, normalise, render_pages
 from extract.models.base import CallSite, Image, Ledger, Prompt
 from extract.models.clients import ModelsUnavailable, build_models
 from extract.models.fallback import FallbackModels
@@ -36,6 +36,13 @@ PAGE_PROMPT = """Transcribe this document page into Markdown.
 - For charts and figures, write their title, axis labels, legend and any printed values.
 - Copy text exactly as printed; do not summarise, translate, correct or add commentary.
 - Output only the page's Markdown. If the page is blank, output nothing."""
+
+
+def render_for_model(path: Path, pages: list[int], password: str | None, dpi: float,
+                     max_pixels: int, grayscale: bool, image_format: str) -> list[RenderedPage]:
+    """``render_pages`` with positional arguments, for the process pool (runs in a worker)."""
+    return render_pages(path, pages, password, dpi=dpi, max_pixels=max_pixels,
+                        grayscale=grayscale, image_format=image_format)
 
 
 class _VisionReader:
@@ -62,10 +69,9 @@ class _VisionReader:
         models = self.models(ctx)
         config = ctx.config.models
         rendered = await ctx.cpu.run(
-            render_pages, path, list(pages), ctx.config.password_value,
-            timeout_s=ctx.config.read_timeout_s, dpi=config.render_dpi,
-            max_pixels=config.render_max_pixels, grayscale=config.render_grayscale,
-            image_format=config.render_format)
+            render_for_model, path, list(pages), ctx.config.password_value, config.render_dpi,
+            config.render_max_pixels, config.render_grayscale, config.render_format,
+            timeout_s=ctx.config.read_timeout_s)
         ledger = Ledger(ctx.sink)
         scope = ctx.scope
         gate = asyncio.Semaphore(config.pages_in_flight)
