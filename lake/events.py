@@ -321,6 +321,121 @@ class ResultFieldExtracted(Event):
         None, description="where the value was found: characters from the start of its page")
 
 
+# --- evals: labels and scores ------------------------------------------------------------------
+
+
+class LabelRecorded(Event):
+    """A person's answer for one document (``doclake evals import-labels``): the header of one
+    label version. Its values are ``LabelValueRecorded`` rows; a label with none says the
+    document holds no value for the fields it names. A later label (by ``labelled_at``)
+    supersedes an earlier one for the same document; nothing is overwritten."""
+
+    event_type: ClassVar[str] = "label"
+    identity: ClassVar[tuple[str, ...]] = ("label_id",)
+
+    label_id: str = Field(description="one label version of one document (derived from its content)")
+    labeller: str = Field(description="who labelled the document")
+    labelled_at: datetime = Field(
+        default_factory=utc_now, description="when the labeller gave the answer, in UTC")
+    fields_labelled: list[str] = Field(
+        default_factory=list, description="the schema fields the label covers (an absent value "
+        "for one of them means the document has none)")
+    value_count: int = Field(0, description="values in the label (0: nothing to find)")
+    value_format: str = Field(
+        "text", description="text (as a reader writes it) or kleister (key=value tokens, "
+        "already normalised)")
+    sha256: str | None = Field(None, description="SHA-256 of the file's bytes")
+    source: str | None = Field(None, description="the file the label was imported from, and its format")
+
+
+class LabelValueRecorded(Event):
+    """One value of a label: a list field gives one row per item."""
+
+    event_type: ClassVar[str] = "label_value"
+    identity: ClassVar[tuple[str, ...]] = ("label_id", "field", "value_index")
+
+    label_id: str = Field(description="one label version of one document (derived from its content)")
+    field: str = Field(description="the schema field the value belongs to")
+    value: str = Field(description="the value as text (dates in ISO 8601, nested models as JSON)")
+    value_index: int = Field(0, description="position of the value in a list field (0 otherwise)")
+
+
+class EvalRunCompleted(Event):
+    """One ``doclake evals score`` run: its window and pooled figures; details in eval_scores
+    and eval_outcomes under the same ``eval_run_id``."""
+
+    event_type: ClassVar[str] = "eval_run"
+    identity: ClassVar[tuple[str, ...]] = ("eval_run_id",)
+
+    eval_run_id: str = Field(description="one scoring run")
+    since: datetime | None = Field(None, description="results published from this time were scored")
+    until: datetime | None = Field(None, description="... up to this time")
+    documents: int = Field(0, description="labelled documents scored")
+    scored_results: int = Field(0, description="(label, result) pairs scored")
+    groups: int = Field(0, description="(model_version, strategy) groups scored")
+    precision: float | None = Field(None, description="micro-averaged precision over key=value tokens")
+    recall: float | None = Field(None, description="micro-averaged recall over key=value tokens")
+    f1: float | None = Field(None, description="micro-averaged F1 over key=value tokens")
+    resamples: int = Field(0, description="bootstrap resamples behind the confidence intervals")
+    seed: int = Field(0, description="seed of the bootstrap")
+
+
+class EvalScoreComputed(Event):
+    """Precision, recall and F1 of one field (or ``overall``), for one (model_version,
+    strategy) group, or for one scored result when ``level`` is document."""
+
+    event_type: ClassVar[str] = "eval_score"
+    identity: ClassVar[tuple[str, ...]] = (
+        "eval_run_id", "level", "model_version", "strategy", "job_id", "field")
+
+    eval_run_id: str = Field(description="one scoring run")
+    level: str = Field(description="group (a model version and strategy) or document")
+    model_version: str | None = Field(None, description="the model or rule set that produced the result")
+    strategy: str | None = Field(None, description="how fields were extracted: rules, single-pass or agentic")
+    field: str = Field(description="the schema field scored, or overall")
+    precision: float = Field(description="micro-averaged precision over key=value tokens")
+    recall: float = Field(description="micro-averaged recall over key=value tokens")
+    f1: float = Field(description="micro-averaged F1 over key=value tokens")
+    hits: int = Field(description="predicted tokens equal to a gold token (each gold token once)")
+    predicted: int = Field(description="tokens predicted")
+    expected: int = Field(description="gold tokens")
+    scored_documents: int = Field(1, description="documents behind the figure")
+    precision_low: float | None = Field(None, description="2.5th bootstrap percentile of precision")
+    precision_high: float | None = Field(None, description="97.5th bootstrap percentile of precision")
+    recall_low: float | None = Field(None, description="2.5th bootstrap percentile of recall")
+    recall_high: float | None = Field(None, description="97.5th bootstrap percentile of recall")
+    f1_low: float | None = Field(None, description="2.5th bootstrap percentile of F1")
+    f1_high: float | None = Field(None, description="97.5th bootstrap percentile of F1")
+    label_id: str | None = Field(None, description="the label scored against (document level)")
+    as_labelled: bool | None = Field(
+        None, description="document level: true for the result the document had when it was "
+        "labelled; a later result (a new model version) is scored against the same label in a "
+        "row of its own")
+
+
+class EvalOutcomeRecorded(Event):
+    """One token's fate in one scored result: hit, wrong (a gold value and a different
+    prediction), missed (no prediction) or spurious (no gold value). Failures are a WHERE away."""
+
+    event_type: ClassVar[str] = "eval_outcome"
+    identity: ClassVar[tuple[str, ...]] = (
+        "eval_run_id", "job_id", "strategy", "field", "outcome_index")
+
+    eval_run_id: str = Field(description="one scoring run")
+    label_id: str = Field(description="the label scored against")
+    strategy: str | None = Field(None, description="how fields were extracted: rules, single-pass or agentic")
+    model_version: str | None = Field(None, description="the model or rule set that produced the result")
+    field: str = Field(description="the schema field scored")
+    outcome: str = Field(description="hit, wrong, missed or spurious")
+    expected: str | None = Field(None, description="the gold value (as labelled)")
+    got: str | None = Field(None, description="the extracted value")
+    outcome_index: int = Field(0, description="position of the outcome within its field")
+    page_number: int | None = Field(None, description="page number (1-based), or a sheet's position")
+    as_labelled: bool = Field(
+        False, description="true for the result the document had when it was labelled; a later "
+        "result (a new model version) is scored against the same label in a row of its own")
+
+
 # --- the lake itself ---------------------------------------------------------------------------
 
 
@@ -358,5 +473,10 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ResultPublished,
         ResultFieldExtracted,
         ExpectationChecked,
+        LabelRecorded,
+        LabelValueRecorded,
+        EvalRunCompleted,
+        EvalScoreComputed,
+        EvalOutcomeRecorded,
     )
 }

@@ -206,6 +206,40 @@ FROM ev_result_field
 SELECT occurred_at, run_id, table_name, expectation, success, unexpected_count, details, dt
 FROM ev_expectation_checked
 """,
+    # Evals (issue 13). Labels live in their document's day; superseded: a later label of the
+    # same document exists (every version stays, nothing is overwritten).
+    "labels": """
+SELECT document_id, label_id, labeller, labelled_at, fields_labelled, value_count, value_format,
+       sha256, source, occurred_at AS imported_at,
+       row_number() OVER (
+         PARTITION BY dt, document_id ORDER BY labelled_at DESC, occurred_at DESC, label_id DESC
+       ) > 1 AS superseded,
+       dt
+FROM ev_label
+""",
+    "label_values": """
+SELECT v.document_id, v.label_id, v.field, v.value, v.value_index, l.labeller, l.labelled_at,
+       l.value_format, l.superseded, v.dt
+FROM ev_label_value AS v
+JOIN labels AS l ON l.dt = v.dt AND l.label_id = v.label_id
+""",
+    "eval_runs": """
+SELECT eval_run_id, occurred_at AS scored_at, since, until, documents, scored_results, groups,
+       precision, recall, f1, resamples, seed, dt
+FROM ev_eval_run
+""",
+    "eval_scores": """
+SELECT eval_run_id, level, model_version, strategy, field, precision, recall, f1, hits,
+       predicted, expected, scored_documents, precision_low, precision_high, recall_low,
+       recall_high, f1_low, f1_high, document_id, job_id, label_id, as_labelled,
+       occurred_at AS scored_at, dt
+FROM ev_eval_score
+""",
+    "eval_outcomes": """
+SELECT eval_run_id, document_id, job_id, label_id, strategy, model_version, field, outcome,
+       expected, got, outcome_index, page_number, as_labelled, occurred_at AS scored_at, dt
+FROM ev_eval_outcome
+""",
     "job_latency": """
 SELECT
   job_id,
@@ -295,3 +329,6 @@ CONTRACT_TABLES = (
     "daily_costs",
     "job_latency",
 )
+
+EVAL_TABLES = ("labels", "label_values", "eval_runs", "eval_scores", "eval_outcomes")
+"""Written by ``doclake evals`` (issue 13): labels as versions, scoring runs and their outcomes."""

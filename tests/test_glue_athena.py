@@ -204,6 +204,22 @@ def _sample_events() -> list[ev.Event]:
                     ev.JobFailed(**ids, failure_reason="unit failed", occurred_at=at(8, base))]
     out.append(ev.ExpectationChecked(run_id="r1", table_name="jobs", expectation="not_null",
                                      success=True, occurred_at=day2))
+    # Evals: two label versions of doc0 (the later supersedes), one scoring run.
+    for n, (labeller, minutes) in enumerate([("ann", 30), ("bob", 60)]):
+        lid = f"label{n}"
+        out += [ev.LabelRecorded(document_id="doc0", label_id=lid, labeller=labeller,
+                                 labelled_at=at(minutes), fields_labelled=["party"],
+                                 value_count=1, occurred_at=at(minutes)),
+                ev.LabelValueRecorded(document_id="doc0", label_id=lid, field="party",
+                                      value=["Acme", "Beta"][n], occurred_at=at(minutes))]
+    out += [ev.EvalRunCompleted(eval_run_id="e1", documents=1, scored_results=1, groups=1,
+                                precision=0.5, recall=1.0, f1=2 / 3, occurred_at=day2),
+            ev.EvalScoreComputed(eval_run_id="e1", level="group", strategy="single-pass",
+                                 field="party", precision=0.5, recall=1.0, f1=2 / 3, hits=1,
+                                 predicted=2, expected=1, occurred_at=day2),
+            ev.EvalOutcomeRecorded(eval_run_id="e1", document_id="doc0", job_id="job0",
+                                   label_id="label1", strategy="single-pass", field="party",
+                                   outcome="spurious", got="Acme", occurred_at=day2)]
     return out
 
 
