@@ -30,7 +30,16 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from extract.ports import NewVersion
-from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitStatus
+from extract.state import (
+    ClaimStatus,
+    Document,
+    FieldClaim,
+    Job,
+    JobProgress,
+    JobStatus,
+    Unit,
+    UnitStatus,
+)
 from infra.aws.errors import error_code, is_condition_failure, mapped
 from infra.aws.tables import (
     INDEXES,
@@ -49,7 +58,9 @@ _OPEN = (UnitStatus.PENDING, UnitStatus.RUNNING)
 _JOB_FIELDS = set(Job.model_fields)
 _UNIT_FIELDS = set(Unit.model_fields)
 _DOCUMENT_FIELDS = set(Document.model_fields)
-_TIMES = ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at")
+_CLAIM_FIELDS = set(FieldClaim.model_fields)
+_TIMES = ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at",
+          "fields_published_at", "claimed_at", "published_at")
 
 
 def _now() -> str:
@@ -88,16 +99,27 @@ def document_key(document_id: str) -> dict:
     return {PARTITION_KEY: {"S": f"doc#{document_id}"}, SORT_KEY: {"S": "document"}}
 
 
+def claim_key(job_id: str, strategy: str) -> dict:
+    return {PARTITION_KEY: {"S": f"job#{job_id}"}, SORT_KEY: {"S": f"claim#{strategy}"}}
+
+
 def lease_key(name: str) -> dict:
     return {PARTITION_KEY: {"S": f"lease#{name}"}, SORT_KEY: {"S": "lease"}}
 
 
-def job_from_item(data: dict[str, Any]) -> Job:
-    fields = {k: v for k, v in data.items() if k in _JOB_FIELDS}
+def _times(fields: dict[str, Any]) -> dict[str, Any]:
     for key in _TIMES:
         if fields.get(key):
             fields[key] = datetime.fromisoformat(fields[key])
-    return Job(**fields)
+    return fields
+
+
+def job_from_item(data: dict[str, Any]) -> Job:
+    return Job(**_times({k: v for k, v in data.items() if k in _JOB_FIELDS}))
+
+
+def claim_from_item(data: dict[str, Any]) -> FieldClaim:
+    return FieldClaim(**_times({k: v for k, v in data.items() if k in _CLAIM_FIELDS}))
 
 
 class DynamoJobStore:
@@ -469,6 +491,134 @@ class DynamoJobStore:
         return [job_from_item(d) for d in self._index(
             "split_due", filter_expression="#st = :queued", names={"#st": "status"},
             values=_values(queued="queued"))]
+
+    # --- fields: request, claim, result, publication --------------------------------------------
+    #
+    # A claim is an item beside its job's units (sk ``claim#<strategy>``); the sparse indexes
+    # ``fields_due`` (request not yet sent), ``fields_pending`` (requested, not yet published) and
+    # ``unpublished`` (a terminal claim the publisher has not flagged) are the outbox lists.
+
+    def request_fields(self, job_ids: Sequence[str], schema: str, strategy: str) -> int:
+        changed = 0
+        for job_id in dict.fromkeys(job_ids):
+            claim = self.get_field_claim(job_id, strategy)
+            published = claim.published_at.isoformat() if claim and claim.published_at else None
+            expression = "SET fields_schema = :s, fields_strategy = :st"
+            values = _values(s=schema, st=strategy, one=ONE)
+            if published:
+                expression += ", fields_published_at = :p REMOVE fields_sent_at, gsi_fields_due, " \
+                              "gsi_fields_pending"
+                values.update(_values(p=published))
+                values.pop(":one")
+            else:
+                expression += (", gsi_fields_due = :one, gsi_fields_pending = :one "
+                               "REMOVE fields_sent_at, fields_published_at")
+            changed += self._update(
+                job_key(job_id), expression,
+                condition="attribute_exists(pk) AND (attribute_not_exists(fields_schema) OR "
+                          "fields_schema <> :s OR attribute_not_exists(fields_strategy) OR "
+                          "fields_strategy <> :st)", values=values)
+        return changed
+
+    def unsent_fields_jobs(self) -> list[Job]:
+        jobs = [job_from_item(d) for d in self._index(
+            "fields_due", filter_expression="#st = :failed OR (#st = :ok AND "
+            "(attribute_exists(indexed_at) OR attribute_exists(index_error)))",
+            names={"#st": "status"}, values=_values(failed="failed", ok="succeeded"))]
+        return sorted(jobs, key=lambda j: j.finished_at or j.created_at)
+
+    def mark_fields_sent(self, job_ids: Sequence[str]) -> None:
+        now = _now()
+        for job_id in job_ids:
+            self._update(job_key(job_id), "SET fields_sent_at = :now REMOVE gsi_fields_due",
+                         condition="attribute_exists(pk)", values=_values(now=now))
+
+    def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
+                     at: datetime) -> bool:
+        item = {**claim_key(job_id, strategy), **{k: _encode(v) for k, v in {
+            "job_id": job_id, "strategy": strategy, "document_id": document_id,
+            "status": ClaimStatus.CLAIMED.value, "claimant": claimant,
+            "claimed_at": at.isoformat()}.items()}}
+        try:
+            with mapped(f"dynamodb claim {job_id}/{strategy}"):
+                self.client.put_item(TableName=self.table, Item=item,
+                                     ConditionExpression="attribute_not_exists(pk)")
+        except Exception as error:
+            if is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def get_field_claim(self, job_id: str, strategy: str) -> FieldClaim | None:
+        data = self._get(claim_key(job_id, strategy))
+        return claim_from_item(data) if data else None
+
+    def release_fields(self, job_id: str, strategy: str, claimant: str) -> bool:
+        try:
+            with mapped(f"dynamodb release claim {job_id}/{strategy}"):
+                self.client.delete_item(
+                    TableName=self.table, Key=claim_key(job_id, strategy),
+                    ConditionExpression="#st = :claimed AND claimant = :me",
+                    ExpressionAttributeNames={"#st": "status"},
+                    ExpressionAttributeValues=_values(claimed="claimed", me=claimant))
+        except Exception as error:
+            if is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def settle_fields(self, job_id: str, strategy: str, *, document_id: str,
+                      status: ClaimStatus, result: str, claimant: str | None,
+                      at: datetime) -> bool:
+        if not status.terminal:
+            raise ValueError(f"settle_fields needs a terminal status, not {status}")
+        values = _values(new=status.value, r=result, at=at.isoformat(), one=ONE,
+                         claimed="claimed", d=document_id, j=job_id, st=strategy)
+        if claimant is not None:
+            condition = "#st = :claimed AND claimant = :me"
+            values.update(_values(me=claimant))
+        else:
+            condition = "attribute_not_exists(pk) OR #st = :claimed"
+        return self._update(
+            claim_key(job_id, strategy),
+            "SET #st = :new, #res = :r, finished_at = :at, gsi_unpublished = :one, "
+            "document_id = :d, job_id = :j, strategy = :st",
+            condition=condition, names={"#st": "status", "#res": "result"}, values=values)
+
+    def unpublished_results(self, limit: int = 100) -> list[FieldClaim]:
+        claims = []
+        for data in self._index("unpublished"):
+            claims.append(claim_from_item(data))
+            if len(claims) >= limit:
+                break
+        return claims
+
+    def mark_result_published(self, job_id: str, strategy: str, at: datetime) -> bool:
+        """The claim's flag and, when this is the job's requested strategy, the job's, in one
+        transaction (a crash between would leave the job never settled)."""
+        stamp = at.isoformat()
+        claim_update = {"Update": {
+            "TableName": self.table, "Key": claim_key(job_id, strategy),
+            "UpdateExpression": "SET published_at = :at REMOVE gsi_unpublished",
+            "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(published_at) "
+                                   "AND #st <> :claimed",
+            "ExpressionAttributeNames": {"#st": "status"},
+            "ExpressionAttributeValues": _values(at=stamp, claimed="claimed")}}
+        job = self._get(job_key(job_id))
+        items = [claim_update]
+        if job and job.get("fields_strategy") == strategy and not job.get("fields_published_at"):
+            items.append({"Update": {
+                "TableName": self.table, "Key": job_key(job_id),
+                "UpdateExpression": "SET fields_published_at = :at "
+                                    "REMOVE gsi_fields_due, gsi_fields_pending",
+                "ConditionExpression": "fields_strategy = :st",
+                "ExpressionAttributeValues": _values(at=stamp, st=strategy)}})
+        return self._transact(items)
+
+    def fields_pending(self) -> int:
+        return sum(1 for _ in self._index(
+            "fields_pending", filter_expression="#st IN (:ok, :failed)", names={"#st": "status"},
+            values=_values(ok="succeeded", failed="failed")))
 
     # --- the poller's lease --------------------------------------------------------------------
 

@@ -23,6 +23,9 @@ INDEXES: dict[str, tuple[str, str]] = {
     "to_index": ("gsi_to_index", "finished_at"),
     "by_sha256": ("job_sha256", "created_at"),
     "by_source": ("source_key", "created_at"),
+    "fields_due": ("gsi_fields_due", "created_at"),
+    "fields_pending": ("gsi_fields_pending", "created_at"),
+    "unpublished": ("gsi_unpublished", "finished_at"),
 }
 
 

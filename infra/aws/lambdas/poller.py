@@ -1,0 +1,88 @@
+"""The poller on AWS: an EventBridge schedule starts it each minute and it loops every few
+seconds inside the invocation, the only writer of job status (a DynamoDB lease makes sure).
+
+Each pass: ``poll_once`` (status transitions, their events, the index messages: the same code as
+locally), then the dead-letter queues (a message that used up its deliveries fails its unit or
+job at once; it stays in the DLQ, hidden for 12 hours, for an operator and the DLQ alarm), then
+the ingest outbox (jobs planned but whose split message was never confirmed sent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from aws_lambda_powertools import Logger
+
+from extract.handling import handle_dead_letter
+from extract.poller import poll_once
+from infra.aws.runtime import AwsRuntime, DirectSink, shared
+from infra.aws.sqs import MAX_VISIBILITY_S
+from ingest.planner import Planner
+
+logger = Logger(service="doclake-poller")
+LEASE = "poller"
+
+
+class PollClock:
+    """Seconds since this invocation's previous pass (0 on its first): the stall clock counts
+    only time a poller was watching."""
+
+    def __init__(self, cap_s: float):
+        self.cap_s = cap_s
+        self._last: float | None = None
+
+    def tick(self) -> float:
+        now = time.monotonic()
+        elapsed = 0.0 if self._last is None else min(now - self._last, self.cap_s)
+        self._last = now
+        return elapsed
+
+
+async def drain_dead_letters(runtime: AwsRuntime, ctx) -> int:
+    """Fail the unit or job of every message in a DLQ; keep the message (hidden) for people."""
+    handled = 0
+    for name in [n for n in runtime.settings.queue_urls if n.endswith("-dlq")]:
+        for received in runtime.queue.receive(name, max_messages=10,
+                                              visibility_timeout_s=MAX_VISIBILITY_S):
+            await handle_dead_letter(ctx, received)
+            handled += 1
+    return handled
+
+
+async def run_passes(runtime: AwsRuntime, *, holder: str, loop_s: float, interval_s: float,
+                     sleep=asyncio.sleep) -> int:
+    """Poll until ``loop_s`` has passed; returns the passes made under the lease."""
+    ctx = runtime.context(DirectSink(runtime.writer), f"aws:poller:{holder}")
+    planner = Planner(runtime.store, runtime.objects, runtime.queue, runtime.writer.write,
+                      worker="aws:ingest")
+    clock = PollClock(cap_s=2 * interval_s + 1)
+    deadline = time.monotonic() + loop_s
+    passes = 0
+    try:
+        while True:
+            if runtime.store.acquire_lease(LEASE, holder, ttl_s=max(3 * interval_s, 15.0)):
+                decisions = await poll_once(ctx, elapsed_s=clock.tick())
+                dead = await drain_dead_letters(runtime, ctx)
+                resent = planner.resend_unsent()
+                passes += 1
+                if decisions or dead or resent:
+                    logger.info("pass", extra={"transitions": len(decisions),
+                                               "dead_letters": dead, "resent_splits": resent})
+            else:
+                clock = PollClock(cap_s=clock.cap_s)  # another poller holds it: start afresh
+            if time.monotonic() + interval_s > deadline:
+                return passes
+            await sleep(interval_s)
+    finally:
+        runtime.store.release_lease(LEASE, holder)
+
+
+@logger.inject_lambda_context
+def handler(event, context):
+    runtime = shared()
+    loop_s = min(runtime.settings.poll_loop_s,
+                 max(0.0, context.get_remaining_time_in_millis() / 1000 - 10))
+    passes = asyncio.run(run_passes(runtime, holder=context.aws_request_id, loop_s=loop_s,
+                                    interval_s=runtime.settings.poll_interval_s))
+    return {"passes": passes}

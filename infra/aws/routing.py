@@ -1,0 +1,48 @@
+"""Two buckets behind one ObjectStore: uploads in their own bucket (short lifecycle, the only
+one callers can write to), everything the pipeline makes (pages, converted PDFs, results) in
+the results bucket. The handlers see one store with one key layout, as locally."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from infra.aws.s3 import S3ObjectStore
+
+UPLOADS_PREFIX = "uploads/"
+
+
+class RoutedObjectStore:
+    def __init__(self, uploads: S3ObjectStore, results: S3ObjectStore):
+        self.uploads = uploads
+        self.results = results
+
+    def _for(self, key: str) -> S3ObjectStore:
+        return self.uploads if key.startswith(UPLOADS_PREFIX) else self.results
+
+    def put(self, key: str, data: bytes, *, metadata: dict[str, str] | None = None) -> None:
+        self._for(key).put(key, data, metadata=metadata)
+
+    def put_many(self, objects: Sequence[tuple[str, bytes, dict[str, str] | None]]) -> None:
+        uploads = [o for o in objects if o[0].startswith(UPLOADS_PREFIX)]
+        self.uploads.put_many(uploads)
+        self.results.put_many([o for o in objects if not o[0].startswith(UPLOADS_PREFIX)])
+
+    def put_file(self, key: str, path: Path) -> None:
+        self._for(key).put_file(key, path)
+
+    def get(self, key: str) -> bytes:
+        return self._for(key).get(key)
+
+    def head(self, key: str) -> dict[str, str] | None:
+        return self._for(key).head(key)
+
+    def list(self, prefix: str) -> list[str]:
+        return self._for(prefix).list(prefix)
+
+    def delete_prefix(self, prefix: str) -> int:
+        return self._for(prefix).delete_prefix(prefix)
+
+    def local_path(self, key: str) -> AbstractContextManager[Path]:
+        return self._for(key).local_path(key)

@@ -1,0 +1,68 @@
+"""The ports on AWS, built once per Lambda container from ``AwsSettings`` and reused by every
+invocation the container serves (clients and connections survive between invocations)."""
+
+from __future__ import annotations
+
+import functools
+
+import boto3
+
+from extract.context import HandlerContext
+from extract.ports import EventSink
+from infra.aws.config import AwsSettings
+from infra.aws.cpu import ThreadRunner
+from infra.aws.dynamodb import DynamoJobStore
+from infra.aws.routing import RoutedObjectStore
+from infra.aws.s3 import S3ObjectStore
+from infra.aws.sqs import SqsQueue
+from infra.settings import Settings
+from lake.writer import ParquetEventWriter, open_lake
+
+
+class AwsRuntime:
+    def __init__(self, settings: AwsSettings, pipeline: Settings | None = None, *,
+                 session: boto3.session.Session | None = None):
+        session = session or boto3.session.Session()
+        self.settings = settings
+        self.pipeline = pipeline or Settings()
+        self.s3 = session.client("s3")
+        self.sqs = session.client("sqs")
+        self.dynamodb = session.client("dynamodb")
+        self.store = DynamoJobStore(self.dynamodb, settings.table)
+        self.objects = RoutedObjectStore(S3ObjectStore(self.s3, settings.uploads_bucket),
+                                         S3ObjectStore(self.s3, settings.results_bucket))
+        self.queue = SqsQueue(self.sqs, settings.queue_urls, max_receives=settings.max_receives)
+        filesystem, root = open_lake(settings.lake_uri)
+        # No background compaction inside a function: the scheduled compactor does it.
+        self.writer = ParquetEventWriter(filesystem, root, compact_after_files=None)
+        self.cpu = ThreadRunner()
+
+    def context(self, sink: EventSink, worker: str) -> HandlerContext:
+        return HandlerContext(store=self.store, objects=self.objects, queue=self.queue,
+                              sink=sink, cpu=self.cpu, config=self.pipeline.extract_config(),
+                              index=None, worker=worker)
+
+    def queue_name(self, arn: str) -> str:
+        """The port name of the queue an SQS record came from (its ARN's last part)."""
+        physical = arn.rsplit(":", 1)[-1]
+        for name, url in self.settings.queue_urls.items():
+            if url.rstrip("/").rsplit("/", 1)[-1] == physical:
+                return name
+        raise KeyError(f"no configured queue for {arn}")
+
+
+@functools.cache
+def shared() -> AwsRuntime:
+    """The container's runtime, made on the first invocation."""
+    return AwsRuntime(AwsSettings())  # type: ignore[call-arg]  # from the environment
+
+
+class DirectSink:
+    """Events written at once (the ingest and poller functions: few events, rare writes)."""
+
+    def __init__(self, writer: ParquetEventWriter):
+        self.writer = writer
+
+    async def commit(self, events) -> None:
+        if events:
+            self.writer.write(list(events))
