@@ -8,15 +8,18 @@ is one new module and one entry in ``READERS``.
 from __future__ import annotations
 
 from extract.readers.base import PageReader, PageText, ReaderChain, ReaderUnavailable
+from extract.readers.ocr import OcrReader
 from extract.readers.text import TextLayerReader
 from extract.readers.vision import GeminiReader, SimulatedReader
 
 __all__ = ["READERS", "PageReader", "PageText", "ReaderChain", "ReaderUnavailable", "resolve"]
 
-# name -> the chain it means. ``auto`` stays offline: the text layer, then OCR once it exists.
+# name -> the chain it means. ``auto`` stays offline: the text layer, then OCR (tesseract) for
+# the pages left without text.
 READERS: dict[str, tuple[type[PageReader], ...]] = {
     "text": (TextLayerReader,),
-    "auto": (TextLayerReader,),
+    "auto": (TextLayerReader, OcrReader),
+    "ocr": (OcrReader,),
     # A vision model reads every page (tables, charts, scans alike); a fallback model inside.
     "gemini": (GeminiReader,),
     "simulated": (SimulatedReader,),
