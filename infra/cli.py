@@ -23,6 +23,7 @@ from rich.console import Console
 
 from infra.bench import bench_app
 from infra.cli_aws import aws_app
+from infra.cli_evals import evals_app
 from infra.cli_fields import fields_app
 from infra.cli_lake import lake_app
 from infra.errors import DoclakeGroup, UserError, at_least, set_debug
@@ -40,6 +41,7 @@ app.add_typer(lake_app, name="lake")
 app.add_typer(bench_app, name="bench")
 app.add_typer(aws_app, name="aws")
 app.add_typer(fields_app, name="fields")
+app.add_typer(evals_app, name="evals")
 console = Console(stderr=True, highlight=False)
 
 INTERRUPTED = 130  # the shell's convention for a run stopped by a signal

@@ -1,0 +1,99 @@
+"""The lake side of evals: read labels, results and documents; write label and score events.
+
+Everything else in ``evals`` is pure and takes plain records; this module is the only one that
+runs SQL (``lake.catalog``) or writes Parquet (``lake.writer``), so the rules stay testable
+without a lake and the queries stay in one place. Results are read from ``ev_result_published``
+(every result, not only a document's latest as in ``results``) and their values from
+``result_fields``, so any schema can be scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from evals.scoring import Label, Result
+from lake.events import Event
+
+__all__ = ["read_documents", "read_labels", "read_results", "write_events", "read_rows"]
+
+
+def read_rows(lake_uri: str, sql: str, parameters: list | None = None) -> list[dict]:
+    """Rows of one statement as dicts (the catalog relists files first)."""
+    from lake.catalog import query
+
+    return query(lake_uri, sql, parameters).to_pylist()
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def read_documents(lake_uri: str) -> list[dict]:
+    """Every registered version: document_id, sha256, source_name."""
+    return read_rows(lake_uri, "SELECT DISTINCT document_id, sha256, source_name "
+                     "FROM ev_document_registered")
+
+
+def read_labels(lake_uri: str, *, include_superseded: bool = False) -> list[Label]:
+    """The current label of every labelled document (every version with the flag)."""
+    where = "" if include_superseded else "WHERE NOT l.superseded"
+    rows = read_rows(lake_uri, f"""
+        SELECT l.document_id, l.label_id, l.labeller, l.labelled_at, l.fields_labelled,
+               l.value_format, v.field, v.value, v.value_index
+        FROM labels AS l
+        LEFT JOIN label_values AS v ON v.dt = l.dt AND v.label_id = l.label_id
+        {where}
+        ORDER BY l.document_id, l.labelled_at, l.label_id, v.field, v.value_index""")
+    labels: dict[str, dict] = {}
+    for row in rows:
+        entry = labels.setdefault(row["label_id"], {
+            "row": row, "values": {name: [] for name in row["fields_labelled"] or []}})
+        if row["field"] is not None:
+            entry["values"].setdefault(row["field"], []).append(row["value"])
+    return [Label(document_id=e["row"]["document_id"], label_id=lid,
+                  labeller=e["row"]["labeller"], labelled_at=_utc(e["row"]["labelled_at"]),
+                  values={k: tuple(v) for k, v in e["values"].items()},
+                  value_format=e["row"]["value_format"])
+            for lid, e in labels.items()]
+
+
+def read_results(lake_uri: str, document_ids: Iterable[str] | None = None) -> list[Result]:
+    """Every published result (of the given documents) with its values in index order."""
+    ids = sorted(set(document_ids)) if document_ids is not None else None
+    if ids is not None and not ids:
+        return []
+    where = "WHERE r.document_id IN (SELECT unnest(?))" if ids is not None else ""
+    rows = read_rows(lake_uri, f"""
+        SELECT r.document_id, r.job_id, r.strategy, r.model_version, r.schema_name, r.status,
+               r.occurred_at AS published_at, f.field, f.value, f.value_index, f.page_number
+        FROM ev_result_published AS r
+        LEFT JOIN result_fields AS f
+          ON f.dt = r.dt AND f.job_id = r.job_id AND f.strategy = r.strategy
+        {where}
+        ORDER BY r.document_id, r.occurred_at, r.job_id, f.field, f.value_index""",
+                     [ids] if ids is not None else None)
+    results: dict[tuple[str, str], dict] = {}
+    for row in rows:
+        entry = results.setdefault((row["job_id"], row["strategy"]), {"row": row, "values": {}})
+        if row["field"] is not None:
+            entry["values"].setdefault(row["field"], []).append((row["value"], row["page_number"]))
+    return [Result(document_id=e["row"]["document_id"], job_id=job, strategy=strategy,
+                   model_version=e["row"]["model_version"],
+                   published_at=_utc(e["row"]["published_at"]), status=e["row"]["status"],
+                   schema_name=e["row"]["schema_name"],
+                   values={k: tuple(v) for k, v in e["values"].items()})
+            for (job, strategy), e in results.items()]
+
+
+def write_events(lake_uri: str, events: Sequence[Event]) -> None:
+    """Durable on return (the writer fsyncs and renames)."""
+    from lake.writer import ParquetEventWriter
+
+    if not events:
+        return
+    writer = ParquetEventWriter.for_uri(lake_uri)
+    try:
+        writer.write(list(events))
+    finally:
+        writer.close()

@@ -1,0 +1,131 @@
+"""``doclake evals score``: score the window, write the run to the lake, return the figures.
+
+The run's events (``eval_run``, ``eval_score`` per group and per document, ``eval_outcome`` per
+token) share one ``eval_run_id`` (a UUIDv7, so runs sort by time), which is what lets the weekly
+report and an analyst's SQL find a run's failures after the fact.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from uuid6 import uuid7
+
+from evals.bootstrap import RESAMPLES, SEED, Comparison, Figures, GroupFigures, compare, group_figures, pooled
+from evals.lakeio import read_labels, read_results, write_events
+from evals.scoring import Normalizer, Scored, group_of, score_all
+from lake.events import EvalOutcomeRecorded, EvalRunCompleted, EvalScoreComputed, Event
+
+__all__ = ["ScoreRun", "run_scoring", "score_lake"]
+
+
+@dataclass(frozen=True)
+class ScoreRun:
+    eval_run_id: str
+    since: datetime | None
+    until: datetime | None
+    labels: int
+    scored: tuple[Scored, ...]
+    overall: Figures
+    groups: tuple[GroupFigures, ...]
+    comparisons: tuple[Comparison, ...]
+    resamples: int
+    seed: int
+
+    def to_dict(self) -> dict:
+        """The JSON of ``doclake evals score --format json``: figures under their own names."""
+        return {
+            "eval_run_id": self.eval_run_id,
+            "since": self.since.isoformat() if self.since else None,
+            "until": self.until.isoformat() if self.until else None,
+            "labelled_documents": self.labels,
+            "scored_documents": len({s.label.document_id for s in self.scored}),
+            "scored_results": len(self.scored),
+            "overall": self.overall.to_dict(),
+            "fields": _pooled_fields(self.scored),
+            "groups": [g.to_dict() for g in self.groups],
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "bootstrap": {"resamples": self.resamples, "seed": self.seed, "unit": "document",
+                          "interval": "2.5-97.5 percentile"},
+        }
+
+
+def _pooled_fields(scored: Sequence[Scored]) -> dict:
+    from evals.kleister_metric import Score
+
+    rows = [s for s in scored if s.latest_in_group]
+    names = sorted({name for s in rows for name in s.fields})
+    return {name: sum((s.fields.get(name, Score()) for s in rows), Score()).to_dict()
+            for name in names}
+
+
+def score_lake(lake_uri: str, *, since: datetime | None, until: datetime | None,
+               normalizers: Mapping[str, Normalizer] | None = None,
+               resamples: int = RESAMPLES, seed: int = SEED) -> ScoreRun:
+    """Score without writing anything (the report and ``--dry-run`` use it)."""
+    labels = read_labels(lake_uri)
+    results = read_results(lake_uri, [label.document_id for label in labels])
+    scored = score_all(labels, results, normalizers=normalizers, since=since, until=until)
+    groups = group_figures(scored, resamples=resamples, seed=seed)
+    keys = [(g.model_version, g.strategy) for g in groups]
+    comparisons = tuple(c for a, b in itertools.combinations(keys, 2)
+                        if (c := compare(scored, a, b, resamples=resamples, seed=seed)).documents)
+    return ScoreRun(str(uuid7()), since, until, len(labels), tuple(scored),
+                    pooled(scored, resamples=resamples, seed=seed), tuple(groups), comparisons,
+                    resamples, seed)
+
+
+def run_events(run: ScoreRun, now: datetime) -> list[Event]:
+    """Everything a run writes to the lake."""
+    rid = run.eval_run_id
+    o = run.overall
+    events: list[Event] = [EvalRunCompleted(
+        eval_run_id=rid, since=run.since, until=run.until,
+        documents=len({s.label.document_id for s in run.scored}), scored_results=len(run.scored),
+        groups=len(run.groups), precision=o.score.precision, recall=o.score.recall,
+        f1=o.score.f1, resamples=run.resamples, seed=run.seed, occurred_at=now)]
+    for group in run.groups:
+        for name, figures in [("overall", group.overall), *group.fields.items()]:
+            events.append(_score_event(rid, "group", group.model_version, group.strategy, name,
+                                       figures, now))
+    for row in run.scored:
+        version, strategy = group_of(row.result)
+        ids = {"document_id": row.result.document_id, "job_id": row.result.job_id}
+        for name, score in [("overall", row.overall), *row.fields.items()]:
+            events.append(EvalScoreComputed(
+                **ids, eval_run_id=rid, level="document", model_version=version,
+                strategy=strategy, field=name, precision=score.precision, recall=score.recall,
+                f1=score.f1, hits=score.hits, predicted=score.predicted, expected=score.expected,
+                label_id=row.label.label_id, as_labelled=row.as_labelled, occurred_at=now))
+        events += [EvalOutcomeRecorded(
+            **ids, eval_run_id=rid, label_id=row.label.label_id, strategy=strategy,
+            model_version=version, field=out.field, outcome=out.outcome, expected=out.expected,
+            got=out.got, outcome_index=out.index, page_number=out.page_number,
+            as_labelled=row.as_labelled, occurred_at=now) for out in row.outcomes]
+    return events
+
+
+def _score_event(rid: str, level: str, version: str, strategy: str, name: str,
+                 figures: Figures, now: datetime) -> EvalScoreComputed:
+    s = figures.score
+    p, r, f = figures.precision_ci, figures.recall_ci, figures.f1_ci
+    return EvalScoreComputed(
+        eval_run_id=rid, level=level, model_version=version, strategy=strategy, field=name,
+        precision=s.precision, recall=s.recall, f1=s.f1, hits=s.hits, predicted=s.predicted,
+        expected=s.expected, scored_documents=figures.documents,
+        precision_low=p[0] if p else None, precision_high=p[1] if p else None,
+        recall_low=r[0] if r else None, recall_high=r[1] if r else None,
+        f1_low=f[0] if f else None, f1_high=f[1] if f else None, occurred_at=now)
+
+
+def run_scoring(lake_uri: str, *, since: datetime | None, until: datetime | None, now: datetime,
+                normalizers: Mapping[str, Normalizer] | None = None,
+                resamples: int = RESAMPLES, seed: int = SEED) -> ScoreRun:
+    """Score and write the run to the lake (eval_runs, eval_scores, eval_outcomes)."""
+    run = score_lake(lake_uri, since=since, until=until, normalizers=normalizers,
+                     resamples=resamples, seed=seed)
+    write_events(lake_uri, run_events(run, now))
+    return run

@@ -1,0 +1,188 @@
+"""Scoring live traffic against labels: which results meet which label, and how each token fared.
+
+Pure functions over plain records (``evals.lakeio`` reads them from the lake), so every rule
+here is tested by hand-computed cases. The figures themselves come from
+``evals.kleister_metric`` (the benchmark's semantics: upper-cased exact tokens, each gold token
+matched once, empty sets score 1.0); this module decides what is compared with what.
+
+Which results are scored, for each labelled document (its latest, unsuperseded label):
+
+- the latest result of every (model_version, strategy) group published in the window: these
+  rows (``latest_in_group``) make the group figures, so a model change shows as a difference
+  on the same documents;
+- the result the document had when it was labelled (the latest published at or before
+  ``labelled_at``), if in the window (``as_labelled``): a label imported today scores what the
+  labeller saw, even when a newer result has arrived since.
+
+Tokens are ``field=value``. A value labelled in Kleister form (``value_format`` kleister) is a
+token already; any other value, labelled or extracted, goes through the schema's normaliser
+(for the NDA schema infra passes the Kleister formatting: 'Nike, Inc.' -> 'Nike_Inc.').
+Predicted values of fields the label does not cover are not scored: a partial label says
+nothing about them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from evals.kleister_metric import Score, score_document
+
+__all__ = ["Label", "Result", "Outcome", "Scored", "Normalizer", "plain_value", "select",
+           "score_pair", "score_all", "group_of"]
+
+Normalizer = Callable[[str, str], str]
+"""(field, value) -> the value as it appears in a ``field=value`` token."""
+
+
+def plain_value(field_name: str, value: str) -> str:
+    """The default for any schema: whitespace runs become '_' so a value is one token."""
+    return "_".join(value.split())
+
+
+@dataclass(frozen=True)
+class Label:
+    document_id: str
+    label_id: str
+    labeller: str
+    labelled_at: datetime
+    values: Mapping[str, tuple[str, ...]]  # every labelled field; () = none
+    value_format: str = "text"
+
+
+@dataclass(frozen=True)
+class Result:
+    document_id: str
+    job_id: str
+    strategy: str
+    model_version: str | None
+    published_at: datetime
+    status: str = "succeeded"
+    schema_name: str | None = None
+    values: Mapping[str, tuple[tuple[str, int | None], ...]] = field(default_factory=dict)
+    """field -> ((value, page_number), ...) in value_index order."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One token's fate: hit, wrong (gold and a different prediction), missed, spurious."""
+
+    field: str
+    outcome: str
+    expected: str | None
+    got: str | None
+    index: int
+    page_number: int | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    label: Label
+    result: Result
+    as_labelled: bool
+    latest_in_group: bool
+    fields: dict[str, Score]  # lower-case field name -> counts
+    outcomes: tuple[Outcome, ...]
+
+    @property
+    def overall(self) -> Score:
+        return sum(self.fields.values(), Score())
+
+
+def group_of(result: Result) -> tuple[str, str]:
+    """(model_version, strategy): the unit figures are reported by."""
+    return (result.model_version or "", result.strategy)
+
+
+def select(labels: Iterable[Label], results: Iterable[Result], *, since: datetime | None = None,
+           until: datetime | None = None) -> list[tuple[Label, Result, bool, bool]]:
+    """(label, result, as_labelled, latest_in_group) for every pair to score, ordered by
+    document then publication."""
+    by_document: dict[str, list[Result]] = {}
+    for result in results:
+        by_document.setdefault(result.document_id, []).append(result)
+    pairs = []
+    for label in sorted(labels, key=lambda item: item.document_id):
+        history = sorted(by_document.get(label.document_id, []),
+                         key=lambda r: (r.published_at, r.job_id, r.strategy))
+        before = [r for r in history if r.published_at <= label.labelled_at]
+        had = before[-1] if before else None
+        latest: dict[tuple[str, str], Result] = {}
+        for result in history:
+            if (since is None or result.published_at >= since) and (
+                    until is None or result.published_at < until):
+                latest[group_of(result)] = result
+        chosen = set(map(id, latest.values()))
+        for result in history:
+            in_window = (since is None or result.published_at >= since) and (
+                until is None or result.published_at < until)
+            is_had = result is had and in_window
+            if id(result) in chosen or is_had:
+                pairs.append((label, result, is_had, id(result) in chosen))
+    return pairs
+
+
+def _gold_token(label: Label, name: str, value: str, normalize: Normalizer) -> str:
+    return f"{name}={value if label.value_format == 'kleister' else normalize(name, value)}"
+
+
+def score_pair(label: Label, result: Result, normalize: Normalizer = plain_value,
+               *, as_labelled: bool = False, latest_in_group: bool = True) -> Scored:
+    """Per-field counts and token outcomes of one result against one label."""
+    fields: dict[str, Score] = {}
+    outcomes: list[Outcome] = []
+    for name in sorted(label.values):
+        gold_values = label.values[name]
+        predicted = result.values.get(name, ()) if result.status == "succeeded" else ()
+        gold = [_gold_token(label, name, v, normalize) for v in gold_values]
+        pred = [f"{name}={normalize(name, v)}" for v, _ in predicted]
+        counts = score_document(pred, gold).get(name.upper(), Score())
+        fields[name] = counts
+        outcomes += _outcomes(name, gold_values, gold, predicted, pred)
+    return Scored(label, result, as_labelled, latest_in_group, fields, tuple(outcomes))
+
+
+def _outcomes(name: str, gold_values: Sequence[str], gold: Sequence[str],
+              predicted: Sequence[tuple[str, int | None]], pred: Sequence[str]) -> list[Outcome]:
+    """Hits first, then the unmatched gold and predictions paired in order as 'wrong', the
+    rest 'missed' or 'spurious'. Matching is the metric's: upper-cased, each gold token once."""
+    unmatched_gold = Counter(t.upper() for t in gold)
+    hits, spurious = [], []
+    for (value, page), token in zip(predicted, pred, strict=True):
+        if unmatched_gold[token.upper()] > 0:
+            unmatched_gold[token.upper()] -= 1
+            hits.append((value, page, token.upper()))
+        else:
+            spurious.append((value, page))
+    taken = Counter(token for _, _, token in hits)
+    missed = []
+    for value, token in zip(gold_values, gold, strict=True):
+        if taken[token.upper()] > 0:
+            taken[token.upper()] -= 1
+        else:
+            missed.append(value)
+    gold_by_token = {}
+    for value, token in zip(gold_values, gold, strict=True):
+        gold_by_token.setdefault(token.upper(), value)
+    out = [Outcome(name, "hit", gold_by_token[token], value, 0, page)
+           for value, page, token in hits]
+    for k in range(max(len(missed), len(spurious))):
+        expected = missed[k] if k < len(missed) else None
+        got, page = spurious[k] if k < len(spurious) else (None, None)
+        kind = "wrong" if expected is not None and got is not None else (
+            "missed" if got is None else "spurious")
+        out.append(Outcome(name, kind, expected, got, 0, page))
+    return [Outcome(o.field, o.outcome, o.expected, o.got, i, o.page_number)
+            for i, o in enumerate(out)]
+
+
+def score_all(labels: Iterable[Label], results: Iterable[Result], *,
+              normalizers: Mapping[str, Normalizer] | None = None,
+              since: datetime | None = None, until: datetime | None = None) -> list[Scored]:
+    """Every selected (label, result) pair, scored; ``normalizers`` by schema name."""
+    normalizers = normalizers or {}
+    return [score_pair(label, result, normalizers.get(result.schema_name or "", plain_value),
+                       as_labelled=had, latest_in_group=latest)
+            for label, result, had, latest in select(labels, results, since=since, until=until)]

@@ -1,0 +1,193 @@
+"""``doclake evals ...``: labels in, scores out, failures, fine-tuning sets and the weekly report.
+
+The work is in ``evals`` (which imports only ``lake``); this module wires it: the home and its
+lake, the time window, and the schema knowledge ``evals`` must not import (how a schema's values
+become benchmark tokens, which fields are lists, how to read a stored page).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from infra.errors import UserError, at_least
+from infra.home import Access, open_settings
+from infra.output import FormatOption, print_object, print_records, resolve_format
+
+evals_app = typer.Typer(no_args_is_help=True, help="Label documents, score field accuracy over "
+                        "live traffic, read failures, export fine-tuning sets.")
+console = Console(stderr=True, highlight=False)
+
+HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
+                       "(default $DOCLAKE_HOME, else ./.doclake).", show_default=False)]
+SinceOption = Annotated[str | None, typer.Option(
+    "--since", help="Window start: 7d, 24h, 2w, or a date/time (ISO 8601); default: all time.",
+    show_default=False)]
+UntilOption = Annotated[str | None, typer.Option(
+    "--until", help="Window end (same forms; default: now).", show_default=False)]
+
+_AGO = re.compile(r"^(\d+)\s*([mhdw])$")
+
+
+def parse_moment(value: str | None, now: datetime, option: str) -> datetime | None:
+    """'7d' (ago), '24h', '2w', '30m', or an ISO date/time (UTC when no zone is given)."""
+    if value is None:
+        return None
+    match = _AGO.match(value.strip().lower())
+    if match:
+        amount, unit = int(match.group(1)), match.group(2)
+        unit_name = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[unit]
+        return now - timedelta(**{unit_name: amount})
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UserError(f"{option} {value!r} is not a time",
+                        "use 7d, 24h, 2w, 30m or an ISO date such as 2026-05-01") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _lake(home: Path | None) -> str:
+    return open_settings(home, Access.READ).lake
+
+
+def _kleister_normalizer(field: str, value: str) -> str:
+    from extract.fields.schemas import kleister_value
+
+    return kleister_value(value)
+
+
+def normalizers() -> dict:
+    """How each schema's values become tokens: the NDA schema in the benchmark's form; other
+    schemas (MODULE:CLASS) get ``evals.scoring.plain_value``."""
+    return {"nda": _kleister_normalizer}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+# --- labels -------------------------------------------------------------------------------------
+
+
+@evals_app.command("import-labels")
+def import_labels(
+    file: Annotated[Path, typer.Argument(help="The label file (kleister: expected.tsv or its "
+                                         "folder).")],
+    file_format: Annotated[str, typer.Option("--format", help="csv|jsonl|kleister")] = "csv",
+    labeller: Annotated[str | None, typer.Option(help="Who labelled, when the file does not "
+                        "say (default: $USER).", show_default=False)] = None,
+    labelled_at: Annotated[str | None, typer.Option("--labelled-at", help="When, when the file "
+                           "does not say (default: now).", show_default=False)] = None,
+    home: HomeOption = None,
+    report_format: Annotated[str | None, typer.Option(
+        "--report-format", help="table|csv|json for the summary (--format names the file's).",
+        show_default=False)] = None,
+) -> None:
+    """Import labels as new versions in the lake (a later label supersedes an earlier one).
+
+    csv: one row per value: document_id (or sha256, or source_name), field, value, and
+    optionally labeller and labelled_at; a field with an empty value means "none". jsonl: one
+    object per document with "fields": {...}. kleister: expected.tsv beside in.tsv(.xz),
+    matched by the sha256 of documents/<name>, else by the file name."""
+    from evals.label_import import import_labels as run_import
+    from evals.labels import FORMATS, LabelError
+
+    output_format = resolve_format(report_format)
+    if file_format not in FORMATS:
+        raise UserError(f"--format {file_format!r} is not a label format",
+                        f"use one of: {', '.join(FORMATS)}")
+    if not file.exists():
+        raise UserError(f"no such file: {file}", "give the path of the label file")
+    now = _now()
+    lake = open_settings(home, Access.WRITE).lake
+    try:
+        report = run_import(lake, file, file_format, now=now,
+                            labeller=labeller or os.environ.get("USER") or getpass.getuser(),
+                            labelled_at=parse_moment(labelled_at, now, "--labelled-at"))
+    except LabelError as error:
+        raise UserError(str(error), f"see `doclake evals import-labels -h` for the {file_format} "
+                        "layout") from None
+    summary = report.to_dict()
+    examples = summary.pop("unmatched_examples")
+    print_object(summary if output_format != "json" else {**summary, "unmatched_examples":
+                                                           examples}, output_format)
+    for example in examples if output_format != "json" else []:
+        console.print(f"unmatched {example['where']}: {example['key']} ({example['why']})")
+    if report.read and not report.imported and not report.unchanged:
+        raise UserError(f"none of the {report.read} labels matched a document",
+                        "labels are matched by document id, sha256 or source file name; "
+                        "run the documents first")
+
+
+# --- scores -------------------------------------------------------------------------------------
+
+
+@evals_app.command()
+def score(
+    since: SinceOption = None,
+    until: UntilOption = None,
+    home: HomeOption = None,
+    resamples: Annotated[int, typer.Option(callback=at_least(0), help="Bootstrap resamples "
+                         "(0: no intervals).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (recorded with the run).")] = 13,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print, write nothing to the "
+                       "lake.")] = False,
+    output_format: FormatOption = None,
+) -> None:
+    """Precision, recall and F1 per field and overall, by model version and strategy, with
+    bootstrap intervals; written to eval_runs, eval_scores and eval_outcomes."""
+    from evals.score_run import run_scoring, score_lake
+
+    output_format = resolve_format(output_format)
+    now = _now()
+    window = {"since": parse_moment(since, now, "--since"),
+              "until": parse_moment(until, now, "--until") or now}
+    settings = open_settings(home, Access.READ if dry_run else Access.WRITE)
+    if dry_run:
+        run = score_lake(settings.lake, **window, normalizers=normalizers(),
+                         resamples=resamples, seed=seed)
+    else:
+        run = run_scoring(settings.lake, **window, now=now, normalizers=normalizers(),
+                          resamples=resamples, seed=seed)
+    if output_format == "json":
+        print_object(run.to_dict(), "json")
+        return
+    print_records(SCORE_COLUMNS, score_rows(run), output_format,
+                  title=f"eval run {run.eval_run_id}: {len(run.scored)} results of "
+                  f"{run.labels} labelled documents")
+    for c in run.comparisons:
+        ci = f" [{100 * c.difference_ci[0]:+.2f}, {100 * c.difference_ci[1]:+.2f}]" \
+            if c.difference_ci else ""
+        console.print(f"{c.b[1]} {c.b[0]} minus {c.a[1]} {c.a[0]} on {c.documents} documents: "
+                      f"F1 {100 * c.difference:+.2f}{ci}")
+    if not run.scored:
+        console.print("nothing scored: no labelled document has a result in the window "
+                      "(import labels with `doclake evals import-labels`)")
+
+
+SCORE_COLUMNS = ("model_version", "strategy", "field", "precision", "recall", "f1", "f1_ci",
+                 "hits", "predicted", "expected", "documents")
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def score_rows(run) -> list[tuple]:
+    """One row per group and field (overall last), figures in percent."""
+    rows = []
+    for group in run.groups:
+        for name, fig in [*sorted(group.fields.items()), ("overall", group.overall)]:
+            s = fig.score
+            ci = f"{_pct(fig.f1_ci[0])}-{_pct(fig.f1_ci[1])}" if fig.f1_ci else ""
+            rows.append((group.model_version, group.strategy, name, _pct(s.precision),
+                         _pct(s.recall), _pct(s.f1), ci, s.hits, s.predicted, s.expected,
+                         fig.documents))
+    return rows
