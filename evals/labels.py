@@ -14,8 +14,9 @@ document has none", which is what lets an empty gold set be labelled at all):
 - jsonl: ``{"document_id" | "sha256" | "source_name": ..., "fields": {"party": ["A", "B"],
   "term": "2 years", "jurisdiction": null}, "labeller": ..., "labelled_at": ...}``;
 - kleister: ``expected.tsv`` (space-separated ``key=value`` tokens) beside ``in.tsv`` or
-  ``in.tsv.xz`` (file names and the keys asked for, same order); a document is found by the
-  SHA-256 of ``documents/<name>`` when that file is there, else by its source file name.
+  ``in.tsv.xz`` (file names, same order); a document is found by the SHA-256 of
+  ``documents/<name>`` when that file is there, else by its source file name. Each label covers
+  every field the split names, since the benchmark scores every predicted token.
 """
 
 from __future__ import annotations
@@ -180,9 +181,14 @@ def parse_kleister(path: Path) -> list[LabelInput]:
     lines = expected.read_text(encoding="utf-8").splitlines()
     if len(lines) != len(names):
         raise LabelError(f"{expected}: {len(lines)} lines but in.tsv has {len(names)} documents")
+    # The benchmark scores every predicted token, whatever keys a row of in.tsv lists, so each
+    # label covers every field the split names (a prediction for a field with no gold value
+    # counts against precision, as in GEval).
+    every_key = sorted({k for _, keys in names for k in keys}
+                       | {t.partition("=")[0] for line in lines for t in line.split()})
     labels = []
-    for line, ((name, keys), tokens) in enumerate(zip(names, lines, strict=True), start=1):
-        values: dict[str, list[str]] = {key: [] for key in keys}
+    for line, ((name, _keys), tokens) in enumerate(zip(names, lines, strict=True), start=1):
+        values: dict[str, list[str]] = {key: [] for key in every_key}
         for token in tokens.split():
             key, equals, value = token.partition("=")
             if not equals:
