@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 DEMO_HOME ?= .doclake-demo
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench synth clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ lint: install
 
 test: lint
 	$(BIN)/python -m pytest
+
+# The CloudFormation template of the AWS deployment, with no account and no Docker.
+synth: install
+	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 $(BIN)/python -m infra.aws.cdk.app cdk.out
 
 bench: install
 	$(BIN)/doclake bench pipeline

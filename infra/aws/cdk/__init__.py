@@ -1,0 +1,1 @@
+"""The CDK app (an extra: ``pip install -e '.[cdk]'``); never imported by a Lambda."""

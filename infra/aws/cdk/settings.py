@@ -1,0 +1,65 @@
+"""The deployment's knobs, with the write-up's defaults; each overridable with ``cdk -c
+name=value`` (e.g. ``-c reserved_read=200``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    queue: str | None
+    handler: str
+    memory_mb: int
+    timeout_s: int
+    reserved: int
+    image: str = "extraction"
+    batch_size: int = 10
+
+
+@dataclass(frozen=True)
+class DeploySettings:
+    prefix: str = "doclake"
+    max_receives: int = 5
+    visibility_factor: int = 6
+    """Queue visibility = this x the function's timeout (AWS's advice for batched SQS sources)."""
+    reserved_split: int = 100
+    reserved_read: int = 500
+    reserved_convert: int = 100
+    reserved_sheet: int = 100
+    reserved_index: int = 20
+    reserved_fields: int = 50
+    reserved_ingest: int = 20
+    upload_expiry_s: int = 300
+    max_upload_bytes: int = 512 * 1024 * 1024
+    upload_retention_days: int = 30
+    athena_bytes_scanned_cutoff: int = 10 * 1024**3
+    projection_start: str = "2025-01-01"
+    oldest_message_alarm_s: int = 900
+    alarm_email: str = ""
+
+    @classmethod
+    def from_context(cls, get) -> DeploySettings:
+        """``get(name)`` is the CDK context lookup; unset names keep their defaults."""
+        values = {}
+        for f in fields(cls):
+            raw = get(f.name)
+            if raw is not None:
+                values[f.name] = type(getattr(cls(), f.name))(raw)
+        return cls(**values)
+
+    def functions(self) -> dict[str, FunctionSpec]:
+        extraction = "infra.aws.lambdas.extraction.handler"
+        return {
+            "ingest": FunctionSpec("ingest", "infra.aws.lambdas.ingest.handler", 512, 90,
+                                   self.reserved_ingest),
+            "split": FunctionSpec("split", extraction, 2048, 120, self.reserved_split),
+            "read": FunctionSpec("read", extraction, 2048, 300, self.reserved_read),
+            "sheet": FunctionSpec("sheet", extraction, 3008, 300, self.reserved_sheet),
+            "convert": FunctionSpec("convert", extraction, 3008, 300, self.reserved_convert,
+                                    image="convert", batch_size=1),
+            "index": FunctionSpec("index", extraction, 1024, 120, self.reserved_index),
+            "fields": FunctionSpec("fields", extraction, 1024, 300, self.reserved_fields),
+            "poller": FunctionSpec(None, "infra.aws.lambdas.poller.handler", 512, 70, 2),
+            "compaction": FunctionSpec(None, "infra.aws.lambdas.compaction.handler", 3008, 900, 1),
+        }

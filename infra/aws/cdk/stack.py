@@ -1,0 +1,314 @@
+"""The whole deployment in one stack: buckets, queues with their DLQs, functions with reserved
+concurrency, the EventBridge rules, the table with its stream, the Glue catalog with partition
+projection, the Athena workgroup, alarms, and IAM scoped to what each function touches.
+
+Synthesizes without an AWS account and without Docker: the images' folders are only staged,
+the thin zips are plain folders (``zips.stage``), and S3's EventBridge switch is a property
+override (``Bucket(event_bridge_enabled=True)`` would add a custom-resource Lambda).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_athena as athena
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from extract.messages import dead_letter_queue
+from infra.aws.cdk.settings import DeploySettings, FunctionSpec
+from infra.aws.cdk.zips import ROOT, stage
+from infra.aws.tables import INDEXES, PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
+from lake.glue import database_input, raw_table_inputs
+
+IMAGE_EXCLUDES = [".venv", ".git", "cdk.out", "build", "tests", "benchmarks", "examples",
+                  "docs", ".doclake*", "**/__pycache__", "*.egg-info", ".ruff_cache"]
+# Which queues each function sends to (least privilege: nothing else).
+SENDS = {"ingest": ("split",), "split": ("read", "sheet", "convert"), "convert": ("read",),
+         "sheet": ("sheet",), "poller": ("split", "index", "fields"), "read": (), "index": (),
+         "fields": (), "compaction": ()}
+ATHENA_RESULTS = "athena-results/"
+
+
+class DoclakeStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, settings: DeploySettings,
+                 build_dir: Path, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.settings = settings
+        self.uploads = self._bucket("Uploads", expire_days=settings.upload_retention_days)
+        self.results = self._bucket("Results")
+        self.lake = self._bucket("Lake", athena_results=True)
+        # S3 -> EventBridge without the custom resource Bucket(event_bridge_enabled=True) adds.
+        uploads_cfn = self.uploads.node.default_child
+        uploads_cfn.add_property_override(
+            "NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True)
+        self.table = self._table()
+        self.alarms = sns.Topic(self, "Alarms", display_name="doclake alarms")
+        if settings.alarm_email:
+            self.alarms.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
+        specs = settings.functions()
+        self.queues = {name: self._queue(name, spec) for name, spec in specs.items() if spec.queue}
+        self.functions: dict[str, lambda_.Function] = {}
+        image = lambda_.DockerImageCode
+        for name, spec in specs.items():
+            dockerfile = f"infra/aws/images/{spec.image}.Dockerfile"
+            code = image.from_image_asset(str(ROOT), file=dockerfile, cmd=[spec.handler],
+                                          exclude=IMAGE_EXCLUDES)
+            self.functions[name] = self._image_function(name, spec, code)
+        self.presigner = self._zip_function("presigner", "infra.aws.lambdas.presigner.handler",
+                                            stage("presigner", build_dir), memory=256, timeout=10)
+        self.publisher = self._zip_function("publisher", "infra.aws.lambdas.publisher.handler",
+                                            stage("publisher", build_dir), memory=256, timeout=60)
+        self._wire_queues(specs)
+        self._grant()
+        self._schedules()
+        self._publisher_stream()
+        self._upload_rule()
+        self._catalog()
+        self._function_url()
+
+    # --- storage -------------------------------------------------------------------------------
+
+    def _bucket(self, name: str, *, expire_days: int | None = None,
+                athena_results: bool = False) -> s3.Bucket:
+        rules = [s3.LifecycleRule(id="abort-multipart",
+                                  abort_incomplete_multipart_upload_after=Duration.days(1))]
+        if expire_days:
+            rules.append(s3.LifecycleRule(id="expire-uploads", prefix="uploads/",
+                                          expiration=Duration.days(expire_days)))
+        if athena_results:
+            rules.append(s3.LifecycleRule(id="expire-athena-results", prefix=ATHENA_RESULTS,
+                                          expiration=Duration.days(7)))
+            rules.append(s3.LifecycleRule(
+                id="events-to-infrequent-access", prefix="events/",
+                transitions=[s3.Transition(storage_class=s3.StorageClass.INFREQUENT_ACCESS,
+                                           transition_after=Duration.days(90))]))
+        return s3.Bucket(self, name, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                         encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
+                         versioned=False, lifecycle_rules=rules,
+                         removal_policy=RemovalPolicy.RETAIN)
+
+    def _table(self) -> dynamodb.Table:
+        table = dynamodb.Table(
+            self, "State",
+            partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=SORT_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+            time_to_live_attribute=TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True),
+            removal_policy=RemovalPolicy.RETAIN)
+        for index, (hash_key, range_key) in INDEXES.items():
+            table.add_global_secondary_index(
+                index_name=index,
+                partition_key=dynamodb.Attribute(name=hash_key, type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=range_key, type=dynamodb.AttributeType.STRING))
+        return table
+
+    def _queue(self, name: str, spec: FunctionSpec) -> sqs.Queue:
+        dlq = sqs.Queue(self, f"{name.title()}Dlq", retention_period=Duration.days(14),
+                        encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True)
+        queue = sqs.Queue(
+            self, f"{name.title()}Queue", encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True, retention_period=Duration.days(4),
+            visibility_timeout=Duration.seconds(spec.timeout_s * self.settings.visibility_factor),
+            dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=self.settings.max_receives,
+                                                  queue=dlq))
+        self._alarm(f"{name.title()}DlqNotEmpty",
+                    dlq.metric_approximate_number_of_messages_visible(period=Duration.minutes(1)),
+                    threshold=0, description=f"messages in the {name} DLQ: their jobs failed")
+        self._alarm(f"{name.title()}OldestMessage",
+                    queue.metric_approximate_age_of_oldest_message(period=Duration.minutes(1)),
+                    threshold=self.settings.oldest_message_alarm_s,
+                    description=f"the {name} queue's oldest message is waiting too long")
+        self.__dict__.setdefault("dlqs", {})[name] = dlq
+        return queue
+
+    # --- functions -----------------------------------------------------------------------------
+
+    def _environment(self) -> dict[str, str]:
+        urls = {}
+        for name, queue in self.queues.items():
+            urls[name] = queue.queue_url
+            urls[dead_letter_queue(name)] = self.dlqs[name].queue_url  # type: ignore[attr-defined]
+        return {
+            "DOCLAKE_TABLE": self.table.table_name,
+            "DOCLAKE_UPLOADS_BUCKET": self.uploads.bucket_name,
+            "DOCLAKE_RESULTS_BUCKET": self.results.bucket_name,
+            "DOCLAKE_LAKE_URI": f"s3://{self.lake.bucket_name}",
+            "DOCLAKE_QUEUE_URLS": self.to_json_string(urls),
+            "DOCLAKE_MAX_RECEIVES": str(self.settings.max_receives),
+            "POWERTOOLS_METRICS_NAMESPACE": "doclake",
+        }
+
+    def _image_function(self, name: str, spec: FunctionSpec, code) -> lambda_.DockerImageFunction:
+        function = lambda_.DockerImageFunction(
+            self, f"{name.title()}Function", code=code, memory_size=spec.memory_mb,
+            timeout=Duration.seconds(spec.timeout_s), reserved_concurrent_executions=spec.reserved,
+            environment=self._environment(), architecture=lambda_.Architecture.X86_64,
+            ephemeral_storage_size=None, retry_attempts=0 if spec.queue is None else None)
+        self._function_alarms(name, function)
+        return function
+
+    def _zip_function(self, name: str, handler: str, folder: Path, *, memory: int,
+                      timeout: int) -> lambda_.Function:
+        function = lambda_.Function(
+            self, f"{name.title()}Function", runtime=lambda_.Runtime.PYTHON_3_13,
+            handler=handler, code=lambda_.Code.from_asset(str(folder)), memory_size=memory,
+            timeout=Duration.seconds(timeout), environment={
+                "DOCLAKE_UPLOADS_BUCKET": self.uploads.bucket_name,
+                "DOCLAKE_RESULTS_BUCKET": self.results.bucket_name,
+                "DOCLAKE_TABLE": self.table.table_name,
+                "DOCLAKE_UPLOAD_EXPIRY_S": str(self.settings.upload_expiry_s),
+                "DOCLAKE_MAX_UPLOAD_BYTES": str(self.settings.max_upload_bytes)},
+            reserved_concurrent_executions=None)
+        self._function_alarms(name, function)
+        return function
+
+    def _function_alarms(self, name: str, function: lambda_.Function) -> None:
+        self._alarm(f"{name.title()}Errors", function.metric_errors(period=Duration.minutes(5)),
+                    threshold=0, description=f"{name} invocations failed")
+        self._alarm(f"{name.title()}Throttles",
+                    function.metric_throttles(period=Duration.minutes(5)), threshold=0,
+                    description=f"{name} was throttled (reserved concurrency reached)")
+
+    def _alarm(self, name: str, metric: cloudwatch.Metric, *, threshold: float,
+               description: str) -> None:
+        alarm = cloudwatch.Alarm(
+            self, name, metric=metric, threshold=threshold, evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=description)
+        alarm.add_alarm_action(cw_actions.SnsAction(self.alarms))
+
+    def _wire_queues(self, specs: dict[str, FunctionSpec]) -> None:
+        for name, spec in specs.items():
+            if spec.queue:
+                self.functions[name].add_event_source(sources.SqsEventSource(
+                    self.queues[spec.queue], batch_size=spec.batch_size,
+                    max_batching_window=Duration.seconds(1) if spec.batch_size > 1 else None,
+                    report_batch_item_failures=True))
+
+    def _grant(self) -> None:
+        for name, function in self.functions.items():
+            self.table.grant_read_write_data(function)
+            self.lake.grant_read_write(function, "events/*")
+            for target in SENDS.get(name, ()):
+                self.queues[target].grant_send_messages(function)
+            if name != "compaction":
+                self.uploads.grant_read(function, "uploads/*")
+                self.results.grant_read_write(function, "pages/*")
+                self.results.grant_read_write(function, "converted/*")
+            if name in ("fields", "poller"):
+                self.results.grant_read_write(function, "results/*")
+            if name == "compaction":
+                self.lake.grant_delete(function, "events/*")
+            else:
+                self.lake.grant_read(function, "events/*")
+        # Visibility changes on retry (extraction) and the DLQ pass (poller).
+        for name, spec in self.settings.functions().items():
+            if spec.queue:
+                self.queues[spec.queue].grant(self.functions[name], "sqs:ChangeMessageVisibility",
+                                              "sqs:GetQueueAttributes")
+        for dlq in self.dlqs.values():  # type: ignore[attr-defined]
+            dlq.grant_consume_messages(self.functions["poller"])
+        for queue in self.queues.values():
+            queue.grant(self.functions["poller"], "sqs:GetQueueAttributes")
+        self.uploads.grant_put(self.presigner, "uploads/*")
+        self.results.grant_read(self.presigner, "results/*")  # the presigned result GET
+        self.results.grant_read_write(self.publisher, "results/*")
+        self.publisher.add_to_role_policy(iam.PolicyStatement(
+            actions=["dynamodb:GetItem"], resources=[self.table.table_arn]))
+
+    def _schedules(self) -> None:
+        events.Rule(self, "PollerSchedule", schedule=events.Schedule.rate(Duration.minutes(1)),
+                    targets=[targets.LambdaFunction(self.functions["poller"], retry_attempts=0)])
+        events.Rule(self, "CompactionSchedule",
+                    schedule=events.Schedule.cron(minute="17", hour="3"),
+                    targets=[targets.LambdaFunction(self.functions["compaction"],
+                                                    retry_attempts=2)])
+
+    def _publisher_stream(self) -> None:
+        terminal = {"dynamodb": {"NewImage": {"sk": {"S": ["job"]},
+                                              "status": {"S": ["succeeded", "failed"]}}}}
+        self.publisher.add_event_source(sources.DynamoEventSource(
+            self.table, starting_position=lambda_.StartingPosition.LATEST, batch_size=100,
+            bisect_batch_on_error=True, retry_attempts=10, report_batch_item_failures=False,
+            filters=[lambda_.FilterCriteria.filter(terminal)]))
+
+    def _upload_rule(self) -> None:
+        events.Rule(self, "UploadCreated", event_pattern=events.EventPattern(
+            source=["aws.s3"], detail_type=["Object Created"],
+            detail={"bucket": {"name": [self.uploads.bucket_name]},
+                    "object": {"key": [{"prefix": "uploads/"}]}}),
+            targets=[targets.SqsQueue(self.queues["ingest"])])
+
+    def _function_url(self) -> None:
+        self.presigner.add_function_url(auth_type=lambda_.FunctionUrlAuthType.AWS_IAM)
+
+    # --- the lake's catalog and Athena -------------------------------------------------------
+
+    def _catalog(self) -> None:
+        database = database_input(self.settings.prefix.replace("-", "_"))
+        db = glue.CfnDatabase(self, "LakeDatabase", catalog_id=self.account,
+                              database_input={"Name": database["Name"],
+                                              "Description": database["Description"],
+                                              "Parameters": database["Parameters"]})
+        # Partition projection tables, generated from the event schemas (lake.glue); the
+        # bucket name is a token, so the location strings are built by CloudFormation.
+        for name, table in raw_table_inputs("placeholder-bucket", "",
+                                            projection_start=self.settings.projection_start).items():
+            resource = glue.CfnTable(self, f"Raw{name.title().replace('_', '')}",
+                                     catalog_id=self.account, database_name=database["Name"],
+                                     table_input=_with_bucket(table, self.lake.bucket_name))
+            resource.node.add_dependency(db)
+        athena.CfnWorkGroup(
+            self, "Workgroup", name=self.settings.prefix, state="ENABLED",
+            recursive_delete_option=False,
+            work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
+                bytes_scanned_cutoff_per_query=self.settings.athena_bytes_scanned_cutoff,
+                enforce_work_group_configuration=True,
+                publish_cloud_watch_metrics_enabled=True,
+                engine_version=athena.CfnWorkGroup.EngineVersionProperty(
+                    selected_engine_version="Athena engine version 3"),
+                result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
+                    output_location=f"s3://{self.lake.bucket_name}/{ATHENA_RESULTS}",
+                    encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
+                        encryption_option="SSE_S3"))))
+
+
+def _camel(key: str) -> str:
+    return key[0].lower() + key[1:]
+
+
+def _with_bucket(value, bucket: str):
+    """A Glue API ``TableInput`` as CDK's property shape, the placeholder bucket replaced by the
+    real bucket's name (a token) in every string."""
+    if isinstance(value, dict):
+        if "Name" in value and "Type" in value and len(value) <= 3:  # a column
+            return {_camel(k): v for k, v in value.items()}
+        if "SerializationLibrary" in value or "serialization.format" in value:
+            return {(_camel(k) if k[0].isupper() else k): _with_bucket(v, bucket)
+                    for k, v in value.items()}
+        return {(_camel(k) if k[0].isupper() and k not in ("EXTERNAL",) else k):
+                _with_bucket(v, bucket) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_bucket(v, bucket) for v in value]
+    if isinstance(value, str) and "placeholder-bucket" in value:
+        head, tail = value.split("placeholder-bucket", 1)
+        return head + bucket + tail
+    return value

@@ -1,0 +1,188 @@
+"""The CDK app's synthesized template, without an AWS account or Docker: resources, reserved
+concurrency, redrive and the retry budget, partition projection, IAM scoping, cfn-lint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("aws_cdk", reason="the cdk extra is not installed (pip install -e '.[cdk]')")
+
+BROWNOUT_S = 25 * 60
+BUDGET_FLOOR_S = 30 * 60
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    from aws_cdk.assertions import Template
+
+    from infra.aws.cdk.app import build
+
+    out = tmp_path_factory.mktemp("cdk")
+    app, stack = build(str(out))
+    template = Template.from_stack(stack)
+    return template, template.to_json(), stack, out
+
+
+def _resources(template_json, kind):
+    return {k: v for k, v in template_json["Resources"].items() if v["Type"] == kind}
+
+
+def test_buckets_block_public_access_encrypt_and_expire(synth):
+    template, tj, _, _ = synth
+    buckets = _resources(tj, "AWS::S3::Bucket")
+    assert len(buckets) == 3
+    for bucket in buckets.values():
+        props = bucket["Properties"]
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True}
+        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        assert props["LifecycleConfiguration"]["Rules"]
+    enabled = [b for b in buckets.values() if b["Properties"].get("NotificationConfiguration")]
+    assert [b["Properties"]["NotificationConfiguration"] for b in enabled] == [
+        {"EventBridgeConfiguration": {"EventBridgeEnabled": True}}]
+    assert not _resources(tj, "Custom::S3BucketNotifications")  # no custom-resource Lambda
+
+
+def test_reserved_concurrency_per_function_from_the_write_up(synth):
+    _, tj, stack, _ = synth
+    reserved = {name: stack.resolve(f.node.default_child.reserved_concurrent_executions)
+                for name, f in stack.functions.items()}
+    assert {k: reserved[k] for k in ("split", "read", "convert", "sheet")} == {
+        "split": 100, "read": 500, "convert": 100, "sheet": 100}
+    assert sum(v for v in reserved.values() if v) <= 900  # room left in a 1,000 account
+
+
+def test_every_queue_redrives_to_its_dlq_and_outlasts_a_brownout(synth):
+    _, tj, stack, _ = synth
+    queues = [q["Properties"] for q in _resources(tj, "AWS::SQS::Queue").values()
+              if "RedrivePolicy" in q["Properties"]]
+    assert len(queues) == len(stack.queues) == 7
+    for props in queues:
+        receives = props["RedrivePolicy"]["maxReceiveCount"]
+        assert receives == 5
+        budget = props["VisibilityTimeout"] * receives
+        assert budget > BUDGET_FLOOR_S > BROWNOUT_S, props
+    # Each function's queue hides a message at least as long as the function may run.
+    functions = settings_functions()
+    for name, queue in stack.queues.items():
+        visibility = stack.resolve(queue.node.default_child.visibility_timeout)
+        assert visibility >= functions[name].timeout_s
+
+
+def settings_functions():
+    from infra.aws.cdk.settings import DeploySettings
+
+    return DeploySettings().functions()
+
+
+def test_in_function_retries_grow_and_add_to_the_budget():
+    from infra.aws.sqs import retry_visibility_s
+
+    waits = [retry_visibility_s(n) for n in range(1, 5)]
+    assert waits == sorted(waits) and waits[0] == 60 and max(waits) <= 900
+    assert sum(waits) > BROWNOUT_S  # retried messages alone span the 25-minute brownout
+
+
+def test_event_sources_report_partial_batch_failures(synth):
+    _, tj, _, _ = synth
+    mappings = [m["Properties"] for m in _resources(tj, "AWS::Lambda::EventSourceMapping").values()]
+    sqs_sources = [m for m in mappings if "StartingPosition" not in m]
+    assert len(sqs_sources) == 7
+    assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in sqs_sources)
+    (stream,) = [m for m in mappings if "StartingPosition" in m]
+    assert "succeeded" in json.dumps(stream["FilterCriteria"])
+
+
+def test_table_has_a_stream_ttl_and_the_adapters_indexes(synth):
+    from infra.aws.tables import INDEXES
+
+    _, tj, _, _ = synth
+    (table,) = [t["Properties"] for t in _resources(tj, "AWS::DynamoDB::Table").values()]
+    assert table["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+    assert table["TimeToLiveSpecification"]["Enabled"] is True
+    assert {i["IndexName"] for i in table["GlobalSecondaryIndexes"]} == set(INDEXES)
+
+
+def test_glue_tables_use_partition_projection_and_athena_has_limits(synth):
+    _, tj, _, _ = synth
+    tables = [t["Properties"]["TableInput"] for t in _resources(tj, "AWS::Glue::Table").values()]
+    assert len(tables) >= 10
+    for table in tables:
+        params = table["Parameters"]
+        assert params["projection.enabled"] == "true"
+        assert params["projection.dt.type"] == "date"
+        template = json.dumps(params["storage.location.template"])
+        assert "dt=${dt}" in template and "Lake" in template  # the lake bucket, by reference
+    (workgroup,) = [w["Properties"] for w in _resources(tj, "AWS::Athena::WorkGroup").values()]
+    config = workgroup["WorkGroupConfiguration"]
+    assert config["BytesScannedCutoffPerQuery"] == 10 * 1024**3
+    assert config["EnforceWorkGroupConfiguration"] is True
+    assert "athena-results/" in json.dumps(config["ResultConfiguration"]["OutputLocation"])
+
+
+def test_alarms_cover_dlqs_queue_age_throttles_and_errors(synth):
+    _, tj, _, _ = synth
+    metrics = [a["Properties"]["MetricName"] for a in _resources(tj, "AWS::CloudWatch::Alarm").values()]
+    assert metrics.count("ApproximateNumberOfMessagesVisible") == 7
+    assert metrics.count("ApproximateAgeOfOldestMessage") == 7
+    assert metrics.count("Throttles") == metrics.count("Errors") == 11
+
+
+def test_iam_is_scoped_to_what_each_function_touches(synth):
+    _, tj, stack, _ = synth
+    policies = _resources(tj, "AWS::IAM::Policy")
+
+    def statements(function_name):
+        role = stack.resolve(stack.functions[function_name].role.role_name) \
+            if function_name in stack.functions else None
+        fn = stack.functions.get(function_name) or getattr(stack, function_name)
+        role_ref = stack.resolve(fn.role.node.default_child.ref) if role is None else None
+        found = []
+        for policy in policies.values():
+            roles = policy["Properties"]["Roles"]
+            if any(r == role_ref or r == stack.resolve(fn.role.node.default_child.ref)
+                   for r in roles):
+                found += policy["Properties"]["PolicyDocument"]["Statement"]
+        return found
+
+    presigner = statements("presigner")
+    actions = {a for s in presigner for a in ([s["Action"]] if isinstance(s["Action"], str)
+                                              else s["Action"])}
+    assert "s3:DeleteObject*" not in actions and not any(a.startswith("dynamodb") for a in actions)
+    for s in presigner:
+        assert s["Resource"] != "*"
+        assert any(p in json.dumps(s["Resource"]) for p in ("/uploads/*", "/results/*")), s
+    for s in statements("read"):
+        assert s["Resource"] != "*" or s["Action"] in ("ecr:GetAuthorizationToken",), s
+        if "sqs:SendMessage" in json.dumps(s["Action"]):
+            pytest.fail("the read function sends no message")
+
+
+def test_thin_zips_import_neither_pydantic_nor_pyarrow(synth, tmp_path):
+    from infra.aws.cdk.zips import THIN_ZIPS, stage
+
+    for name in THIN_ZIPS:
+        folder = stage(name, tmp_path)
+        code = (f"import sys; sys.path.insert(0, {str(folder)!r}); "
+                f"import infra.aws.lambdas.{name}; "
+                "heavy = {'pydantic', 'pyarrow', 'pandas', 'duckdb', 'numpy'} & set(sys.modules); "
+                "assert not heavy, heavy")
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+
+
+def test_cfn_lint_finds_nothing_but_cdks_own_depends_on(synth):
+    _, _, _, out = synth
+    beside = Path(sys.executable).parent / "cfn-lint"  # the venv's, pinned by the dev extra
+    lint = str(beside) if beside.exists() else shutil.which("cfn-lint")
+    if lint is None:
+        pytest.skip("cfn-lint is not installed")
+    result = subprocess.run([lint, "--ignore-checks", "W3005", "--",
+                             str(out / "Doclake.template.json")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
