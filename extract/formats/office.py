@@ -48,27 +48,34 @@ SOFFICE_CANDIDATES = ("soffice", "libreoffice", "/usr/lib/libreoffice/program/so
 _EXTENSIONS = {Format.DOC: "doc", Format.DOCX: "docx", Format.PPT: "ppt", Format.PPTX: "pptx",
                Format.ODT: "odt", Format.ODP: "odp", Format.RTF: "rtf"}
 
-# Every proxy LibreOffice might use points at a closed local port (discard), manual mode;
-# no OpenCL probing; macros never run.
+PROXY_PORT = 9  # discard: nothing listens there, so a fetch fails at once
+
+# Every proxy LibreOffice might use points at a closed local port, manual mode; no OpenCL
+# probing; macros never run.
 _SETTINGS = (
     ("/org.openoffice.Inet/Settings", "ooInetProxyType", "1"),
     ("/org.openoffice.Inet/Settings", "ooInetHTTPProxyName", "127.0.0.1"),
-    ("/org.openoffice.Inet/Settings", "ooInetHTTPProxyPort", "9"),
+    ("/org.openoffice.Inet/Settings", "ooInetHTTPProxyPort", "{port}"),
     ("/org.openoffice.Inet/Settings", "ooInetHTTPSProxyName", "127.0.0.1"),
-    ("/org.openoffice.Inet/Settings", "ooInetHTTPSProxyPort", "9"),
+    ("/org.openoffice.Inet/Settings", "ooInetHTTPSProxyPort", "{port}"),
+    ("/org.openoffice.Inet/Settings", "ooInetFTPProxyName", "127.0.0.1"),
+    ("/org.openoffice.Inet/Settings", "ooInetFTPProxyPort", "{port}"),
     ("/org.openoffice.Inet/Settings", "ooInetNoProxy", ""),
     ("/org.openoffice.Office.Common/Misc", "UseOpenCL", "false"),
     ("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel", "3"),
 )
-_PROFILE_SETTINGS = (
-    '<?xml version="1.0" encoding="UTF-8"?>\n'
-    '<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
-    'xmlns:xs="http://www.w3.org/2001/XMLSchema" '
-    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
-    + "".join(f'<item oor:path="{path}"><prop oor:name="{name}" oor:op="fuse">'
-              f"<value>{value}</value></prop></item>\n" for path, name, value in _SETTINGS)
-    + "</oor:items>\n"
-)
+
+
+def profile_settings(port: int) -> str:
+    """The profile's registrymodifications.xcu: the settings above."""
+    items = "".join(f'<item oor:path="{path}"><prop oor:name="{name}" oor:op="fuse">'
+                    f"<value>{value.format(port=port)}</value></prop></item>\n"
+                    for path, name, value in _SETTINGS)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
+            'xmlns:xs="http://www.w3.org/2001/XMLSchema" '
+            'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
+            f"{items}</oor:items>\n")
 
 
 @dataclass(frozen=True)
@@ -116,28 +123,27 @@ def network_isolation() -> tuple[str, ...]:
 
 def _write_settings(profile: Path) -> None:
     (profile / "user").mkdir(parents=True, exist_ok=True)
-    (profile / "user" / "registrymodifications.xcu").write_text(_PROFILE_SETTINGS)
+    (profile / "user" / "registrymodifications.xcu").write_text(profile_settings(PROXY_PORT))
 
 
-_template_lock = asyncio.Lock()
 _template: Path | None = None
 
 
 async def _profile_template(soffice: str, timeout_s: float) -> Path | None:
-    """A profile initialised once per process; None if LibreOffice cannot even start."""
+    """A profile initialised once per process; None if LibreOffice cannot even start. Two
+    conversions starting together may both make one: the last one made is kept, no harm."""
     global _template
-    async with _template_lock:
-        if _template is not None and _template.is_dir():
-            return _template
-        folder = Path(tempfile.mkdtemp(prefix="doclake-lo-template-"))
-        _write_settings(folder)
-        code, _ = await _run([*network_isolation(), soffice, *_flags(folder),
-                              "--terminate_after_init"], timeout_s, None, folder)
-        if code != 0:
-            shutil.rmtree(folder, ignore_errors=True)
-            return None
-        _template = folder
-        return folder
+    if _template is not None and _template.is_dir():
+        return _template
+    folder = Path(tempfile.mkdtemp(prefix="doclake-lo-template-"))
+    _write_settings(folder)
+    code, _ = await _run([*network_isolation(), soffice, *_flags(folder),
+                          "--terminate_after_init"], timeout_s, None, folder)
+    if code != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    _template = folder
+    return folder
 
 
 def _flags(profile: Path) -> list[str]:
@@ -154,8 +160,9 @@ async def _run(argv: list[str], timeout_s: float, memory: int | None,
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-           "LANG": "C.UTF-8", "SAL_USE_VCLPLUGIN": "svp", "http_proxy": "http://127.0.0.1:9",
-           "https_proxy": "http://127.0.0.1:9", "no_proxy": ""}
+           "LANG": "C.UTF-8", "SAL_USE_VCLPLUGIN": "svp",
+           "http_proxy": f"http://127.0.0.1:{PROXY_PORT}",
+           "https_proxy": f"http://127.0.0.1:{PROXY_PORT}", "no_proxy": ""}
     process = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=limits, env=env)
@@ -236,7 +243,7 @@ def decrypt_office(source: Path, target: Path, password: str,
     with memory_limit(max_memory_bytes, "decrypting the file"), open(source, "rb") as handle:
         try:
             office = msoffcrypto.OfficeFile(handle)
-            office.load_key(password=password, verify_password=True)
+            office.load_key(password=password)
             with open(target, "wb") as out:
                 office.decrypt(out)
         except (crypto_errors.InvalidKeyError, crypto_errors.DecryptionError) as error:
