@@ -29,6 +29,7 @@ from infra.cli_lake import lake_app
 from infra.errors import DoclakeGroup, UserError, at_least, set_debug
 from infra.home import Access, open_settings
 from infra.output import FormatOption, print_object, print_records, resolve_format
+from infra.serve_cli import serve as serve_command
 
 if TYPE_CHECKING:
     from infra.local.runtime import LocalRuntime
@@ -41,6 +42,7 @@ app.add_typer(lake_app, name="lake")
 app.add_typer(bench_app, name="bench")
 app.add_typer(aws_app, name="aws")
 app.add_typer(fields_app, name="fields")
+app.command("serve")(serve_command)
 app.add_typer(evals_app, name="evals")
 console = Console(stderr=True, highlight=False)
 
@@ -256,7 +258,8 @@ def sql(
                      "statements are separated by ';'. None: an interactive prompt.")] = None,
     home: HomeOption = None,
     output_format: FormatOption = None,
-    engine: Annotated[str, typer.Option(help="duckdb (athena: with the AWS issue)")] = "duckdb",
+    engine: Annotated[str, typer.Option(help="duckdb, or athena (AWS, through awswrangler; "
+                      "DOCLAKE_ATHENA_DATABASE/WORKGROUP/OUTPUT)")] = "duckdb",
     tables: Annotated[bool, typer.Option("--tables", help="List the tables and their columns, "
                       "with a description of each, and exit.")] = False,
 ) -> None:
@@ -267,8 +270,15 @@ def sql(
     if tables:
         sqlshell.print_reference(output_format)
         return
+    if engine == "athena":
+        if query is None:
+            raise UserError("--engine athena needs a query", "give the SQL as an argument")
+        from infra.cli_aws import athena_sql
+
+        athena_sql(query, output_format)
+        return
     if engine != "duckdb":
-        raise UserError(f"--engine {engine!r} is not available in this build", "use duckdb")
+        raise UserError(f"--engine {engine!r} is not an engine", "use duckdb or athena")
     settings = open_settings(home, Access.READ)
     from lake.catalog import connect
 

@@ -29,3 +29,45 @@ def catalog(
     changes = create_catalog(glue, database, bucket, prefix, projection_start=projection_start)
     Console().print(f"created {len(changes.created)}, updated {len(changes.updated)}, "
                     f"unchanged {len(changes.unchanged)} tables and views in {database}")
+
+
+# --- doclake sql --engine athena ----------------------------------------------------------------
+
+ATHENA_SETTINGS = {
+    "database": ("DOCLAKE_ATHENA_DATABASE", "doclake"),
+    "workgroup": ("DOCLAKE_ATHENA_WORKGROUP", "doclake"),
+    "s3_output": ("DOCLAKE_ATHENA_OUTPUT", None),
+}
+
+
+def athena_settings(environ=None) -> dict[str, str | None]:
+    """The database, workgroup and result location, from ``DOCLAKE_ATHENA_*`` (the workgroup
+    the CDK stack makes enforces its own result location; ``s3_output`` is for others)."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    return {key: environ.get(name) or default for key, (name, default) in ATHENA_SETTINGS.items()}
+
+
+def athena_sql(query: str, output_format: str, *, environ=None) -> None:
+    """Run the same SQL on Athena through awswrangler and print it like the DuckDB engine."""
+    import awswrangler as wr
+
+    from infra.output import print_records
+
+    settings = athena_settings(environ)
+    for statement in [s.strip() for s in query.split(";") if s.strip()]:
+        frame = wr.athena.read_sql_query(statement, database=settings["database"],
+                                         workgroup=settings["workgroup"],
+                                         s3_output=settings["s3_output"], ctas_approach=False)
+        columns = [str(c) for c in frame.columns]
+        rows = (tuple(None if _missing(v) else v for v in row)
+                for row in frame.itertuples(index=False, name=None))
+        print_records(columns, rows, output_format)
+
+
+def _missing(value) -> bool:
+    try:
+        return value != value  # NaN and NaT
+    except (TypeError, ValueError):
+        return False

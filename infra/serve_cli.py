@@ -1,0 +1,35 @@
+"""``doclake serve``'s command line (the server itself: ``infra.serve``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from infra.errors import at_least
+from infra.home import Access, open_settings
+
+
+def serve(
+    home: Annotated[Path | None, typer.Option("--home", help="State folder (default "
+                    "$DOCLAKE_HOME, else ./.doclake).", show_default=False)] = None,
+    host: Annotated[str, typer.Option(help="Address to bind; keep 127.0.0.1 unless a proxy "
+                    "with TLS stands in front.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8480,
+    expiry_s: Annotated[int, typer.Option("--expiry-s", callback=at_least(1),
+                        help="Seconds an upload URL stays valid (at most 900).")] = 300,
+    max_bytes: Annotated[int | None, typer.Option(help="Largest upload (default: the "
+                         "max_file_bytes setting).")] = None,
+) -> None:
+    """The front door on one machine: POST /uploads, PUT the file, GET its result JSON."""
+    from infra.errors import UserError
+    from infra.serve import serve_command
+
+    if expiry_s > 900:
+        raise UserError(f"--expiry-s {expiry_s} is over 15 minutes", "use at most 900")
+    settings = open_settings(home, Access.CREATE)
+    console = Console(stderr=True, highlight=False)
+    serve_command(host, port, settings, expiry_s=expiry_s, max_bytes=max_bytes,
+                  echo=console.print)

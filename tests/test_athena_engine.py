@@ -1,0 +1,43 @@
+"""``doclake sql --engine athena``: the SQL goes to ``wr.athena.read_sql_query`` with the
+workgroup, database and result location from the settings, and prints like the DuckDB engine.
+Only the plumbing: Athena's SQL does not run in moto (it records queries without running them)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+wr = pytest.importorskip("awswrangler")
+
+
+def test_athena_engine_sends_each_statement_with_the_settings(monkeypatch):
+    import pandas as pd
+
+    from infra.cli import app
+
+    calls = []
+
+    def fake_read_sql_query(sql, **kwargs):
+        calls.append((sql, kwargs))
+        return pd.DataFrame({"status": ["succeeded", None], "n": [3, 1]})
+
+    monkeypatch.setattr(wr.athena, "read_sql_query", fake_read_sql_query)
+    monkeypatch.setenv("DOCLAKE_ATHENA_WORKGROUP", "doclake-prod")
+    monkeypatch.setenv("DOCLAKE_ATHENA_OUTPUT", "s3://lake/athena-results/")
+    result = CliRunner().invoke(app, ["sql", "--engine", "athena", "--format", "json",
+                                      "SELECT status, count(*) AS n FROM jobs GROUP BY 1"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == [{"status": "succeeded", "n": 3}, {"status": None, "n": 1}]
+    ((sql, kwargs),) = calls
+    assert sql.startswith("SELECT status")
+    assert kwargs == {"database": "doclake", "workgroup": "doclake-prod",
+                      "s3_output": "s3://lake/athena-results/", "ctas_approach": False}
+
+
+def test_athena_engine_needs_a_query():
+    from infra.cli import app
+
+    result = CliRunner().invoke(app, ["sql", "--engine", "athena"])
+    assert result.exit_code == 2
