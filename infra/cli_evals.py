@@ -191,3 +191,128 @@ def score_rows(run) -> list[tuple]:
                          _pct(s.recall), _pct(s.f1), ci, s.hits, s.predicted, s.expected,
                          fig.documents))
     return rows
+
+
+# --- failures and fine-tuning sets -------------------------------------------------------------
+
+
+def page_reader(settings):
+    """(document_id, job_id) -> the job's stored pages, in order, from the home's objects."""
+    from infra.local.objectstore import FolderObjectStore
+    from lake.layout import pages_prefix
+
+    store = FolderObjectStore(settings.home / "objects")
+
+    def read(document_id: str, job_id: str) -> list[tuple[int, str]]:
+        keys = sorted(store.list(pages_prefix(document_id, job_id)))
+        return [(int(key.rsplit("/", 1)[-1].split(".")[0]), store.get(key).decode("utf-8"))
+                for key in keys if key.endswith(".md")]
+
+    return read
+
+
+@evals_app.command()
+def failures(
+    since: SinceOption = None,
+    until: UntilOption = None,
+    field: Annotated[str | None, typer.Option(help="Only this field.")] = None,
+    limit: Annotated[int, typer.Option(callback=at_least(1), help="Most rows printed.")] = 50,
+    out: Annotated[Path | None, typer.Option(help="Also write every failure as a Markdown "
+                                             "report.", show_default=False)] = None,
+    home: HomeOption = None,
+    output_format: FormatOption = None,
+) -> None:
+    """Mismatches: expected, got, document, and the page where each value occurs."""
+    from evals import failures as found
+    from evals.score_run import score_lake
+
+    output_format = resolve_format(output_format)
+    now = _now()
+    settings = open_settings(home, Access.READ)
+    run = score_lake(settings.lake, since=parse_moment(since, now, "--since"),
+                     until=parse_moment(until, now, "--until") or now,
+                     normalizers=normalizers(), resamples=0)
+    rows = found.failures(run.scored, page_reader(settings), field=field)
+    if out is not None:
+        out.write_text(found.markdown(rows), encoding="utf-8")
+        console.print(f"wrote {len(rows)} failures to {out}")
+    print_records(found.COLUMNS, found.rows(rows[:limit]), output_format)
+    if len(rows) > limit:
+        console.print(f"{len(rows) - limit} more not shown (--limit, or --out for all)")
+
+
+@evals_app.command("export-finetune")
+def export_finetune(
+    out: Annotated[Path, typer.Option(help="The train JSONL; validation and manifest are "
+                                      "written beside it.")],
+    file_format: Annotated[str, typer.Option("--format", help="gemini|openai")] = "gemini",
+    include: Annotated[str, typer.Option(help="labelled (labelled documents only) or agreement "
+                       "(also unlabelled documents whose latest results from two or more model "
+                       "versions or strategies agree on every value).")] = "labelled",
+    max_chars: Annotated[int, typer.Option(callback=at_least(1000), help="Input text limit; "
+                         "longer texts are cut and counted in the manifest.")] = 100_000,
+    validation_percent: Annotated[int, typer.Option(help="Share of content hashes for "
+                                  "validation.", min=0, max=100)] = 10,
+    home: HomeOption = None,
+) -> None:
+    """Fine-tuning JSONL (Gemini or OpenAI), split by content hash, duplicates removed."""
+    from evals.finetune import FORMATS, build_examples, write_set
+    from evals.lakeio import read_labels, read_results
+
+    if file_format not in FORMATS:
+        raise UserError(f"--format {file_format!r} is not a fine-tuning format",
+                        f"use one of: {', '.join(FORMATS)}")
+    if include not in ("labelled", "agreement"):
+        raise UserError(f"--include {include!r} is not a rule", "use labelled or agreement")
+    settings = open_settings(home, Access.READ)
+    read_pages = page_reader(settings)
+    labels = read_labels(settings.lake)
+    results = read_results(settings.lake)
+    latest = {}
+    for result in sorted(results, key=lambda r: r.published_at):
+        if result.status == "succeeded":
+            latest[result.document_id] = result
+    documents = [(label.document_id, "labelled",
+                  read_pages(label.document_id, latest[label.document_id].job_id),
+                  label.values, label.value_format)
+                 for label in labels if label.document_id in latest]
+    if include == "agreement":
+        documents += _agreeing(results, {label.document_id for label in labels}, read_pages)
+    examples = build_examples(documents, list_fields=_list_fields(), max_chars=max_chars)
+    if not examples:
+        raise UserError("nothing to export: no labelled document has a result with text",
+                        "import labels first (doclake evals import-labels)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    manifest = write_set(examples, out, file_format, max_chars=max_chars,
+                         validation_percent=validation_percent)
+    print_object({**manifest.counts, "manifest": str(out.with_name(f"{out.stem}.manifest.json"))},
+                 resolve_format(None))
+
+
+def _list_fields() -> tuple[str, ...]:
+    """List fields of the built-in schema (a user schema's lists are read from its labels)."""
+    from extract.fields.schemas import NdaFields
+
+    return tuple(name for name, info in NdaFields.model_fields.items()
+                 if getattr(info.annotation, "__origin__", None) is list)
+
+
+def _agreeing(results, labelled: set[str], read_pages) -> list[tuple]:
+    """Unlabelled documents whose latest result per (model_version, strategy), two or more of
+    them, carry the same values (case-insensitively): a confirmation by agreement."""
+    from evals.scoring import group_of
+
+    by_document: dict[str, dict] = {}
+    for r in sorted(results, key=lambda r: r.published_at):
+        if r.status == "succeeded" and r.document_id not in labelled:
+            by_document.setdefault(r.document_id, {})[group_of(r)] = r
+    chosen = []
+    for document_id, groups in sorted(by_document.items()):
+        answers = {tuple(sorted((k, tuple(v.upper() for v, _ in vs))
+                                for k, vs in r.values.items())) for r in groups.values()}
+        if len(groups) >= 2 and len(answers) == 1:
+            newest = max(groups.values(), key=lambda r: r.published_at)
+            chosen.append((document_id, "confirmed", read_pages(document_id, newest.job_id),
+                           {k: tuple(v for v, _ in vs) for k, vs in newest.values.items()},
+                           "text"))
+    return chosen
