@@ -316,3 +316,17 @@ def _agreeing(results, labelled: set[str], read_pages) -> list[tuple]:
                            {k: tuple(v for v, _ in vs) for k, vs in newest.values.items()},
                            "text"))
     return chosen
+
+
+@evals_app.command()
+def report(
+    out: Annotated[str, typer.Option(help="Path prefix (or s3:// URI prefix): <out>.md and "
+                                     "<out>.html are written.")] = "evals-weekly",
+    home: HomeOption = None,
+) -> None:
+    """The weekly report: scores, change since last week, worst fields (Markdown and HTML)."""
+    from evals.weekly import write_weekly_report
+
+    settings = open_settings(home, Access.READ)
+    written = write_weekly_report(settings.lake, out, _now(), normalizers=normalizers())
+    console.print("wrote " + " and ".join(written.values()))

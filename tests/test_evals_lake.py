@@ -126,3 +126,16 @@ def test_eval_views_keep_dt_where_a_filter_can_reach_the_partitions(name):
     for join in tree.find_all(exp.Join):
         pairs = [(eq.this.name, eq.expression.name) for eq in join.args["on"].find_all(exp.EQ)]
         assert ("dt", "dt") in pairs, join.sql("trino")
+
+
+def test_the_weekly_report_shows_the_change_since_last_week(lake, tmp_path):
+    from evals.weekly import write_weekly_report
+
+    import_labels(lake, _csv(tmp_path / "a.csv", [f"{SHA},party,Acme Inc.,2026-05-01T00:00:00Z"]),
+                  "csv", labeller="ann", now=NOW)
+    written = write_weekly_report(lake, str(tmp_path / "weekly"), NOW)
+    markdown = Path(written["md"]).read_text()
+    # one result in the window (party: 1 hit of 2 predicted, 1 expected): F1 2/3, new this week
+    assert "| v1 | rules | 1 | 66.67 |  |  | new |" in markdown
+    assert "| party | v1 | rules | 66.67 | 0 | 1 |" in markdown
+    assert "<table>" in Path(written["html"]).read_text()
