@@ -330,3 +330,43 @@ def report(
     settings = open_settings(home, Access.READ)
     written = write_weekly_report(settings.lake, out, _now(), normalizers=normalizers())
     console.print("wrote " + " and ".join(written.values()))
+
+
+@evals_app.command()
+def sample(
+    out: Annotated[Path, typer.Option(help="The labelling sheet (CSV) to write.")] = Path(
+        "labelling-sheet.csv"),
+    n: Annotated[int, typer.Option("--n", callback=at_least(1), help="Documents to pick.")] = 50,
+    since: SinceOption = None,
+    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 13,
+    include_labelled: Annotated[bool, typer.Option("--include-labelled", help="Also documents "
+                                "already labelled.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Pick documents to label (stratified by model version, strategy, format and size) and
+    write a sheet with the extracted values prefilled; import it with --format csv."""
+    from evals.lakeio import read_labels, read_results, read_rows
+    from evals.sample import stratified, write_sheet
+
+    now = _now()
+    settings = open_settings(home, Access.READ)
+    start = parse_moment(since, now, "--since")
+    documents = {r["document_id"]: r for r in read_rows(settings.lake, """
+        SELECT d.document_id, d.sha256, d.source_name, d.detected_format, j.pages
+        FROM documents AS d LEFT JOIN jobs AS j ON j.dt = d.dt AND j.job_id = d.latest_job_id""")}
+    labelled = set() if include_labelled else {x.document_id for x in read_labels(settings.lake)}
+    latest = {}
+    for r in sorted(read_results(settings.lake), key=lambda r: r.published_at):
+        if (start is None or r.published_at >= start) and r.document_id not in labelled:
+            latest[r.document_id] = r
+    candidates = [{**documents.get(d, {}), "document_id": d, "model_version": r.model_version,
+                   "strategy": r.strategy, "values": r.values} for d, r in latest.items()]
+    picked = stratified(candidates, n, seed)
+    written = write_sheet(out, picked, _schema_fields())
+    console.print(f"wrote {written} documents of {len(candidates)} candidates to {out}")
+
+
+def _schema_fields() -> tuple[str, ...]:
+    from extract.fields.schemas import NdaFields
+
+    return tuple(NdaFields.model_fields)

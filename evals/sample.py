@@ -1,0 +1,71 @@
+"""Documents to label: a stratified sample of recent results, written as a labelling sheet.
+
+Strata are (model_version, strategy, format, size bucket): every stratum present gets at least
+one document when ``n`` allows, the rest is shared in proportion to the strata's sizes, and the
+draw is seeded, so the sheet is reproducible. The sheet is the label CSV layout with the
+extracted values prefilled (``value`` = ``extracted``), one row per value plus one empty row per
+field with no value: the labeller corrects ``value`` and adds rows, then imports the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+__all__ = ["size_bucket", "stratified", "write_sheet", "SHEET_COLUMNS"]
+
+SHEET_COLUMNS = ("document_id", "sha256", "source_name", "model_version", "strategy", "field",
+                 "extracted", "value", "page_number")
+
+
+def size_bucket(pages: int | None) -> str:
+    if pages is None:
+        return "unknown"
+    return next(name for limit, name in ((5, "1-5"), (20, "6-20"), (100, "21-100"))
+                if pages <= limit) if pages <= 100 else "over 100"
+
+
+def stratified(candidates: Sequence[dict], n: int, seed: int = 13) -> list[dict]:
+    """``candidates``: dicts with model_version, strategy, detected_format, pages."""
+    strata: dict[tuple, list[dict]] = {}
+    for row in sorted(candidates, key=lambda r: r["document_id"]):
+        key = (row.get("model_version") or "", row["strategy"], row.get("detected_format") or "",
+               size_bucket(row.get("pages")))
+        strata.setdefault(key, []).append(row)
+    rng = random.Random(seed)
+    for rows in strata.values():
+        rng.shuffle(rows)
+    total = sum(len(rows) for rows in strata.values())
+    if n >= total:
+        return [row for key in sorted(strata) for row in strata[key]]
+    quota = {key: (1 if n >= len(strata) else 0) for key in strata}
+    left = n - sum(quota.values())
+    shares = sorted(strata, key=lambda k: -len(strata[k]) * left / total % 1)
+    for key in strata:
+        quota[key] += min(len(strata[key]) - quota[key], int(len(strata[key]) * left / total))
+    for key in shares:  # the remainder to the largest fractional shares
+        if sum(quota.values()) >= n:
+            break
+        if quota[key] < len(strata[key]):
+            quota[key] += 1
+    picked = [row for key in sorted(strata) for row in strata[key][:quota[key]]]
+    return picked[:n]
+
+
+def write_sheet(path: Path, picked: Iterable[dict], fields: Sequence[str]) -> int:
+    """One CSV row per extracted value, and one empty row per field without a value."""
+    count = 0
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(SHEET_COLUMNS)
+        for row in picked:
+            base = [row["document_id"], row.get("sha256") or "", row.get("source_name") or "",
+                    row.get("model_version") or "", row["strategy"]]
+            values = row.get("values") or {}
+            for name in [*fields, *sorted(set(values) - set(fields))]:
+                for value, page in values.get(name) or [("", None)]:
+                    writer.writerow([*base, name, value, value, "" if page is None else page])
+            count += 1
+    return count
