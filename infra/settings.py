@@ -55,7 +55,7 @@ class Settings(BaseSettings, ModelConfig):
     max_sheet_chars: int = Field(50_000_000, ge=1, description="Longest text of one sheet.")
     max_parse_memory_bytes: int = Field(2 * 1024**3, ge=16 * 1024**2, description="Memory a "
                                         "workbook, CSV or decryption may take in its worker.")
-    max_render_pixels: int = Field(40_000_000, ge=1, description="Most pixels of a page "
+    max_render_pixels: int = Field(12_000_000, ge=1, description="Most pixels of a page "
                                    "rendered for OCR (rendered smaller rather than larger).")
     max_image_pixels: int = Field(250_000_000, ge=1, description="A page with an image larger "
                                   "than this is not rendered (page_too_large).")
