@@ -75,4 +75,5 @@ def _gemini(config: ModelConfig, key: str, base_url: str | None, label: str) -> 
     from extract.models.gemini import GeminiProvider
 
     return GeminiProvider(key, base_url=base_url, provider=label,
-                          sdk_attempts=config.model_sdk_attempts)
+                          sdk_attempts=config.model_sdk_attempts,
+                          max_connections=config.model_max_in_flight)

@@ -36,7 +36,7 @@ class GeminiProvider:
 
     def __init__(self, api_key: str, *, base_url: str | None = None, provider: str = "gemini",
                  sdk_attempts: int = 1, thinking_budget: int | None = 0,
-                 temperature: float | None = 0.0):
+                 temperature: float | None = 0.0, max_connections: int = 512):
         from google import genai
         from google.genai import types
 
@@ -47,6 +47,9 @@ class GeminiProvider:
         options = types.HttpOptions(
             base_url=base_url,
             retry_options=types.HttpRetryOptions(attempts=max(1, sdk_attempts)),
+            # httpx pools 100 connections by default: past that, calls queue inside the client
+            # and the wait shows up as model latency. The AIMD ceiling is the real limit.
+            async_client_args={"limits": _limits(max_connections)},
         )
         self._client = genai.Client(api_key=api_key, http_options=options)
 
@@ -84,6 +87,15 @@ class GeminiProvider:
         except Exception as error:
             raise _network_error(error) from error
         return _reply(response)
+
+
+def _limits(max_connections: int) -> Any:
+    try:
+        import httpx2 as httpx
+    except ImportError:  # the SDK runs on httpx when httpx2 is absent
+        import httpx
+    return httpx.Limits(max_connections=max_connections,
+                        max_keepalive_connections=max_connections)
 
 
 def _network_error(error: Exception) -> ProviderError:

@@ -14,7 +14,7 @@ through the same client, retries, limiter, fallback and ledger as a real one; on
 - A brownout: from ``simulated_brownout_after_s`` after start, for ``simulated_brownout_for_s``,
   every call answers 503.
 - Tokens: an image costs 258 tokens per 768-pixel tile (one tile when both sides are at most 384),
-  plus the prompt's characters / 4; the answer is Markdown of lognormal length, around 500
+  plus the prompt's characters / 4; the answer is Markdown of lognormal length, around 450
   tokens, the same text for the same image.
 
 It cannot show real reading quality, real rate limits or real block decisions: the README says so.
@@ -172,9 +172,9 @@ def _image_of(request: dict[str, Any]) -> tuple[int, int, str]:
 
 
 def _page_text(digest: str) -> str:
-    """Plausible Markdown of lognormal length (median ~500 tokens), the same for the same image."""
+    """Plausible Markdown of lognormal length (median ~450 tokens), the same for the same image."""
     rng = random.Random(digest)
-    words = max(40, int(rng.lognormvariate(math.log(380), 0.5)))
+    words = max(40, int(rng.lognormvariate(math.log(260), 0.5)))
     lines = [f"## Simulated page {digest[:12]}", ""]
     line: list[str] = []
     for _ in range(words):
