@@ -115,5 +115,5 @@ def test_unknown_format_reader_and_table(tmp_path, pdf_factory):
     assert_user_error(invoke("status", "--home", str(tmp_path), "--format", "xml"),
                       "--format 'xml'", "table, csv, json")
     assert_user_error(invoke("run", str(pdf_factory("a.pdf", 1)), "--reader", "magic",
-                             "--home", str(tmp_path)), "--reader 'magic'", "auto, text")
+                             "--home", str(tmp_path)), "--reader 'magic'", "auto, ", "simulated, text")
     assert_user_error(invoke("schema", "nope"), "no table 'nope'", "documents")
