@@ -6,6 +6,8 @@ The same function serves the local runtime and the Lambda edge. Errors are sorte
 - ``TerminalError``, or any error on the message's last allowed delivery: record the failure
   for good (the unit fails, or the job gets its error), ack. The poller then fails the job.
 - any other error: record it as not final and leave the message for redelivery.
+- ``ClaimHeld`` (a fields claim another worker holds): retried even on the last delivery, so the
+  queue moves it to the dead-letter queue, whose handler settles a failed result.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from pydantic import ValidationError
 
 from extract.context import Delivery, HandlerContext
 from extract.errors import TerminalError, error_type_of
+from extract.fields.claim import ClaimHeld, settle_failed_unclaimed
 from extract.handlers.convert import handle_convert
+from extract.handlers.fields import handle_fields
 from extract.handlers.index import handle_index
 from extract.handlers.read import handle_read
 from extract.handlers.sheet import handle_sheet
 from extract.handlers.split import handle_split
 from extract.messages import (
     ConvertMessage,
+    FieldsMessage,
     IndexMessage,
     Message,
     ReadSheetMessage,
@@ -32,12 +37,12 @@ from extract.messages import (
     parse_message,
 )
 from extract.ports import ReceivedMessage
-from lake.events import FailureRecorded, UnitFailed
+from lake.events import FailureRecorded, UnitFailed, utc_now
 
 log = logging.getLogger(__name__)
 
-STAGES = {"split": "split", "read_unit": "read", "index": "index", "convert": "convert",
-          "read_sheet": "read"}
+STAGES = {"split": "split", "read_unit": "read", "index": "index", "fields": "fields",
+          "convert": "convert", "read_sheet": "read"}
 
 
 class Outcome(StrEnum):
@@ -69,8 +74,14 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
             await handle_convert(ctx, message, delivery)
         elif isinstance(message, IndexMessage):
             await handle_index(ctx, message, delivery)
+        elif isinstance(message, FieldsMessage):
+            await handle_fields(ctx, message, delivery)
         return Outcome.ACK
     except Exception as error:  # sorted here; only a failure to record it escapes
+        if isinstance(error, ClaimHeld):  # never acknowledged: the dead-letter queue settles it
+            await _record_failure(ctx, message, delivery, error, final=False,
+                                  message_id=received.message_id)
+            return Outcome.RETRY
         give_up = isinstance(error, TerminalError) or final
         if not isinstance(error, TerminalError):
             log.warning("%s failed (attempt %d): %r", message.type, delivery.attempt, error)
@@ -97,13 +108,19 @@ async def _record_failure(ctx: HandlerContext, message: Message, delivery: Deliv
         ctx.store.set_job_error(message.job_id, error_type)
     elif isinstance(message, IndexMessage):
         ctx.store.mark_index_failed(message.job_id, error_type)
+    elif isinstance(message, FieldsMessage):  # no-op when the handler settled it already
+        settle_failed_unclaimed(ctx.store, document_id=message.document_id,
+                                job_id=message.job_id, strategy=message.strategy,
+                                schema_name=message.schema_name, reason=error_type,
+                                message=text, at=utc_now())
     ctx.notify()
 
 
 async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> Outcome:
     """A message that used up its deliveries without an answer (its worker kept dying).
 
-    Its unit, or its job, fails at once with reason ``dead_letter``; the failure row keeps the
+    Its unit, or its job, fails at once with reason ``dead_letter`` (a fields message: its result
+    is settled failed, taking over the claim a dead worker left); the failure row keeps the
     message so an operator can look at it.
     """
     try:

@@ -13,9 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 SPLIT_QUEUE = "split"
 READ_QUEUE = "read"
 INDEX_QUEUE = "index"
+FIELDS_QUEUE = "fields"
 CONVERT_QUEUE = "convert"  # Office to PDF with LibreOffice: its own, smaller, concurrency
 SHEET_QUEUE = "sheet"  # one spreadsheet sheet a message, sheets 2..n of a workbook
-QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE, CONVERT_QUEUE, SHEET_QUEUE)
+QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE, FIELDS_QUEUE, CONVERT_QUEUE, SHEET_QUEUE)
 
 
 def dead_letter_queue(queue: str) -> str:
@@ -62,13 +63,25 @@ class IndexMessage(_Message):
     type: Literal["index"] = "index"
 
 
-Message = Annotated[SplitMessage | ReadUnitMessage | IndexMessage | ConvertMessage
-                    | ReadSheetMessage, Field(discriminator="type")]
+class FieldsMessage(_Message):
+    """Extract a schema's fields from a finished job's pages with one strategy, and publish them.
+
+    The request travels in the message (not in a worker's settings), so a worker resuming after a
+    crash extracts exactly what the run asked for."""
+
+    type: Literal["fields"] = "fields"
+    schema_name: str
+    """``nda`` or ``MODULE:CLASS``, as ``--fields`` gave it."""
+    strategy: str
+
+
+Message = Annotated[SplitMessage | ReadUnitMessage | IndexMessage | FieldsMessage
+                    | ConvertMessage | ReadSheetMessage, Field(discriminator="type")]
 _ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
 
-def parse_message(body: str) -> (SplitMessage | ReadUnitMessage | IndexMessage | ConvertMessage
-                                 | ReadSheetMessage):
+def parse_message(body: str) -> (SplitMessage | ReadUnitMessage | IndexMessage | FieldsMessage
+                                 | ConvertMessage | ReadSheetMessage):
     """Parse a message body; raises ``pydantic.ValidationError`` on a malformed one."""
     return _ADAPTER.validate_json(body)
 

@@ -3,7 +3,8 @@
 ``decide`` is a pure function of one job's progress, so the rules are tested without a clock or a
 database. ``poll_once`` applies the decisions: the conditional transition first (the store is the
 truth), then its event, then the outbox flag that says the event is durable; then the index message
-of a succeeded job, then its flag. A poller that dies anywhere in between finds the flag unset on
+of a succeeded job, then its flag; then the fields message of a finished job a run asked fields
+of, then its flag. A poller that dies anywhere in between finds the flag unset on
 its next pass and emits the same event again, built from the store, with the same id: the lake
 never keeps a decision the store did not take.
 
@@ -19,7 +20,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from extract.context import HandlerContext
-from extract.messages import INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE, IndexMessage
+from extract.messages import (
+    FIELDS_QUEUE,
+    INDEX_QUEUE,
+    READ_QUEUE,
+    SPLIT_QUEUE,
+    FieldsMessage,
+    IndexMessage,
+)
 from extract.state import Job, JobProgress, JobStatus
 from lake.events import (
     Event,
@@ -117,6 +125,7 @@ async def poll_once(ctx: HandlerContext, *, now: datetime | None = None,
             applied.append(decision)
     await publish_status_events(ctx, [d.job_id for d in applied])
     send_index_messages(ctx)
+    send_fields_messages(ctx)
     return applied
 
 
@@ -159,4 +168,20 @@ def send_index_messages(ctx: HandlerContext) -> int:
                                                  job_id=job.job_id).model_dump_json())
     if jobs:
         ctx.store.mark_index_sent([j.job_id for j in jobs])
+    return len(jobs)
+
+
+def send_fields_messages(ctx: HandlerContext) -> int:
+    """Send the fields message of every job whose text is final (succeeded and indexed, or
+    failed: it gets a failed result) and whose run asked for fields, then flag it: the same
+    outbox rule as the index message."""
+    jobs = ctx.store.unsent_fields_jobs()
+    bodies = [FieldsMessage(document_id=job.document_id, job_id=job.job_id,
+                            schema_name=job.fields_schema or "nda",
+                            strategy=job.fields_strategy or "rules").model_dump_json()
+              for job in jobs]
+    for start in range(0, len(bodies), 10):
+        ctx.queue.send_batch(FIELDS_QUEUE, bodies[start:start + 10])
+    if jobs:
+        ctx.store.mark_fields_sent([j.job_id for j in jobs])
     return len(jobs)

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from extract.state import Document, Job, JobProgress, JobStatus, Unit
+from extract.state import ClaimStatus, Document, FieldClaim, Job, JobProgress, JobStatus, Unit
 from lake.events import Event
 
 T = TypeVar("T")
@@ -227,6 +227,70 @@ class JobStore(Protocol):
         ...
 
     def list_jobs(self, job_ids: Sequence[str] | None = None) -> list[Job]: ...
+
+    # --- fields: the request, the claim, the result and the publisher's outbox -----------------
+    #
+    # One claim row per (job_id, strategy), written only by conditional writes:
+    #
+    #   (absent) --claim_fields--> claimed --settle_fields(claimant=me)--> done | failed
+    #      |                          |  \--release_fields(claimant=me)--> (absent)
+    #      \-----settle_fields(claimant=None: no claim or a dead one)-----> failed
+    #
+    # A terminal row never changes again except for ``published_at`` (set once). On DynamoDB:
+    # claim = PutItem with attribute_not_exists(pk); settle = UpdateItem with
+    # "status = claimed AND claimant = :me" (or "attribute_not_exists(pk) OR status = claimed");
+    # release = DeleteItem with the same condition; the publisher reads the table's stream.
+
+    def request_fields(self, job_ids: Sequence[str], schema: str, strategy: str) -> int:
+        """Ask for ``schema`` with ``strategy`` on these jobs; returns jobs whose request changed.
+        A job already asked the same keeps its state (a re-run waits for nothing new); a job
+        asked something else gets the new request, already published if that strategy's result
+        exists."""
+        ...
+
+    def unsent_fields_jobs(self) -> list[Job]:
+        """Jobs with a fields request whose message was never confirmed sent and whose text is
+        final: succeeded and indexed (or indexing given up), or failed."""
+        ...
+
+    def mark_fields_sent(self, job_ids: Sequence[str]) -> None:
+        """Note that these jobs' fields messages are on the queue (an outbox flag)."""
+        ...
+
+    def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
+                     at: datetime) -> bool:
+        """Create the claim row, status claimed, only if none exists; False otherwise (read it
+        with ``get_field_claim``). Never takes over an existing claim, however old."""
+        ...
+
+    def get_field_claim(self, job_id: str, strategy: str) -> FieldClaim | None: ...
+
+    def release_fields(self, job_id: str, strategy: str, claimant: str) -> bool:
+        """Delete the claim, only if it is still ``claimed`` by ``claimant``: a worker giving up
+        an attempt that will be retried."""
+        ...
+
+    def settle_fields(self, job_id: str, strategy: str, *, document_id: str,
+                      status: ClaimStatus, result: str, claimant: str | None,
+                      at: datetime) -> bool:
+        """The terminal write (done or failed, with the result JSON). With ``claimant``: only if
+        the row is ``claimed`` by that claimant. Without (a dead letter, a job that failed): only
+        if there is no row or the row is still ``claimed`` by anyone. False when the row was not
+        as expected; nothing changes then."""
+        ...
+
+    def unpublished_results(self, limit: int = 100) -> list[FieldClaim]:
+        """Terminal claims whose result is not yet published, oldest first (the outbox)."""
+        ...
+
+    def mark_result_published(self, job_id: str, strategy: str, at: datetime) -> bool:
+        """Set ``published_at`` once; when ``strategy`` is the job's requested one, the job's
+        ``fields_published_at`` too (the run then counts it settled)."""
+        ...
+
+    def fields_pending(self) -> int:
+        """Requested field results not yet published, over every job: for an idle check."""
+        ...
 
 
 # --- events ------------------------------------------------------------------------------------

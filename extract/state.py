@@ -75,12 +75,26 @@ class Job(_Record):
     stalled_s: float = 0.0
     """Seconds without progress while it could have progressed: a runtime was up and the job
     was not waiting its turn behind visible messages. Reset by every unit that moves."""
+    fields_schema: str | None = None
+    """The schema a run asked to extract (``nda``, ``MODULE:CLASS``); None: no field stage."""
+    fields_strategy: str | None = None
+    fields_published_at: datetime | None = None
+    """When the requested strategy's result (succeeded or failed) was published."""
+
+    @property
+    def indexed(self) -> bool:
+        """A success whose indexing is over: indexed, or given up."""
+        return self.status is JobStatus.SUCCEEDED and (
+            self.indexed_at is not None or self.index_error is not None)
 
     @property
     def settled(self) -> bool:
-        """Nothing more will happen to this job: terminal, and a success indexed (or given up)."""
+        """Nothing more will happen to this job: terminal, a success indexed (or given up), and
+        the fields result published when fields were asked for."""
+        if self.fields_strategy is not None and self.fields_published_at is None:
+            return False
         if self.status is JobStatus.SUCCEEDED:
-            return self.indexed_at is not None or self.index_error is not None
+            return self.indexed
         return self.status is JobStatus.FAILED
 
 
@@ -117,3 +131,32 @@ class JobProgress(_Record):
     def units_pending(self) -> int:
         """Units no worker has started: their messages wait (or were lost) on the queue."""
         return self.units_planned - self.units_done - self.units_failed - self.units_running
+
+
+class ClaimStatus(StrEnum):
+    """A field extraction's claim: taken by one worker, then done or failed, never back."""
+
+    CLAIMED = "claimed"
+    DONE = "done"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self is not ClaimStatus.CLAIMED
+
+
+class FieldClaim(_Record):
+    """The claim row of one strategy's field extraction for one job, and its result.
+
+    ``result`` is the ``FieldResult`` JSON (``extract.fields.result``) once terminal;
+    ``published_at`` is the publisher's outbox flag."""
+
+    job_id: str
+    strategy: str
+    document_id: str
+    status: ClaimStatus
+    claimant: str | None = None
+    claimed_at: datetime | None = None
+    finished_at: datetime | None = None
+    result: str | None = None
+    published_at: datetime | None = None

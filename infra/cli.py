@@ -95,12 +95,7 @@ def run(
     if reader not in READERS:
         raise UserError(f"--reader {reader!r} is not available in this build",
                         f"use one of: {', '.join(sorted(READERS))}")
-    if fields != "none":
-        raise UserError(f"--fields {fields!r}: field extraction is not available in this build",
-                        "use --fields none")
-    if strategy not in ("rules", "single-pass", "agentic"):
-        raise UserError(f"--strategy {strategy!r} is not a strategy",
-                        "use rules, single-pass or agentic")
+    schema_name = _fields_request(fields, strategy)
     try:
         files = expand_paths(paths)
     except FileNotFoundError as error:
@@ -127,6 +122,10 @@ def run(
             if not ingest.finished:
                 return False
             if "tracker" not in state:
+                if schema_name is not None:  # before the report: those jobs are not settled yet
+                    runtime.store.request_fields([i.job_id for i in ingest.result()],
+                                                 schema_name, strategy)
+                    runtime.nudge()
                 state["report"] = RunReport.start(runtime.store, ingest.result(), started)
                 state["tracker"] = bar.tracker(runtime.store, state["report"])
             return state["tracker"]()
@@ -139,6 +138,36 @@ def run(
     report.finish(runtime.store, interrupted=stats.interrupted).print(Console(highlight=False))
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
+
+
+def _fields_request(fields: str, strategy: str) -> str | None:
+    """Check ``--fields`` and ``--strategy`` before anything is ingested; the schema as the
+    fields messages will name it, or None for ``--fields none``."""
+    import sys
+
+    from extract.fields.schemas import NdaFields, SchemaLoadError, load_schema
+    from extract.fields.strategies import STRATEGIES, available
+
+    if strategy not in STRATEGIES:
+        raise UserError(f"--strategy {strategy!r} is not a strategy",
+                        f"use one of: {', '.join(STRATEGIES)}")
+    if str(Path.cwd()) not in sys.path and "" not in sys.path:  # MODULE:CLASS beside the user
+        sys.path.append(str(Path.cwd()))
+    try:
+        schema = load_schema(fields)
+    except SchemaLoadError as error:
+        raise UserError(str(error), "use nda, none, or MODULE:CLASS naming a pydantic model "
+                        "importable from the current folder or PYTHONPATH") from None
+    if schema is None:
+        return None
+    if not available(strategy):
+        raise UserError(f"--strategy {strategy!r} is not available in this build "
+                        "(strategy_unavailable)", "use --strategy rules (offline, NDA schema)")
+    if strategy == "rules" and schema is not NdaFields:
+        raise UserError(f"--strategy rules extracts only the NDA schema, not {fields!r}",
+                        "use --fields nda, or an LLM strategy (single-pass, agentic) for your "
+                        "own schema")
+    return "nda" if schema is NdaFields else fields.strip()
 
 
 def _process(runtime: LocalRuntime, done):

@@ -19,7 +19,7 @@ import pytest
 from extract.errors import TransientError, WorkerTimeout
 from extract.handlers.split import plan_pdf_units
 from extract.ports import NewVersion
-from extract.state import JobStatus
+from extract.state import ClaimStatus, JobStatus
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
@@ -215,6 +215,86 @@ def test_job_store_stall_clock_and_lease(job_store):
     assert not job_store.acquire_lease("poller", "two", ttl_s=60)
     job_store.release_lease("poller", "one")
     assert job_store.acquire_lease("poller", "two", ttl_s=60)
+
+
+def _succeeded(job_store, job_id: str = "j") -> None:
+    job_store.create_job(_version(job_id))
+    job_store.add_units(job_id, [u.model_copy(update={"job_id": job_id})
+                                 for u in plan_pdf_units(3, 5)], pages=3, detected_format="pdf")
+    job_store.finish_unit(job_id, "u00001")
+    job_store.transition_job(job_id, JobStatus.QUEUED, JobStatus.SUCCEEDED, at=utc_now())
+
+
+def test_job_store_fields_claim_is_one_conditional_write_never_taken_over(job_store):
+    """claim -> done|failed, only by its claimant; a second claim, however late, is refused."""
+    _succeeded(job_store)
+    at = utc_now()
+    assert job_store.get_field_claim("j", "rules") is None
+    assert job_store.claim_fields("j", "rules", document_id="d", claimant="w1", at=at)
+    assert not job_store.claim_fields("j", "rules", document_id="d", claimant="w2",
+                                      at=at + timedelta(days=1))
+    row = job_store.get_field_claim("j", "rules")
+    assert (row.status, row.claimant, row.document_id) == (ClaimStatus.CLAIMED, "w1", "d")
+    assert job_store.claim_fields("j", "agentic", document_id="d", claimant="w2", at=at)
+
+    assert not job_store.release_fields("j", "rules", "w2")  # not theirs
+    assert not job_store.settle_fields("j", "rules", document_id="d", status=ClaimStatus.DONE,
+                                       result="{}", claimant="w2", at=at)
+    assert job_store.settle_fields("j", "rules", document_id="d", status=ClaimStatus.DONE,
+                                   result='{"a": 1}', claimant="w1", at=at)
+    for claimant in ("w1", None):  # terminal: nobody writes it again, a dead letter included
+        assert not job_store.settle_fields("j", "rules", document_id="d",
+                                           status=ClaimStatus.FAILED, result="{}",
+                                           claimant=claimant, at=at)
+    row = job_store.get_field_claim("j", "rules")
+    assert (row.status, row.result, row.finished_at is not None) == (ClaimStatus.DONE, '{"a": 1}',
+                                                                     True)
+
+    assert job_store.release_fields("j", "agentic", "w2")  # an attempt that will be retried
+    assert job_store.get_field_claim("j", "agentic") is None
+    assert job_store.settle_fields("j", "agentic", document_id="d", status=ClaimStatus.FAILED,
+                                   result='{"why": "dead_letter"}', claimant=None, at=at)
+    assert job_store.get_field_claim("j", "agentic").status is ClaimStatus.FAILED
+
+
+def test_job_store_a_dead_claim_is_settled_only_without_a_claimant(job_store):
+    _succeeded(job_store)
+    job_store.claim_fields("j", "rules", document_id="d", claimant="dead", at=utc_now())
+    assert job_store.settle_fields("j", "rules", document_id="d", status=ClaimStatus.FAILED,
+                                   result="{}", claimant=None, at=utc_now())
+    assert not job_store.settle_fields("j", "rules", document_id="d", status=ClaimStatus.DONE,
+                                       result="{}", claimant="dead", at=utc_now())
+
+
+def test_job_store_fields_request_outbox_and_publication_settle_the_job(job_store):
+    _succeeded(job_store)
+    job_store.create_job(_version("k"))  # still queued
+    assert job_store.request_fields(["j", "k"], "nda", "rules") == 2
+    assert job_store.request_fields(["j", "k"], "nda", "rules") == 0  # the same: no change
+    assert not job_store.get_job("j").settled
+    assert job_store.unsent_fields_jobs() == []  # succeeded, but not indexed yet
+    job_store.mark_indexed("j", utc_now())
+    assert [j.job_id for j in job_store.unsent_fields_jobs()] == ["j"]
+    job_store.mark_fields_sent(["j"])
+    assert job_store.unsent_fields_jobs() == []
+    assert job_store.fields_pending() == 1
+
+    job_store.claim_fields("j", "rules", document_id="d", claimant="w", at=utc_now())
+    assert job_store.unpublished_results() == []  # claimed is not a result yet
+    job_store.settle_fields("j", "rules", document_id="d", status=ClaimStatus.DONE,
+                            result="{}", claimant="w", at=utc_now())
+    assert [(r.job_id, r.strategy) for r in job_store.unpublished_results()] == [("j", "rules")]
+    assert job_store.mark_result_published("j", "rules", utc_now())
+    assert not job_store.mark_result_published("j", "rules", utc_now())  # once
+    assert job_store.unpublished_results() == [] and job_store.fields_pending() == 0
+    assert job_store.get_job("j").settled
+
+    # Asked again with another strategy: pending again; back to the first: already published.
+    assert job_store.request_fields(["j"], "nda", "agentic") == 1
+    assert not job_store.get_job("j").settled
+    assert [j.job_id for j in job_store.unsent_fields_jobs()] == ["j"]
+    assert job_store.request_fields(["j"], "nda", "rules") == 1
+    assert job_store.get_job("j").settled and job_store.unsent_fields_jobs() == []
 
 
 # --- search index ------------------------------------------------------------------------------

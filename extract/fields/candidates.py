@@ -54,7 +54,8 @@ def date_candidates(text: str) -> list[Candidate]:
                                     for m in find_dates(text)])
 
 
-_STATE = re.compile(r"\b(" + "|".join(s.replace(" ", r"\s+") for s in
+_STATE = re.compile(r"\b(?=[" + "".join(sorted({s[0].lower() for s in US_STATES})) + r"])("
+                    + "|".join(s.replace(" ", r"\s+") for s in
                                       sorted(US_STATES, key=len, reverse=True)) + r")\b",
                     re.IGNORECASE)
 
@@ -76,15 +77,17 @@ _NUMBER_WORDS = {
     "ninety": 90, "a": 1, "an": 1,
 }
 _WORD = "|".join(sorted((w for w in _NUMBER_WORDS if len(w) > 2), key=len, reverse=True))
+_FIRST_LETTERS = "".join(sorted({w[0] for w in _NUMBER_WORDS}))  # a lookahead, for speed only
 _DURATION = re.compile(
-    rf"\b(?:(?P<word>{_WORD}|an?)(?:[\s-]+\(\s*(?P<paren>\d+(?:\.\d+)?)\s*\))?|(?P<digits>\d+(?:\.\d+)?))"
+    rf"\b(?=[0-9{_FIRST_LETTERS}])(?:(?P<word>{_WORD}|an?)(?:[\s-]+\(\s*(?P<paren>\d+(?:\.\d+)?)\s*\))?|(?P<digits>\d+(?:\.\d+)?))"
     r"[\s-]*(?:full\s+|calendar\s+|consecutive\s+)?(?P<unit>year|month|day)s?\b",
     re.IGNORECASE)
 
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
              "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
-_ANNIVERSARY = re.compile(r"\b(" + "|".join(_ORDINALS) + r")\s*(?:\(\d+(?:st|nd|rd|th)\)\s*)?"
+_ANNIVERSARY = re.compile(r"\b(?=[" + "".join(sorted({w[0] for w in _ORDINALS})) + r"])("
+                          + "|".join(_ORDINALS) + r")\s*(?:\(\d+(?:st|nd|rd|th)\)\s*)?"
                           r"anniversary\b", re.IGNORECASE)
 
 

@@ -15,7 +15,10 @@ _MONTHS = {name: i for i, names in enumerate((
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
     ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sept", "sep"),
     ("october", "oct"), ("november", "nov"), ("december", "dec")), start=1) for name in names}
-_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+# The lookahead on the first letter is only for speed: re tries the long alternation at far fewer
+# places (the run's fields stage is a budget: under a fifth of the run's time).
+_MONTH = (r"(?=[adfjmnos])(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True))
+          + r")\.?")
 _DAY = r"(?P<day>[0-3]?\d)\s*(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _SEP = r"[\s,]*"
@@ -25,7 +28,7 @@ _PATTERNS = [re.compile(p, re.IGNORECASE) for p in (
     # 18th day of April, 2001 / 18 April 2001 / the 18th of April 2001
     rf"\b{_DAY}\s*(?:day\s+)?(?:of\s+)?{_MONTH}{_SEP}(?:in\s+the\s+year\s+)?{_YEAR}\b",
     # 04/18/2001, 4-18-01, 4.18.2001
-    r"(?<![\d/.-])(?P<month>[01]?\d)[/.-](?P<day>[0-3]?\d)[/.-](?P<year>(?:19|20)?\d\d)(?![\d/-])",
+    r"(?=\d)(?<![\d/.-])(?P<month>[01]?\d)[/.-](?P<day>[0-3]?\d)[/.-](?P<year>(?:19|20)?\d\d)(?![\d/-])",
     # 2001-04-18
     r"\b(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b",
     # April, 2001 / April 2001 (day unknown: first of the month, as the gold does)

@@ -16,7 +16,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from extract.ports import NewVersion
-from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitStatus
+from extract.state import (
+    ClaimStatus,
+    Document,
+    FieldClaim,
+    Job,
+    JobProgress,
+    JobStatus,
+    Unit,
+    UnitStatus,
+)
 from infra.local.processes import process_alive
 from infra.local.sqlite import open_database, transaction
 from lake.replay import JobState, ReplayState, UnitState
@@ -76,6 +85,19 @@ CREATE TABLE IF NOT EXISTS units (
   sent_at TEXT,
   PRIMARY KEY (job_id, unit_id)
 );
+CREATE TABLE IF NOT EXISTS field_claims (
+  job_id TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  document_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  claimant TEXT,
+  claimed_at TEXT,
+  finished_at TEXT,
+  result TEXT,
+  published_at TEXT,
+  PRIMARY KEY (job_id, strategy)
+);
+CREATE INDEX IF NOT EXISTS field_claims_unpublished ON field_claims (published_at, finished_at);
 CREATE TABLE IF NOT EXISTS leases (
   name TEXT PRIMARY KEY,
   holder TEXT NOT NULL,
@@ -88,11 +110,13 @@ CREATE TABLE IF NOT EXISTS leases (
 # Columns added after the first release: a home created by an older build gains them on open.
 _ADDED_COLUMNS = {
     "jobs": {"index_sent_at": "TEXT", "stalled_s": "REAL NOT NULL DEFAULT 0",
-             "failure_detail": "TEXT", "status_event": "TEXT"},
+             "failure_detail": "TEXT", "status_event": "TEXT", "fields_schema": "TEXT",
+             "fields_strategy": "TEXT", "fields_sent_at": "TEXT", "fields_published_at": "TEXT"},
     "units": {"sent_at": "TEXT"},
 }
 # Store-internal bookkeeping that the Job record does not carry.
-_INTERNAL_JOB_COLUMNS = ("sha256", "split_sent_at", "index_sent_at", "status_event")
+_INTERNAL_JOB_COLUMNS = ("sha256", "split_sent_at", "index_sent_at", "status_event",
+                         "fields_sent_at")
 
 
 
@@ -125,8 +149,9 @@ class SqliteJobStore:
         data = dict(row)
         for name in _INTERNAL_JOB_COLUMNS:
             data.pop(name, None)
-        for key in ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at"):
-            data[key] = _ts(data[key])
+        for key in ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at",
+                    "fields_published_at"):
+            data[key] = _ts(data.get(key))
         return Job(**data)
 
     @staticmethod
@@ -429,6 +454,109 @@ class SqliteJobStore:
             "SELECT * FROM jobs WHERE status = 'queued' AND split_sent_at IS NULL"
         ).fetchall()
         return [self._job(r) for r in rows]
+
+    # --- fields: request, claim, result, publication ---------------------------------------------
+
+    def request_fields(self, job_ids: Sequence[str], schema: str, strategy: str) -> int:
+        changed = 0
+        ids = list(job_ids)
+        with transaction(self._db) as db:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                changed += db.execute(
+                    "UPDATE jobs SET fields_schema = ?, fields_strategy = ?, fields_sent_at = NULL, "
+                    "fields_published_at = (SELECT c.published_at FROM field_claims c "
+                    "  WHERE c.job_id = jobs.job_id AND c.strategy = ?) "
+                    f"WHERE job_id IN ({marks}) "
+                    "AND (fields_schema IS NOT ? OR fields_strategy IS NOT ?)",
+                    (schema, strategy, strategy, *chunk, schema, strategy)).rowcount
+        return changed
+
+    def unsent_fields_jobs(self) -> list[Job]:
+        rows = self._db.execute(
+            "SELECT * FROM jobs WHERE fields_strategy IS NOT NULL AND fields_sent_at IS NULL "
+            "AND fields_published_at IS NULL AND (status = 'failed' OR (status = 'succeeded' "
+            "AND (indexed_at IS NOT NULL OR index_error IS NOT NULL))) ORDER BY finished_at"
+        ).fetchall()
+        return [self._job(r) for r in rows]
+
+    def mark_fields_sent(self, job_ids: Sequence[str]) -> None:
+        now = _now()
+        with transaction(self._db) as db:
+            db.executemany("UPDATE jobs SET fields_sent_at = ? WHERE job_id = ?",
+                           [(now, job_id) for job_id in job_ids])
+
+    @staticmethod
+    def _claim(row: sqlite3.Row) -> FieldClaim:
+        data = dict(row)
+        for key in ("claimed_at", "finished_at", "published_at"):
+            data[key] = _ts(data[key])
+        return FieldClaim(**data)
+
+    def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
+                     at: datetime) -> bool:
+        cursor = self._db.execute(
+            "INSERT INTO field_claims (job_id, strategy, document_id, status, claimant, claimed_at) "
+            "VALUES (?, ?, ?, 'claimed', ?, ?) ON CONFLICT (job_id, strategy) DO NOTHING",
+            (job_id, strategy, document_id, claimant, at.isoformat()))
+        return cursor.rowcount == 1
+
+    def get_field_claim(self, job_id: str, strategy: str) -> FieldClaim | None:
+        row = self._db.execute("SELECT * FROM field_claims WHERE job_id = ? AND strategy = ?",
+                               (job_id, strategy)).fetchone()
+        return self._claim(row) if row else None
+
+    def release_fields(self, job_id: str, strategy: str, claimant: str) -> bool:
+        cursor = self._db.execute(
+            "DELETE FROM field_claims WHERE job_id = ? AND strategy = ? AND status = 'claimed' "
+            "AND claimant = ?", (job_id, strategy, claimant))
+        return cursor.rowcount == 1
+
+    def settle_fields(self, job_id: str, strategy: str, *, document_id: str,
+                      status: ClaimStatus, result: str, claimant: str | None,
+                      at: datetime) -> bool:
+        if not status.terminal:
+            raise ValueError(f"settle_fields needs a terminal status, not {status}")
+        stamp = at.isoformat()
+        if claimant is not None:
+            cursor = self._db.execute(
+                "UPDATE field_claims SET status = ?, result = ?, finished_at = ? "
+                "WHERE job_id = ? AND strategy = ? AND status = 'claimed' AND claimant = ?",
+                (status.value, result, stamp, job_id, strategy, claimant))
+        else:
+            cursor = self._db.execute(
+                "INSERT INTO field_claims (job_id, strategy, document_id, status, result, "
+                "finished_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, strategy) DO UPDATE "
+                "SET status = excluded.status, result = excluded.result, "
+                "finished_at = excluded.finished_at WHERE field_claims.status = 'claimed'",
+                (job_id, strategy, document_id, status.value, result, stamp))
+        return cursor.rowcount == 1
+
+    def unpublished_results(self, limit: int = 100) -> list[FieldClaim]:
+        rows = self._db.execute(
+            "SELECT * FROM field_claims WHERE published_at IS NULL AND status != 'claimed' "
+            "ORDER BY finished_at LIMIT ?", (limit,)).fetchall()
+        return [self._claim(r) for r in rows]
+
+    def mark_result_published(self, job_id: str, strategy: str, at: datetime) -> bool:
+        stamp = at.isoformat()
+        with transaction(self._db) as db:
+            cursor = db.execute(
+                "UPDATE field_claims SET published_at = ? WHERE job_id = ? AND strategy = ? "
+                "AND published_at IS NULL AND status != 'claimed'", (stamp, job_id, strategy))
+            if cursor.rowcount == 0:
+                return False
+            db.execute("UPDATE jobs SET fields_published_at = ? WHERE job_id = ? "
+                       "AND fields_strategy = ? AND fields_published_at IS NULL",
+                       (stamp, job_id, strategy))
+        return True
+
+    def fields_pending(self) -> int:
+        row = self._db.execute(
+            "SELECT count(*) FROM jobs WHERE fields_strategy IS NOT NULL "
+            "AND fields_published_at IS NULL AND status IN ('succeeded', 'failed')").fetchone()
+        return int(row[0])
 
     def page_progress(self, job_ids: Sequence[str]) -> tuple[int, int]:
         """(pages planned, pages in finished units) over some jobs: for a progress bar."""

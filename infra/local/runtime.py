@@ -1,12 +1,14 @@
 """The embedded runtime: workers, poller and indexer on one machine, until the work is done.
 
 An asyncio pool of ``concurrency`` workers takes messages from the SQLite queues (split first,
-so every document is planned early; then units, interleaved fairly across jobs; then index), and
-hands parsing to a pool of processes. The poller runs every ``poll_interval_s`` and also as soon
-as a unit finishes, in the one runtime that holds the poller's lease (a second runtime on the
-same home works messages but does not poll). On start the runtime recovers from a crash:
-messages held by dead processes become visible again and planned-but-unsent splits are re-sent;
-the poller's outbox pass re-sends lost index messages and status events.
+so every document is planned early; then units, interleaved fairly across jobs; then index; then
+fields), and hands parsing to a pool of processes. A publisher task turns stored field results
+into their JSON and lake rows (``infra.local.publisher``). The poller runs every
+``poll_interval_s`` and also as soon as a unit finishes, in the one runtime that holds the
+poller's lease (a second runtime on the same home works messages but does not poll). On start
+the runtime recovers from a crash: messages held by dead processes become visible again and
+planned-but-unsent splits are re-sent; the poller's outbox pass re-sends lost index and fields
+messages and status events.
 
 No exception ends a worker or the receiver for good: a task that fails is logged and restarted,
 and one that keeps failing stops the run with ``RuntimeFailure`` instead of leaving it waiting.
@@ -29,6 +31,7 @@ from extract.context import HandlerContext, default_worker_name
 from extract.handling import Outcome, handle_dead_letter, handle_message
 from extract.messages import (
     CONVERT_QUEUE,
+    FIELDS_QUEUE,
     INDEX_QUEUE,
     QUEUES,
     READ_QUEUE,
@@ -42,6 +45,7 @@ from infra.local.background_ingest import BackgroundIngest
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
+from infra.local.publisher import publish_once, run_publisher
 from infra.local.queue import SqliteQueue
 from infra.local.search import Fts5SearchIndex
 from infra.local.stages import StageTimes, TimedCpu, TimedObjects, TimedSink
@@ -51,7 +55,7 @@ from lake.writer import GroupCommitter, ParquetEventWriter
 
 log = logging.getLogger(__name__)
 
-RECEIVE_ORDER = (SPLIT_QUEUE, CONVERT_QUEUE, SHEET_QUEUE, READ_QUEUE, INDEX_QUEUE)
+RECEIVE_ORDER = (SPLIT_QUEUE, CONVERT_QUEUE, SHEET_QUEUE, READ_QUEUE, INDEX_QUEUE, FIELDS_QUEUE)
 IDLE_SLEEP_S = 0.05
 DEAD_LETTER_CHECK_S = 1.0
 
@@ -126,6 +130,7 @@ class LocalRuntime:
         self._queue_limits = {CONVERT_QUEUE: settings.convert_concurrency}
         self._queue_busy: dict[str, int] = dict.fromkeys(self._queue_limits, 0)
         self._worker_done = asyncio.Event()
+        self._wake: asyncio.Event | None = None
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write)
@@ -146,8 +151,9 @@ class LocalRuntime:
         return {"released": released, "resent_splits": resent_splits}
 
     def idle(self) -> bool:
-        """No active job, nothing left to index, nothing in any queue."""
-        if self.store.active_jobs() or self.store.jobs_to_index():
+        """No active job, nothing left to index or to publish, nothing in any queue."""
+        if (self.store.active_jobs() or self.store.jobs_to_index()
+                or self.store.fields_pending()):
             return False
         for queue in QUEUES:
             depth = self.queue.depth(queue)
@@ -164,12 +170,18 @@ class LocalRuntime:
         settings = self.settings
         cpu = self.cpu
         committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s)
-        wake = asyncio.Event()
+        wake = self._wake = asyncio.Event()
+        publish = asyncio.Event()
         stages = self.stats.stages
+
+        def notify() -> None:  # a handler changed the store: the poller and publisher look
+            wake.set()
+            publish.set()
+
         ctx = HandlerContext(store=self.store, objects=TimedObjects(self.objects, stages),
                              queue=self.queue, sink=TimedSink(committer, stages),
                              cpu=TimedCpu(cpu, stages), config=settings.extract_config(),
-                             index=self.index, notify=wake.set)
+                             index=self.index, notify=notify)
         supervisor = _Supervisor(wake)
         stop = asyncio.Event()
         shutdown = _on_signals(wake)
@@ -179,6 +191,8 @@ class LocalRuntime:
                  for n in range(settings.concurrency)]
         tasks.append(asyncio.create_task(supervisor.keep_running(
             "receiver", lambda: self._receiver(inbox, stop))))
+        tasks.append(asyncio.create_task(supervisor.keep_running(
+            "publisher", lambda: run_publisher(ctx, publish, stop, settings.poll_interval_s))))
         poller = _PollerClock(settings.poll_interval_s)
         try:
             while supervisor.fatal is None:
@@ -201,6 +215,8 @@ class LocalRuntime:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            with contextlib.suppress(Exception):  # results stored by the last messages
+                await publish_once(ctx)
             await committer.close()
             cpu.close()
             with contextlib.suppress(Exception):
@@ -208,6 +224,11 @@ class LocalRuntime:
         if supervisor.fatal:
             raise RuntimeFailure(supervisor.fatal)
         return self.stats
+
+    def nudge(self) -> None:
+        """Poll now rather than at the next interval (the store changed outside a handler)."""
+        if self._wake is not None:
+            self._wake.set()
 
     async def _poll(self, ctx: HandlerContext, clock: _PollerClock) -> None:
         """One poll, by the one runtime that holds the poller's lease."""

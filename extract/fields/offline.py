@@ -1,0 +1,51 @@
+"""The ``rules`` strategy as the pipeline runs it: in the CPU pool, not on the event loop.
+
+``RulesStrategy`` spends some 30 ms of pure-Python regex work on a Kleister NDA; inline, that
+would stall every other message the worker pool is handling. Here the same code runs in the
+runtime's process pool (inline on Lambda), like parsing does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from extract.errors import TerminalError
+from extract.fields.base import Extraction, PageText
+from extract.fields.rules import RulesStrategy
+from extract.fields.schemas import NdaFields
+from extract.ports import CpuRunner
+
+if TYPE_CHECKING:
+    from extract.context import Delivery, HandlerContext
+
+__all__ = ["OffloadedRules", "build", "run_rules"]
+
+
+def run_rules(pages: tuple[PageText, ...]) -> Extraction:
+    """The CPU-pool entry point (module level, so it pickles); the model loads once a process."""
+    return RulesStrategy().run(pages)
+
+
+class OffloadedRules:
+    """The rules strategy behind the ``Strategy`` port, its work sent to a ``CpuRunner``."""
+
+    name = "rules"
+
+    def __init__(self, cpu: CpuRunner, timeout_s: float):
+        self.cpu = cpu
+        self.timeout_s = timeout_s
+        self.model_version = RulesStrategy().model_version
+
+    async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
+        if schema is not NdaFields:
+            raise TerminalError(f"the rules strategy extracts only the NDA schema, not "
+                                f"{schema.__name__}; use single-pass or agentic",
+                                error_type="unsupported_schema")
+        return await self.cpu.run(run_rules, tuple(pages), timeout_s=self.timeout_s)
+
+
+def build(ctx: HandlerContext, delivery: Delivery) -> OffloadedRules:
+    return OffloadedRules(ctx.cpu, ctx.config.read_timeout_s)

@@ -1,0 +1,98 @@
+"""A field extraction's outcome as the job store keeps it and as the caller reads it.
+
+``FieldResult`` is written once, by the terminal conditional write of the claim row, and read by
+the publisher, which needs nothing else: the published JSON (the write-up's shape) and the lake
+events (``ResultPublished``, one ``ResultFieldExtracted`` per value) are both built from it, so
+a publication repeated after a crash is identical to the first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from extract.fields.base import Extraction, field_values
+
+__all__ = ["FieldResult", "ValueRow", "failed_result", "succeeded_result"]
+
+
+class ValueRow(BaseModel):
+    """One extracted value as text, and where it was found when the strategy knows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    field: str
+    value: str
+    value_index: int = 0
+    page_number: int | None = None
+    char_offset: int | None = None
+
+
+class FieldResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    document_id: str
+    job_id: str
+    strategy: str
+    schema_name: str
+    status: Literal["succeeded", "failed"]
+    extracted_fields: dict[str, Any] | None = None
+    values: tuple[ValueRow, ...] = ()
+    model_version: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    processing_ms: int = 0
+    failure_reason: str | None = None
+    """A stable code: strategy_unavailable, unsupported_schema, invalid_output, dead_letter..."""
+    failure_message: str | None = None
+
+    def published(self) -> dict[str, Any]:
+        """The JSON at ``results/{document_id}.json``: the write-up's keys first, then ours
+        (job, strategy, schema; the reason when failed). Milliseconds are whole numbers."""
+        document: dict[str, Any] = {
+            "document_id": self.document_id,
+            "status": self.status,
+            "extracted_fields": self.extracted_fields,
+            "model_version": self.model_version,
+            "token_usage": {"input": self.input_tokens, "output": self.output_tokens},
+            "processing_ms": self.processing_ms,
+            "job_id": self.job_id,
+            "strategy": self.strategy,
+            "schema": self.schema_name,
+        }
+        if self.status == "failed":
+            document["error"] = {"reason": self.failure_reason, "message": self.failure_message}
+        return document
+
+    def published_bytes(self) -> bytes:
+        """Deterministic bytes (same result, same file): a repeated publication rewrites nothing
+        a reader could tell apart."""
+        return (json.dumps(self.published(), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def succeeded_result(*, document_id: str, job_id: str, strategy: str, schema_name: str,
+                     extraction: Extraction, processing_ms: float) -> FieldResult:
+    """A strategy's answer as a result: values flattened one row each, with their sources."""
+    values = []
+    for row in field_values(extraction.fields):
+        source = extraction.source_of(row.field, row.value_index)
+        values.append(ValueRow(field=row.field, value=row.value, value_index=row.value_index,
+                               page_number=source.page_number if source else None,
+                               char_offset=source.char_offset if source else None))
+    return FieldResult(
+        document_id=document_id, job_id=job_id, strategy=strategy, schema_name=schema_name,
+        status="succeeded", extracted_fields=extraction.fields.model_dump(mode="json"),
+        values=tuple(values), model_version=extraction.model_version or None,
+        input_tokens=extraction.token_usage.input, output_tokens=extraction.token_usage.output,
+        processing_ms=round(processing_ms))
+
+
+def failed_result(*, document_id: str, job_id: str, strategy: str, schema_name: str,
+                  reason: str, message: str, processing_ms: float = 0,
+                  model_version: str | None = None) -> FieldResult:
+    return FieldResult(
+        document_id=document_id, job_id=job_id, strategy=strategy, schema_name=schema_name,
+        status="failed", model_version=model_version, processing_ms=round(processing_ms),
+        failure_reason=reason, failure_message=message[:2000])

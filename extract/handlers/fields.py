@@ -1,0 +1,115 @@
+"""The fields handler: a finished job's page texts in, one schema's fields out, as a stored result.
+
+Order, as in the write-up: claim (a conditional write, before any work), then the model or the
+rules, then the ledger's events, then the terminal conditional write of the result. Publishing
+is not done here: the publisher (``extract.fields.publish``) reacts to the stored result, so a
+worker that dies after the write loses nothing, and the JSON is written by one writer only.
+
+Every way this can end gives a result: a strategy that is missing or refuses the schema, output
+that stayed invalid, a job that failed before its text was read, all settle a ``failed`` result
+with a reason. Only an error a retry may fix is retried, with the claim released first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from pydantic import ValidationError
+
+from extract.context import Delivery, HandlerContext
+from extract.errors import TerminalError, TransientError, error_type_of
+from extract.fields.base import PageText
+from extract.fields.claim import claim, settle, settle_failed_unclaimed
+from extract.fields.result import FieldResult, failed_result, succeeded_result
+from extract.fields.schemas import SchemaLoadError, load_schema
+from extract.fields.strategies import build_strategy
+from extract.messages import FieldsMessage
+from extract.state import Job, JobStatus
+from lake.events import utc_now
+from lake.layout import pages_prefix
+
+__all__ = ["handle_fields", "read_pages"]
+
+log = logging.getLogger(__name__)
+
+
+async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: Delivery) -> None:
+    job = ctx.store.get_job(message.job_id)
+    if job is None:
+        raise TerminalError(f"no job {message.job_id}", error_type="unknown_job")
+    if job.status is JobStatus.FAILED:
+        settle_failed_unclaimed(
+            ctx.store, document_id=job.document_id, job_id=job.job_id,
+            strategy=message.strategy, schema_name=message.schema_name, reason="job_failed",
+            message=f"the job failed ({job.failure_reason}); there is no text to extract from",
+            at=utc_now())
+        ctx.notify()
+        return
+    if job.status is not JobStatus.SUCCEEDED:
+        raise TransientError(f"job {job.job_id} is {job.status}, not finished yet",
+                             error_type="job_not_finished")
+
+    claimant = f"{ctx.worker}/attempt-{delivery.attempt}"
+    if not claim(ctx.store, job_id=job.job_id, document_id=job.document_id,
+                 strategy=message.strategy, claimant=claimant, at=utc_now()).ours:
+        return  # a redelivery: the result is already written
+    started = time.perf_counter()
+    try:
+        result = await _extract(ctx, message, job, delivery, started)
+    except Exception as error:
+        final = delivery.attempt >= ctx.queue.max_receives
+        if isinstance(error, TerminalError) or final:
+            await delivery.commit()
+            settle(ctx.store, failed_result(
+                document_id=job.document_id, job_id=job.job_id, strategy=message.strategy,
+                schema_name=message.schema_name, reason=error_type_of(error),
+                message=str(error) or repr(error),
+                processing_ms=1000 * (time.perf_counter() - started)),
+                claimant=claimant, at=utc_now())
+            ctx.notify()
+        else:
+            ctx.store.release_fields(job.job_id, message.strategy, claimant)
+        raise
+    await delivery.commit()  # the ledger (model calls) before the database
+    if not settle(ctx.store, result, claimant=claimant, at=utc_now()):
+        log.warning("fields of %s/%s were settled by someone else while we worked; ours is "
+                    "dropped", job.job_id, message.strategy)
+    ctx.notify()
+
+
+async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delivery: Delivery,
+                   started: float) -> FieldResult:
+    try:
+        schema = load_schema(message.schema_name)
+    except SchemaLoadError as error:
+        raise TerminalError(str(error), error_type="schema_unavailable") from None
+    if schema is None:
+        raise TerminalError("the fields message names no schema (none)",
+                            error_type="schema_unavailable")
+    strategy = build_strategy(message.strategy, ctx, delivery)
+    pages = read_pages(ctx, job)
+    try:
+        extraction = await strategy.extract(pages, schema)
+    except ValidationError as error:
+        raise TerminalError(f"the {message.strategy} strategy's output does not fit "
+                            f"{schema.__name__}: {error}", error_type="invalid_output") from None
+    if not isinstance(extraction.fields, schema):
+        raise TerminalError(f"the {message.strategy} strategy returned "
+                            f"{type(extraction.fields).__name__}, not {schema.__name__}",
+                            error_type="invalid_output")
+    return succeeded_result(document_id=job.document_id, job_id=job.job_id,
+                            strategy=message.strategy, schema_name=message.schema_name,
+                            extraction=extraction,
+                            processing_ms=1000 * (time.perf_counter() - started))
+
+
+def read_pages(ctx: HandlerContext, job: Job) -> list[PageText]:
+    """The job's stored page Markdown, in page order; every planned page must be there."""
+    keys = ctx.objects.list(pages_prefix(job.document_id, job.job_id))
+    if job.pages is not None and len(keys) != job.pages:
+        raise TerminalError(f"{len(keys)} pages stored, {job.pages} expected",
+                            error_type="missing_pages")
+    pages = [PageText(int(key.rsplit("/", 1)[1].split(".")[0]),
+                      ctx.objects.get(key).decode("utf-8")) for key in keys]
+    return sorted(pages, key=lambda page: page.number)

@@ -1,0 +1,268 @@
+"""The fields stage in the pipeline: claim, extract, settle, publish; redelivery, dead claims,
+failed strategies and one JSON per document version."""
+
+from __future__ import annotations
+
+import json
+
+import fields_fakes
+import pytest
+from helpers import Harness
+from pdfgen import make_pdf
+from pydantic import BaseModel
+
+from extract.errors import TerminalError, TransientError
+from extract.fields.publish import publish_pending, publish_results
+from extract.fields.strategies import STRATEGIES
+from extract.handlers.split import plan_pdf_units
+from extract.handling import Outcome, handle_dead_letter, handle_message
+from extract.messages import FIELDS_QUEUE, SPLIT_QUEUE, FieldsMessage, dead_letter_queue
+from extract.poller import send_fields_messages
+from extract.state import ClaimStatus, JobStatus
+from lake.events import utc_now
+from lake.layout import page_key, result_key
+
+
+@pytest.fixture(autouse=True)
+def fake_strategy(monkeypatch):
+    """``fake`` and ``fake2`` answer through ``fields_fakes``; its counters start empty."""
+    monkeypatch.setitem(STRATEGIES, "fake", "fields_fakes:build")
+    monkeypatch.setitem(STRATEGIES, "fake2", "fields_fakes:build")
+    monkeypatch.setattr(fields_fakes, "CALLS", [])
+    monkeypatch.setattr(fields_fakes, "BEHAVIOUR", None)
+
+
+class CountingObjects:
+    """The harness's object store, counting the result JSONs written."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.results: list[tuple[str, bytes]] = []
+
+    def put(self, key, data, *, metadata=None):
+        if key.startswith("results/"):
+            self.results.append((key, data))
+        self.inner.put(key, data, metadata=metadata)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def finished_job(harness: Harness, folder, texts: list[str], name: str = "nda.pdf"):
+    """A document whose job succeeded and was indexed, its pages stored as the read stage does."""
+    folder.mkdir(exist_ok=True)
+    ingested = harness.planner.ingest(make_pdf(folder / name, texts))
+    for message in harness.receive(SPLIT_QUEUE):
+        harness.queue.delete(message)
+    store, job_id = harness.store, ingested.job_id
+    store.add_units(job_id, plan_pdf_units(len(texts), 5), pages=len(texts), detected_format="pdf")
+    for unit in store.list_units(job_id):
+        store.finish_unit(job_id, unit.unit_id)
+    harness.objects.put_many([(page_key(ingested.document_id, job_id, n), text.encode(), None)
+                              for n, text in enumerate(texts, start=1)])
+    assert store.transition_job(job_id, JobStatus.QUEUED, JobStatus.SUCCEEDED, at=utc_now())
+    store.mark_indexed(job_id, utc_now())
+    return ingested
+
+
+def fields_messages(harness: Harness, queue: str = FIELDS_QUEUE):
+    return harness.queue.receive(queue, max_messages=10, visibility_timeout_s=60)
+
+
+async def test_a_finished_job_gets_one_result_and_a_redelivery_does_no_work(tmp_path):
+    harness = Harness(tmp_path)
+    doc = finished_job(harness, tmp_path / "docs", ["Acme Beta", "page two"])
+    assert harness.store.request_fields([doc.job_id], "nda", "fake") == 1
+    assert not harness.store.get_job(doc.job_id).settled  # waits for its fields now
+
+    assert send_fields_messages(harness.ctx) == 1
+    assert send_fields_messages(harness.ctx) == 0  # the outbox flag holds
+    (message,) = fields_messages(harness)
+    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    harness.queue.delete(message)
+    row = harness.store.get_field_claim(doc.job_id, "fake")
+    assert row.status is ClaimStatus.DONE and fields_fakes.CALLS == [1]
+
+    harness.queue.send(FIELDS_QUEUE, message.body)  # the same message, delivered again
+    (again,) = fields_messages(harness)
+    assert await handle_message(harness.ctx, again) is Outcome.ACK
+    assert fields_fakes.CALLS == [1]
+    assert harness.store.get_field_claim(doc.job_id, "fake") == row
+
+    assert await publish_pending(harness.ctx) == 1
+    assert await publish_pending(harness.ctx) == 0
+    published = json.loads(harness.objects.get(result_key(doc.document_id)))
+    assert published == {
+        "document_id": doc.document_id, "status": "succeeded",
+        "extracted_fields": {"effective_date": None, "jurisdiction": "Acme", "party": ["Acme", "Beta"],
+                             "term": None},
+        "model_version": "fake-1", "token_usage": {"input": 120, "output": 30},
+        "processing_ms": published["processing_ms"], "job_id": doc.job_id, "strategy": "fake",
+        "schema": "nda"}
+    assert isinstance(published["processing_ms"], int)
+    assert harness.store.get_job(doc.job_id).settled
+    values = [(e.field, e.value, e.value_index, e.page_number, e.char_offset)
+              for e in harness.sink.of_type("result_field")]
+    assert values == [("jurisdiction", "Acme", 0, 1, 0), ("party", "Acme", 0, 1, 0),
+                      ("party", "Beta", 1, 1, 5)]
+    (result,) = harness.sink.of_type("result_published")
+    assert (result.jurisdiction, result.party, result.input_tokens) == ("Acme", ["Acme", "Beta"], 120)
+
+
+async def test_a_claim_left_by_a_dead_worker_is_not_seized_and_ends_in_the_dead_letter_queue(
+        tmp_path):
+    harness = Harness(tmp_path)  # three deliveries allowed
+    doc = finished_job(harness, tmp_path / "docs", ["Acme Beta"])
+    harness.store.request_fields([doc.job_id], "nda", "fake")
+    assert harness.store.claim_fields(doc.job_id, "fake", document_id=doc.document_id,
+                                      claimant="gone:4242/attempt-1", at=utc_now())
+    send_fields_messages(harness.ctx)
+    for delivery in (1, 2, 3):  # the last one too: left for the dead-letter queue, not acked
+        (message,) = fields_messages(harness)
+        assert message.receive_count == delivery
+        assert await handle_message(harness.ctx, message) is Outcome.RETRY
+        harness.queue.change_visibility(message, 0)
+    assert fields_messages(harness) == []  # moved on this receive
+    claim = harness.store.get_field_claim(doc.job_id, "fake")
+    assert (claim.status, claim.claimant) == (ClaimStatus.CLAIMED, "gone:4242/attempt-1")
+    assert fields_fakes.CALLS == []
+
+    (dead,) = fields_messages(harness, dead_letter_queue(FIELDS_QUEUE))
+    assert await handle_dead_letter(harness.ctx, dead) is Outcome.ACK
+    assert harness.store.get_field_claim(doc.job_id, "fake").status is ClaimStatus.FAILED
+    assert await publish_pending(harness.ctx) == 1
+    published = json.loads(harness.objects.get(result_key(doc.document_id)))
+    assert published["status"] == "failed" and published["extracted_fields"] is None
+    assert published["error"]["reason"] == "dead_letter"
+    failures = [(f.error_type, f.final) for f in harness.sink.of_type("failure")]
+    assert failures == [("claim_held", False)] * 3 + [("dead_letter", True)]
+    (result,) = harness.sink.of_type("result_published")
+    assert (result.status, result.failure_reason) == ("failed", "dead_letter")
+    assert harness.store.get_job(doc.job_id).settled
+
+
+async def test_the_publisher_writes_one_json_per_document_version(tmp_path):
+    harness = Harness(tmp_path)
+    objects = harness.ctx.objects = CountingObjects(harness.objects)
+    first = finished_job(harness, tmp_path / "docs", ["Acme"])
+
+    async def extract(job_id: str, strategy: str = "fake") -> None:
+        harness.store.request_fields([job_id], "nda", strategy)
+        send_fields_messages(harness.ctx)
+        (message,) = fields_messages(harness)
+        assert await handle_message(harness.ctx, message) is Outcome.ACK
+        harness.queue.delete(message)
+
+    await extract(first.job_id)
+    # A publisher that dies after the JSON and the events, before its flag: the next one
+    # publishes again, with the same bytes and the same event ids.
+    rows = harness.store.unpublished_results()
+    harness.store.mark_result_published = lambda *a, **k: False  # the crash
+    await publish_results(harness.ctx, rows)
+    del harness.store.mark_result_published
+    assert await publish_pending(harness.ctx) == 1
+    assert await publish_pending(harness.ctx) == 0
+    assert len(objects.results) == 2 and objects.results[0] == objects.results[1]
+    emitted = [e.event_id for e in harness.sink.events if e.event_type.startswith("result")]
+    assert len(emitted) == 6 and len(set(emitted)) == 3  # a result and two values, twice
+
+    second = finished_job(harness, tmp_path / "docs", ["Beta"])  # a new version, same name
+    assert (second.document_id, second.job_id != first.job_id) == (first.document_id, True)
+    await extract(second.job_id)
+    assert await publish_pending(harness.ctx) == 1
+    await extract(first.job_id, "fake2")  # the old version's late result: lake only
+    assert await publish_pending(harness.ctx) == 1
+    assert [json.loads(data)["job_id"] for _, data in objects.results[2:]] == [second.job_id]
+    assert json.loads(harness.objects.get(result_key(first.document_id)))["job_id"] == second.job_id
+    late = [e for e in harness.sink.of_type("result_published") if e.strategy == "fake2"]
+    assert [e.job_id for e in late] == [first.job_id]
+
+
+def _raise(error: Exception):
+    def behave(pages, schema):
+        raise error
+    return behave
+
+
+class _Strict(BaseModel):
+    count: int
+
+
+def _invalid(pages, schema):
+    _Strict.model_validate({"count": "many"})
+
+
+@pytest.mark.parametrize("behaviour, reason", [
+    (_raise(TerminalError("still invalid after 3 tries", error_type="invalid_output")),
+     "invalid_output"),
+    (_invalid, "invalid_output"),
+    (_raise(TerminalError("not this schema", error_type="unsupported_schema")),
+     "unsupported_schema"),
+])
+async def test_a_strategy_that_fails_gives_a_failed_result_with_its_reason(
+        tmp_path, monkeypatch, behaviour, reason):
+    monkeypatch.setattr(fields_fakes, "BEHAVIOUR", behaviour)
+    harness = Harness(tmp_path)
+    doc = finished_job(harness, tmp_path / "docs", ["Acme"])
+    harness.store.request_fields([doc.job_id], "nda", "fake")
+    send_fields_messages(harness.ctx)
+    (message,) = fields_messages(harness)
+    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    assert await publish_pending(harness.ctx) == 1
+    published = json.loads(harness.objects.get(result_key(doc.document_id)))
+    assert (published["status"], published["error"]["reason"]) == ("failed", reason)
+    assert [(f.stage, f.error_type, f.final) for f in harness.sink.of_type("failure")] == [
+        ("fields", reason, True)]
+
+
+async def test_a_missing_strategy_gives_a_failed_result_saying_so(tmp_path, monkeypatch):
+    monkeypatch.setitem(STRATEGIES, "ghost", "extract.fields.ghost_strategy:build")
+    harness = Harness(tmp_path)
+    doc = finished_job(harness, tmp_path / "docs", ["Acme"])
+    harness.store.request_fields([doc.job_id], "nda", "ghost")
+    send_fields_messages(harness.ctx)
+    (message,) = fields_messages(harness)
+    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    await publish_pending(harness.ctx)
+    (result,) = harness.sink.of_type("result_published")
+    assert (result.status, result.failure_reason) == ("failed", "strategy_unavailable")
+
+
+async def test_a_transient_failure_releases_the_claim_and_fails_only_on_the_last_delivery(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(fields_fakes, "BEHAVIOUR", _raise(TransientError("provider 503")))
+    harness = Harness(tmp_path)
+    doc = finished_job(harness, tmp_path / "docs", ["Acme"])
+    harness.store.request_fields([doc.job_id], "nda", "fake")
+    send_fields_messages(harness.ctx)
+    for _ in (1, 2):
+        (message,) = fields_messages(harness)
+        assert await handle_message(harness.ctx, message) is Outcome.RETRY
+        assert harness.store.get_field_claim(doc.job_id, "fake") is None  # released
+        harness.queue.change_visibility(message, 0)
+    (last,) = fields_messages(harness)
+    assert await handle_message(harness.ctx, last) is Outcome.ACK
+    assert fields_fakes.CALLS == [1, 1, 1]
+    row = harness.store.get_field_claim(doc.job_id, "fake")
+    assert row.status is ClaimStatus.FAILED and json.loads(row.result)["failure_reason"] == "transient"
+
+
+async def test_a_job_that_failed_gets_a_failed_result_not_silence(tmp_path):
+    harness = Harness(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "bad.pdf").write_bytes(b"not a pdf")
+    doc = harness.planner.ingest(folder / "bad.pdf")
+    harness.store.request_fields([doc.job_id], "nda", "fake")
+    assert send_fields_messages(harness.ctx) == 0  # not finished: nothing to send yet
+    assert harness.store.transition_job(doc.job_id, JobStatus.QUEUED, JobStatus.FAILED,
+                                        failure_reason="unsupported_format", at=utc_now())
+    assert not harness.store.get_job(doc.job_id).settled
+    assert send_fields_messages(harness.ctx) == 1
+    (message,) = fields_messages(harness)
+    assert FieldsMessage.model_validate_json(message.body).schema_name == "nda"
+    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    await publish_pending(harness.ctx)
+    (result,) = harness.sink.of_type("result_published")
+    assert (result.status, result.failure_reason) == ("failed", "job_failed")
+    assert fields_fakes.CALLS == [] and harness.store.get_job(doc.job_id).settled
