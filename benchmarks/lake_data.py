@@ -22,11 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from uuid6 import uuid7
 
 from lake.events import EVENT_NAMESPACE, EVENT_TYPES, SCHEMA_VERSION, Event
-from lake.layout import event_partition
-from lake.schema import arrow_schema, from_row
+from lake.layout import data_file_name, event_partition
+from lake.schema import arrow_fingerprint, arrow_schema, from_row
 
 START = np.datetime64("2025-03-01T00:00:00", "us")
 UNITS_PER_FLUSH = 7  # 7 x (1 + 5 + 1) = 49 events
@@ -202,7 +201,7 @@ def write_files(root: str, pieces: list[Piece], *, one_per_event: bool = False) 
         for rows in (table.slice(i, 1) for i in range(table.num_rows)) if one_per_event else [table]:
             temporary = f"{folder}/.tmp-{uuid.uuid4().hex}"
             pq.write_table(rows, temporary, compression="zstd")
-            os.replace(temporary, f"{folder}/part-{uuid7()}.parquet")
+            os.replace(temporary, f"{folder}/{data_file_name('part-', arrow_fingerprint(rows.schema))}")
             files += 1
     return files
 

@@ -20,22 +20,25 @@ is handled here, locally and on S3 alike:
 3. a long-lived session (``doclake sql`` interactive) would keep a file list from its start:
    the raw views are redefined whenever the listing changes, before each statement.
 
-Every raw view exposes ``dt`` (DATE) from the ``dt=`` folder: DuckDB prunes files by it
-(``read_parquet``'s hive file filter locally, Arrow dataset partition pruning on S3).
+Every raw view exposes ``dt`` (DATE) from the ``dt=`` folder, and a filter on it skips the other
+days' files: ``read_parquet``'s hive file filter for a local type of few files, Arrow dataset
+partition pruning otherwise (many local files, and S3; see ``NATIVE_MAX_FILES``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from lake.events import EVENT_TYPES
-from lake.layout import EVENTS_PREFIX, event_type_prefix
-from lake.schema import arrow_schema, columns
+from lake.layout import EVENTS_PREFIX, event_type_prefix, name_fingerprint
+from lake.schema import arrow_fingerprint, arrow_schema, columns
 from lake.views import DERIVED_VIEWS, dedup_sql, dedup_view, events_sql, raw_view
 from lake.writer import open_lake
 
@@ -44,6 +47,14 @@ DEFAULT_RETRIES = 8
 LISTING_ATTEMPTS = 10
 BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0  # 8 retries wait up to ~4.5 s in all: longer than a partition's compaction
+NATIVE_MAX_FILES = 64
+"""Locally, an event type with at most this many files is read by DuckDB's own Parquet reader
+(the fastest scans), beyond it through an Arrow dataset: the native reader binds every listed
+file on every query (~27 us a file, plus filter evaluation, measured on 365 files), so a one-day
+query on a year of partitions paid 15 to 40 ms per table before reading a byte; a dataset binds
+in constant time and drops the other days' fragments on the ``dt`` filter before opening any
+(lake-decisions.md, section 6)."""
+REFRESH_AFTER_S = 1.0  # a session lists the lake again before a statement once its list is older
 
 Listing = dict[str, tuple[str, ...]]  # event type -> its data files, sorted
 
@@ -60,9 +71,14 @@ def _basename(path: str) -> str:
 
 def list_event_files(filesystem: pafs.FileSystem, root: str) -> Listing:
     """Every data file of every known event type, by type: ``events/event_type=T/dt=D/*.parquet``
-    (one recursive listing: on S3, one paged ListObjectsV2)."""
-    selector = pafs.FileSelector(f"{root}/{EVENTS_PREFIX}", recursive=True, allow_not_found=True)
+    (locally three levels of ``os.scandir``; on S3 one recursive, paged ListObjectsV2)."""
     found: dict[str, list[str]] = {t: [] for t in EVENT_TYPES}
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        for event_type, path in _local_files(f"{root}/{EVENTS_PREFIX}"):
+            if event_type in found:
+                found[event_type].append(path)
+        return {t: tuple(sorted(files)) for t, files in found.items()}
+    selector = pafs.FileSelector(f"{root}/{EVENTS_PREFIX}", recursive=True, allow_not_found=True)
     for info in filesystem.get_file_info(selector):
         if info.type != pafs.FileType.File:
             continue
@@ -76,6 +92,32 @@ def list_event_files(filesystem: pafs.FileSystem, root: str) -> Listing:
         if event_type in found:
             found[event_type].append(info.path)
     return {t: tuple(sorted(files)) for t, files in found.items()}
+
+
+def _local_files(events: str):
+    """(event type, path) of every data file under a local ``events/`` folder."""
+    try:
+        types = list(os.scandir(events))
+    except FileNotFoundError:
+        return
+    for type_entry in types:
+        if not type_entry.name.startswith("event_type="):
+            continue
+        event_type = type_entry.name.removeprefix("event_type=")
+        try:
+            days = list(os.scandir(type_entry.path))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for day in days:
+            if not day.name.startswith("dt="):
+                continue
+            try:
+                names = os.listdir(day.path)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in names:
+                if name.endswith(".parquet") and not name.startswith("."):
+                    yield event_type, f"{day.path}/{name}"
 
 
 def stable_listing(filesystem: pafs.FileSystem, root: str, *,
@@ -115,21 +157,26 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _define_local_raw(con, event_type: str, files: tuple[str, ...]) -> None:
-    """A raw view over exactly these Parquet files; columns missing from old files read as NULL;
-    ``dt`` comes from the folder name (hive partitioning), so a filter on it skips files."""
+def _read_parquet(files: list[str], union_by_name: bool) -> str:
+    listed = ", ".join(_sql_string(f) for f in files)
+    return (f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, "
+            "hive_types = {'dt': DATE}, hive_types_autocast = false, "
+            f"union_by_name = {'true' if union_by_name else 'false'})")
+
+
+def _define_local_raw(con, event_type: str, groups: list[list[str]]) -> None:
+    """A raw view over exactly these Parquet files, one ``read_parquet`` per schema (files of one
+    schema need no per-file reconciliation when a query binds the view: measured 17 ms against
+    46 ms over 365 files); columns missing from old files read as NULL; ``dt`` comes from the
+    folder name (hive partitioning), so a filter on it skips files."""
     empty = _empty_select(event_type)
-    if not files:
+    if not groups:
         con.execute(f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS {empty}")
         return
     names = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
-    listed = ", ".join(_sql_string(f) for f in files)
-    con.execute(
-        f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS "
-        f"SELECT {names}, dt FROM ({empty} UNION ALL BY NAME "
-        f"SELECT * FROM read_parquet([{listed}], hive_partitioning = true, "
-        "hive_types = {'dt': DATE}, hive_types_autocast = false, union_by_name = true))"
-    )
+    parts = " UNION ALL BY NAME ".join(_read_parquet(g, False) for g in groups)
+    con.execute(f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS "
+                f"SELECT {names}, dt FROM ({empty} UNION ALL BY NAME {parts})")
 
 
 def _define_remote_raw(con, filesystem: pafs.FileSystem, root: str, event_type: str,
@@ -154,12 +201,15 @@ class LakeSession:
     """
 
     def __init__(self, lake_uri: str, *, threads: int | None = None,
-                 retries: int = DEFAULT_RETRIES):
+                 retries: int = DEFAULT_RETRIES, refresh_after_s: float = REFRESH_AFTER_S):
         config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
         if threads:
             config["threads"] = threads
         self.lake_uri = lake_uri
         self.retries = retries
+        self.refresh_after_s = refresh_after_s
+        self.listed_at = float("-inf")
+        self._fingerprints: dict[str, str] = {}  # path -> schema fingerprint (files never change)
         self.filesystem, self.root = open_lake(lake_uri)
         self.local = isinstance(self.filesystem, pafs.LocalFileSystem)
         self.con = _duckdb().connect(":memory:", config=config)
@@ -191,14 +241,27 @@ class LakeSession:
                 self.retried += 1
                 time.sleep(min(BACKOFF_S * 2**attempt, MAX_BACKOFF_S))
         self.refreshes += 1
+        self.listed_at = time.monotonic()
         return listing
+
+    def _groups(self, files: tuple[str, ...]) -> list[list[str]]:
+        """The files grouped by schema: from the fingerprint in their names, or (files written
+        before names carried it) from their footers, read once per session."""
+        groups: dict[str, list[str]] = {}
+        for path in files:
+            fingerprint = name_fingerprint(path) or self._fingerprints.get(path)
+            if fingerprint is None:
+                fingerprint = arrow_fingerprint(pq.read_schema(path))
+                self._fingerprints[path] = fingerprint
+            groups.setdefault(fingerprint, []).append(path)
+        return list(groups.values())
 
     def _define(self, listing: Listing, define_all: bool) -> None:
         for event_type, files in listing.items():
             if (define_all and event_type not in self._defined) or (
                     files != self.listing.get(event_type)):
-                if self.local:
-                    _define_local_raw(self.con, event_type, files)
+                if self.local and len(files) <= NATIVE_MAX_FILES:
+                    _define_local_raw(self.con, event_type, self._groups(files))
                 else:
                     _define_remote_raw(self.con, self.filesystem, self.root, event_type, files)
                 self.listing[event_type] = files
@@ -219,11 +282,18 @@ class LakeSession:
     # -- statements ----------------------------------------------------------------------------
 
     def table(self, query: str, parameters: list | Mapping | None = None) -> pa.Table | None:
-        """Run one statement over a fresh listing; its result as an Arrow table (None when the
-        statement has none). Retried when it failed and a file it listed has since vanished."""
+        """Run one statement over a recent listing (at most ``refresh_after_s`` old); its result
+        as an Arrow table (None when the statement has none). Retried over a new listing when it
+        failed and a file it listed has since vanished.
+
+        A listing up to a second old never hides a row that existed when it was taken: a
+        compaction since then either has not deleted its inputs yet (they are read) or has
+        (the read fails, and the statement is rerun over a new listing). It only misses rows
+        written after it, for at most ``refresh_after_s``."""
         duckdb = _duckdb()
         for attempt in range(self.retries + 1):
-            listing = self.refresh() if attempt or self.refreshes > 1 else self.listing
+            stale = time.monotonic() - self.listed_at >= self.refresh_after_s
+            listing = self.refresh() if attempt or stale else self.listing
             try:
                 relation = self.con.sql(query, params=parameters)
                 return None if relation is None else relation.to_arrow_table()
@@ -297,10 +367,11 @@ def define_views(con, lake_uri: str) -> None:
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 
 
-def connect(lake_uri: str, *, threads: int | None = None,
-            retries: int = DEFAULT_RETRIES) -> LakeSession:
+def connect(lake_uri: str, *, threads: int | None = None, retries: int = DEFAULT_RETRIES,
+            refresh_after_s: float = REFRESH_AFTER_S) -> LakeSession:
     """A DuckDB session with the lake's views; never downloads an extension."""
-    return LakeSession(lake_uri, threads=threads, retries=retries)
+    return LakeSession(lake_uri, threads=threads, retries=retries,
+                       refresh_after_s=refresh_after_s)
 
 
 def query(lake_uri: str, sql: str, parameters: list | None = None) -> pa.Table:

@@ -39,11 +39,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from uuid6 import uuid7
 
 from lake.events import EVENT_TYPES
-from lake.layout import EVENTS_PREFIX
-from lake.schema import arrow_schema
+from lake.layout import EVENTS_PREFIX, data_file_name
+from lake.schema import arrow_fingerprint, arrow_schema
 from lake.writer import open_lake
 
 logger = logging.getLogger(__name__)
@@ -532,7 +531,7 @@ class _RollingWriter:
         assert self._writer is not None and self._tmp is not None
         self._writer.close()
         self._writer = None
-        final = f"{self.folder}/{OUTPUT_PREFIX}{uuid7()}.parquet"
+        final = f"{self.folder}/{data_file_name(OUTPUT_PREFIX, arrow_fingerprint(self.schema))}"
         if self.local:
             _fsync(self._tmp)
         # Locally a rename; on S3 a server-side copy. Either way readers see all or nothing,

@@ -7,6 +7,7 @@ that a job's pages always sit in a folder of their own (a new version never mixe
 from __future__ import annotations
 
 import functools
+import hashlib
 import uuid
 from datetime import UTC, date, datetime, timedelta
 
@@ -106,3 +107,31 @@ def partition_date(event_type: str, job_id: str | None, document_id: str | None,
 def event_type_prefix(event_type: str) -> str:
     """The folder holding every partition of one event type."""
     return f"{EVENTS_PREFIX}/event_type={event_type}"
+
+
+def schema_fingerprint(names: list[str], types: list[str]) -> str:
+    """Eight hex digits naming a file's columns and their types.
+
+    Data files carry it in their name (``part-<uuid7>-<fingerprint>.parquet``), so a reader can
+    group files of one schema, and read each group with a single schema (no per-file footer
+    reads to reconcile schemas on every query) without opening any file first."""
+    text = ",".join(f"{n}:{t}" for n, t in zip(names, types, strict=True))
+    return hashlib.blake2b(text.encode(), digest_size=4).hexdigest()
+
+
+def data_file_name(prefix: str, fingerprint: str | None) -> str:
+    """``<prefix><uuid7>[-<fingerprint>].parquet``: unique, time-ordered, schema-tagged."""
+    from uuid6 import uuid7
+
+    tail = f"-{fingerprint}" if fingerprint else ""
+    return f"{prefix}{uuid7()}{tail}.parquet"
+
+
+def name_fingerprint(name: str) -> str | None:
+    """The schema fingerprint in a data file's name, or None (files written before it existed)."""
+    stem = name.rsplit("/", 1)[-1].removesuffix(".parquet")
+    parts = stem.split("-")
+    # prefix, then the UUID's five groups, then the fingerprint: 7 parts
+    if len(parts) == 7 and len(parts[6]) == 8:
+        return parts[6]
+    return None

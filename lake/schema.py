@@ -116,3 +116,16 @@ def from_row(row: dict[str, Any]) -> Event:
 def all_columns() -> dict[str, list[Column]]:
     """Columns of every event type, keyed by event type."""
     return {name: columns(cls) for name, cls in EVENT_TYPES.items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _fingerprint_of(schema_text: str) -> str:
+    from lake.layout import schema_fingerprint
+
+    pairs = [p.rsplit(":", 1) for p in schema_text.split("\n")]
+    return schema_fingerprint([n for n, _ in pairs], [t for _, t in pairs])
+
+
+def arrow_fingerprint(schema: pa.Schema) -> str:
+    """``lake.layout.schema_fingerprint`` of an Arrow schema (names and types, in order)."""
+    return _fingerprint_of("\n".join(f"{f.name}:{f.type}" for f in schema))

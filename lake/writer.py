@@ -27,11 +27,16 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from uuid6 import uuid7
 
 from lake.events import Event
-from lake.layout import DOCUMENT_EVENT_TYPES, event_partition, partition_date, uuid7_date
-from lake.schema import to_table
+from lake.layout import (
+    DOCUMENT_EVENT_TYPES,
+    data_file_name,
+    event_partition,
+    partition_date,
+    uuid7_date,
+)
+from lake.schema import arrow_fingerprint, arrow_schema, to_table
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +56,10 @@ def open_lake(uri: str) -> tuple[pafs.FileSystem, str]:
 
 @dataclass
 class WriteStats:
-    """Counters a benchmark or status screen can read; ``seconds`` splits a flush's time by phase
-    (``group``, ``arrow``, ``encode``, ``store``, ``sync``), summed over every flush."""
+    """Counters a benchmark or status screen can read. ``seconds`` splits the writer's time, summed
+    over every flush: wall time of the calling thread by phase (``group`` events by partition,
+    ``arrow`` tables built, ``wait`` for the pool to finish encoding and storing, ``folder_sync``),
+    and the pool's thread time (``encode_thread``, ``store_thread``, ``fsync_thread``)."""
 
     events: int = 0
     files: int = 0
@@ -126,35 +133,34 @@ class ParquetEventWriter:
         grouped = clock()
         items = sorted(groups.items())
         folders = [f"{self.root}/{event_partition(t, day)}" for (t, day), _ in items]
-        paths = [f"{folder}/part-{uuid7()}.parquet" for folder in folders]
-        # Build each Arrow table here (Python, holds the GIL) while the pool encodes the ones
-        # already built (pyarrow's encoder releases the GIL): the two phases overlap.
+        paths = [f"{folder}/{data_file_name('part-', _fingerprint(batch))}"
+                 for folder, (_, batch) in zip(folders, items, strict=True)]
+        created = self._prepare_folders(folders) if self._local else set()
+        # Build each Arrow table here (Python, holds the GIL) while the pool encodes and stores
+        # the ones already built (pyarrow's encoder and fsync release the GIL): they overlap.
         arrow = 0.0
         futures = []
-        for _, batch in items:
+        for (folder, path), (_, batch) in zip(zip(folders, paths, strict=True), items,
+                                              strict=True):
             mark = clock()
             table = to_table(batch)
             arrow += clock() - mark
-            futures.append(self._pool().submit(self._encode, table))
-        encoded = [future.result() for future in futures]
+            futures.append(self._pool().submit(self._encode_and_store, folder, path, table))
         built = grouped + arrow
-        coded = clock()
-        sync = 0.0
+        for future in futures:
+            future.result()  # the first error, if any, is the write's
+        waited = clock()
         if self._local:
-            sync = self._store_local(folders, paths, encoded)
-        else:
-            for path, data in zip(paths, encoded, strict=True):
-                # One PUT of a fully encoded file: a failure half-way never leaves a partial
-                # object under the final name (an abandoned multipart stream may complete).
-                with self.filesystem.open_output_stream(path) as stream:
-                    stream.write(data)
-        stored = clock()
+            # Children before parents: a folder's entry in its parent is made durable after the
+            # folder's own entries.
+            for folder in sorted({*folders, *created}, key=lambda f: -f.count("/")):
+                fsync_directory(folder)
+        done = clock()
         seconds = self.stats.seconds
         seconds["group"] += grouped - started
         seconds["arrow"] += built - grouped
-        seconds["encode"] += coded - built
-        seconds["store"] += stored - coded - sync
-        seconds["sync"] += sync
+        seconds["wait"] += waited - built
+        seconds["folder_sync"] += done - waited
         self.stats.events += len(events)
         self.stats.files += len(paths)
         self.stats.flushes += 1 if paths else 0
@@ -213,49 +219,54 @@ class ParquetEventWriter:
             self._compactor.shutdown()
             self._compactor = None
 
-    def _encode(self, table: pa.Table) -> pa.Buffer:
+    def _encode_and_store(self, folder: str, path: str, table: pa.Table) -> None:
+        """One file: encoded in memory, then (locally) a temporary file, fsync and rename, or (on
+        S3) one PUT: a failure half-way never leaves a partial object under the final name (an
+        abandoned multipart stream may complete). Times go to ``stats.seconds`` as thread time
+        (``encode_thread``, ``store_thread``, ``fsync_thread``), summed over the pool."""
+        clock = time.perf_counter
+        started = clock()
         buffer = pa.BufferOutputStream()
         pq.write_table(table, buffer, compression=self.compression,
                        compression_level=self.compression_level,
                        use_dictionary=_dictionary_columns(table.schema))
-        return buffer.getvalue()
-
-    def _store_local(self, folders: list[str], paths: list[str], encoded: list[pa.Buffer]) -> float:
-        """Temporary file, fsync, rename; then one fsync per folder touched, parents of new
-        folders included. Files are written in parallel so their fsyncs overlap. Returns the
-        seconds spent waiting for fsync (the slowest file's, then the folders')."""
-        created: set[str] = set()
-        for folder in dict.fromkeys(folders):
-            if folder not in self._known_folders:
-                created |= _make_folders(folder, self.root)
-                self._known_folders.add(folder)
-
-        def put(folder: str, path: str, data: pa.Buffer) -> float:
+        data = buffer.getvalue()
+        encoded = clock()
+        fsync = 0.0
+        if self._local:
             temporary = f"{folder}/.tmp-{uuid.uuid4().hex}"
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
-                synced = time.perf_counter()
+                mark = clock()
                 os.fsync(fd)
-                spent = time.perf_counter() - synced
+                fsync = clock() - mark
             finally:
                 os.close(fd)
             os.replace(temporary, path)
-            return spent
-
-        if len(paths) > 1:
-            spent = list(self._pool().map(put, folders, paths, encoded))
         else:
-            spent = [put(*args) for args in zip(folders, paths, encoded, strict=True)]
-        sync = max(spent, default=0.0)
-        synced = time.perf_counter()
-        # Children before parents: a folder's entry in its parent is made durable after the
-        # folder's own entries.
-        for folder in sorted({*folders, *created}, key=lambda f: -f.count("/")):
-            fsync_directory(folder)
-        return sync + time.perf_counter() - synced
+            with self.filesystem.open_output_stream(path) as stream:
+                stream.write(data)
+        seconds = self.stats.seconds  # float += under the GIL: a lost update only skews a figure
+        seconds["encode_thread"] += encoded - started
+        seconds["store_thread"] += clock() - encoded - fsync
+        seconds["fsync_thread"] += fsync
+
+    def _prepare_folders(self, folders: list[str]) -> set[str]:
+        """Create the partition folders not seen before; return the parents whose entries
+        changed (each is fsynced after the files, so the new folder is durable too)."""
+        created: set[str] = set()
+        for folder in dict.fromkeys(folders):
+            if folder not in self._known_folders:
+                created |= _make_folders(folder, self.root)
+                self._known_folders.add(folder)
+        return created
+
+
+def _fingerprint(batch: list[Event]) -> str:
+    return arrow_fingerprint(arrow_schema(type(batch[0])))
 
 
 @functools.cache

@@ -109,6 +109,44 @@ def test_a_dt_filter_reads_only_that_days_files_in_duckdb(three_days, table):
     assert any(scanned == 1 for scanned, _ in scans)
 
 
+def _profile_scans(session, sql: str, path: Path) -> list[dict]:
+    """Every table scan of a query's DuckDB JSON profile: its extra info and rows returned."""
+    import json
+
+    session.con.execute("SET enable_profiling = 'json'")
+    session.con.execute(f"SET profiling_output = '{path}'")
+    session.con.sql(sql).fetchall()
+    session.con.execute("SET enable_profiling = 'no_output'")
+    scans, todo = [], list(json.loads(path.read_text())["operator"])
+    while todo:
+        node = todo.pop()
+        todo += node.get("children", [])
+        if node.get("type") == "TABLE_SCAN":
+            scans.append(node)
+    return scans
+
+
+@pytest.mark.parametrize("table", ["pages", "jobs", "daily_costs"])
+def test_past_many_files_a_dt_filter_is_pushed_into_the_arrow_datasets(three_days, table,
+                                                                       monkeypatch, tmp_path):
+    """Beyond NATIVE_MAX_FILES a type is an Arrow dataset: the profile shows the dt filter
+    pushed into every scan, which then returns only that day's rows."""
+    from lake import catalog
+
+    monkeypatch.setattr(catalog, "NATIVE_MAX_FILES", 0)
+    with connect(three_days) as session:
+        scans = _profile_scans(session, f"SELECT count(*) FROM {table} "
+                                        "WHERE dt = DATE '2026-03-02'", tmp_path / "p.json")
+        most = max(session.table(f"SELECT count(*) FROM raw_{t} WHERE dt = DATE '2026-03-02'")
+                   .column(0)[0].as_py() for t in catalog.EVENT_TYPES)
+    assert scans
+    for scan in scans:
+        info = scan["extra_info"]
+        assert "ARROW" in info.get("Function", "").upper(), info
+        assert "dt" in str(info.get("Filters")) and "2026-03-02" in str(info["Filters"]), info
+        assert scan["intermediate_rows"] <= most, scan  # one day's rows, not three days'
+
+
 def test_without_the_filter_every_file_is_read(three_days):
     with connect(three_days) as session:
         plan = session.table("EXPLAIN ANALYZE SELECT count(*) FROM jobs").column(1)[0].as_py()
