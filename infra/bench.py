@@ -49,3 +49,114 @@ def pipeline(
     figures.update({f"inprocess_{k}": v for k, v in breakdown.items()})
     figures.update({f"stage_{name}_s": v["seconds"] for name, v in stages.items()})
     print_object(figures, output_format)
+
+
+HomeOption = Annotated[Path | None, typer.Option(
+    "--home", help="Keep the run's state and lake here (for `bench plan`, `dashboard`, "
+    "`sql`); default: a temporary folder, removed.", show_default=False)]
+
+
+def _load(spec, home: Path | None) -> dict:
+    from infra.bench_load import run_load
+
+    if home is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        return run_load(spec, home)
+    with tempfile.TemporaryDirectory(prefix="doclake-bench-") as scratch:
+        return run_load(spec, Path(scratch))
+
+
+@bench_app.command()
+def burst(
+    docs: Annotated[int, typer.Option(min=1, help="Documents, all arriving at once.")] = 200,
+    concurrency: Annotated[int, typer.Option(min=1, help="Workers reading (the cap, C).")] = 10,
+    service_time: Annotated[float, typer.Option(min=0.01, help="Seconds the simulated provider "
+                            "holds each document (S).")] = 2.5,
+    pages: Annotated[int, typer.Option(min=1, help="Pages per document.")] = 1,
+    rate: Annotated[float | None, typer.Option(help="Sustained mode: documents per second, "
+                    "arriving steadily, instead of a burst.")] = None,
+    cap: Annotated[str, typer.Option(help="read: C readers, splitting and indexing on workers "
+                   "of their own (as on AWS); all: C workers for every stage.")] = "read",
+    faults: Annotated[bool, typer.Option(help="Keep the simulated provider's errors, timeouts "
+                      "and blocks.")] = False,
+    poll_interval: Annotated[float, typer.Option(help="Poller period, seconds.")] = 1.0,
+    home: HomeOption = None,
+    output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json")] = None,
+) -> None:
+    """A burst (or a steady stream) of simulated documents against Little's law: throughput
+    beside C/S, drain beside N*S/C, latency split into queue wait, read and publish."""
+    from infra.bench_load import LoadSpec
+    from infra.output import print_object, resolve_format
+
+    output_format = resolve_format(output_format)
+    if cap not in ("read", "all"):
+        raise typer.BadParameter("--cap is read or all")
+    spec = LoadSpec(docs=docs, concurrency=concurrency, service_s=service_time, pages=pages,
+                    rate=rate, poll_interval_s=poll_interval, faults=faults, cap=cap)
+    figures = _load(spec, home)
+    stages = figures.pop("stage_seconds")
+    figures.update({f"stage_{k.replace(':', '_')}_s": v for k, v in stages.items()})
+    print_object(figures, output_format)
+
+
+@bench_app.command()
+def fanout(
+    pages: Annotated[int, typer.Option(min=1, help="Pages of the one long document.")] = 300,
+    concurrency: Annotated[int, typer.Option(min=1, help="Workers.")] = 64,
+    scale: Annotated[float, typer.Option(min=0.01, help="Simulated latency scale (1.0: "
+                     "2.9 s median call).")] = 1.0,
+    poll_interval: Annotated[float, typer.Option(help="Poller period, seconds.")] = 1.0,
+    home: HomeOption = None,
+    output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json")] = None,
+) -> None:
+    """One long document at high concurrency, against its slowest unit plus one poll interval
+    (a job cannot finish before its slowest unit; the poller notices within one interval)."""
+    from infra.bench_docs import expected_hold_s
+    from infra.bench_load import LoadSpec
+    from infra.output import print_object, resolve_format
+
+    output_format = resolve_format(output_format)
+    spec = LoadSpec(docs=1, concurrency=concurrency, pages=pages, cap="all",
+                    service_s=scale * expected_hold_s(pages), poll_interval_s=poll_interval)
+    row = _load(spec, home)
+    ideal = row["slowest_unit_s"] + poll_interval
+    figures = {"pages": pages, "units": -(-pages // 5), "concurrency": concurrency,
+               "latency_scale": row["latency_scale"], "status": row["succeeded"] and "succeeded",
+               "job_s": row["latency_p50_s"], "slowest_unit_s": row["slowest_unit_s"],
+               "ideal_s": ideal, "job_over_ideal": row["latency_p50_s"] / ideal,
+               "queue_wait_s": row["queue_wait_mean_s"], "read_s": row["read_mean_s"],
+               "publish_s": row["publish_mean_s"], "model_calls": row["model_calls"],
+               "cost_usd": row["cost_usd"], "run_id": row["run_id"]}
+    print_object(figures, output_format)
+
+
+@bench_app.command()
+def plan(
+    docs: Annotated[int, typer.Option(min=1, help="Documents in the burst.")],
+    within: Annotated[float, typer.Option(min=1, help="Seconds to drain it in.")],
+    bucket: Annotated[str | None, typer.Option(help="Size bucket whose service time to use "
+                      "(1-20, 21-50, 51-100, 101-300, over 300); default all.")] = None,
+    utilization: Annotated[float, typer.Option(min=0.05, max=1.0, help="Share of worker time "
+                           "spent on documents (measured by bench burst).")] = 0.85,
+    memory_mb: Annotated[int, typer.Option(min=128, help="Lambda memory, for compute cost.")]
+    = 2048,
+    home: Annotated[Path | None, typer.Option("--home", help="The home whose lake holds "
+                    "measured runs.", show_default=False)] = None,
+    output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json")] = None,
+) -> None:
+    """What concurrency drains DOCS within WITHIN seconds, from the lake's measured service
+    times, and what it costs."""
+    from infra.bench_plan import plan as make_plan
+    from infra.errors import UserError
+    from infra.home import Access, open_settings
+    from infra.output import print_object, resolve_format
+
+    output_format = resolve_format(output_format)
+    settings = open_settings(home, Access.READ)
+    try:
+        figures = make_plan(settings.lake, docs=docs, within_s=within, bucket=bucket,
+                            utilization=utilization, memory_mb=memory_mb)
+    except LookupError as error:
+        raise UserError(str(error), "run `doclake run` or `doclake bench burst --home DIR` "
+                        "first: the plan uses measured service times") from None
+    print_object(figures, output_format)

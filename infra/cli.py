@@ -23,6 +23,7 @@ from rich.console import Console
 
 from infra.bench import bench_app
 from infra.cli_aws import aws_app
+from infra.cli_dashboard import dashboard as dashboard_command
 from infra.cli_evals import evals_app
 from infra.cli_fields import fields_app
 from infra.cli_lake import lake_app
@@ -43,6 +44,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(aws_app, name="aws")
 app.add_typer(fields_app, name="fields")
 app.command("serve")(serve_command)
+app.command("dashboard")(dashboard_command)
 app.add_typer(evals_app, name="evals")
 console = Console(stderr=True, highlight=False)
 

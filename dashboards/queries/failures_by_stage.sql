@@ -1,0 +1,9 @@
+-- Failures by stage and reason; final: the ones that failed their job (the rest were retried).
+SELECT
+  stage,
+  error_type AS reason,
+  count(*) AS failures,
+  sum(CASE WHEN final THEN 1 ELSE 0 END) AS final_failures
+FROM failures
+GROUP BY stage, error_type
+ORDER BY failures DESC, stage, reason

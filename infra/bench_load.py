@@ -1,0 +1,235 @@
+"""Burst and sustained load on the embedded runtime, graded against Little's law.
+
+A run makes ``docs`` PDFs named ``<run_id>-NNNN.pdf``, lets them arrive (all at once, like a
+dropped data room, or at a steady rate), reads them with the simulated provider at the latency
+scale that holds each document about ``service_s`` seconds (``infra.bench_docs``), and runs the
+same ``LocalRuntime`` as ``doclake run`` with ``concurrency`` workers. Nothing is timed from
+Python for the figures: they are computed by ``RUN_SQL`` over the lake the run wrote, so anyone
+can recompute them with ``doclake sql`` (the README shows how).
+
+The yardstick: once every worker is busy, throughput is C / S (Little's law, L = lambda W with
+L = C in service); a burst of N documents then drains in N S / C. The ratio of the measured
+throughput to C / S says how much of the workers' time went to the documents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from infra.bench_docs import latency_scale, make_documents
+
+# One row per job of the run: its end-to-end latency split into queue wait (created -> first
+# unit started: waiting for a worker, splitting included), read (first unit started -> last unit
+# finished: the model and storage) and publish (last unit finished -> the poller marks the job
+# succeeded). ``worker_ms`` is the workers' own time on its units (Little's law's S).
+PER_JOB_SQL = """
+WITH run_jobs AS (
+  SELECT j.job_id, j.dt, j.status, j.pages, j.created_at, j.finished_at
+  FROM jobs AS j
+  JOIN documents AS d ON d.dt = j.dt AND d.document_id = j.document_id
+  WHERE d.source_name LIKE '{run_id}-%'
+), calls AS (
+  SELECT m.dt, m.job_id, sum(m.latency_ms) AS model_ms, count(*) AS model_calls,
+         sum(m.cost_usd) AS cost_usd
+  FROM model_calls AS m JOIN run_jobs AS r ON r.dt = m.dt AND r.job_id = m.job_id
+  GROUP BY m.dt, m.job_id
+)
+SELECT r.job_id, r.status, r.pages, r.created_at, r.finished_at,
+       date_diff('millisecond', r.created_at, r.finished_at) AS latency_ms,
+       date_diff('millisecond', r.created_at, min(u.started_at)) AS queue_ms,
+       date_diff('millisecond', min(u.started_at), max(u.finished_at)) AS read_ms,
+       date_diff('millisecond', max(u.finished_at), r.finished_at) AS publish_ms,
+       sum(u.duration_ms) AS worker_ms, max(u.duration_ms) AS slowest_unit_ms,
+       max(c.model_ms) AS model_ms, max(c.model_calls) AS model_calls, max(c.cost_usd) AS cost_usd
+FROM run_jobs AS r
+JOIN units AS u ON u.dt = r.dt AND u.job_id = r.job_id
+LEFT JOIN calls AS c ON c.dt = r.dt AND c.job_id = r.job_id
+GROUP BY r.job_id, r.status, r.pages, r.created_at, r.finished_at
+"""
+
+# The run's figures from the rows above: what the bench prints, as one SQL statement.
+RUN_SQL = """
+WITH per_job AS ({per_job})
+SELECT count(*) AS documents,
+       sum(CASE WHEN status = 'succeeded' THEN 1 ELSE 0 END) AS succeeded,
+       date_diff('millisecond', min(created_at), max(finished_at)) / 1000.0 AS drain_s,
+       date_diff('millisecond', min(created_at), max(created_at)) / 1000.0 AS arrival_span_s,
+       count(*) * 60000.0 / date_diff('millisecond', min(created_at), max(finished_at))
+         AS throughput_docs_per_min,
+       avg(worker_ms) / 1000.0 AS measured_service_s,
+       max(slowest_unit_ms) / 1000.0 AS slowest_unit_s,
+       quantile_cont(latency_ms, 0.5) / 1000.0 AS latency_p50_s,
+       quantile_cont(latency_ms, 0.9) / 1000.0 AS latency_p90_s,
+       avg(latency_ms) / 1000.0 AS latency_mean_s,
+       avg(queue_ms) / 1000.0 AS queue_wait_mean_s,
+       quantile_cont(queue_ms, 0.5) / 1000.0 AS queue_wait_p50_s,
+       avg(read_ms) / 1000.0 AS read_mean_s,
+       avg(model_ms) / 1000.0 AS model_call_mean_s,
+       avg(publish_ms) / 1000.0 AS publish_mean_s,
+       quantile_cont(publish_ms, 0.9) / 1000.0 AS publish_p90_s,
+       sum(model_calls) AS model_calls,
+       sum(cost_usd) AS cost_usd
+FROM per_job
+"""
+
+
+def run_sql(run_id: str) -> str:
+    """``RUN_SQL`` for one run (run ids are generated: letters, digits and dashes only)."""
+    if not all(c.isalnum() or c == "-" for c in run_id):
+        raise ValueError(f"not a run id: {run_id!r}")
+    return RUN_SQL.format(per_job=PER_JOB_SQL.format(run_id=run_id))
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """What to throw at the runtime. ``rate`` None: a burst (every document at once)."""
+
+    docs: int
+    concurrency: int
+    service_s: float
+    pages: int = 1
+    rate: float | None = None
+    poll_interval_s: float = 1.0
+    faults: bool = False
+    seed: int = 14
+    cap: str = "read"  # read: C readers + STAGE_SLOTS for the rest; all: C for every stage
+
+    @property
+    def mode(self) -> str:
+        return "burst" if self.rate is None else "sustained"
+
+
+class PacedIngest:
+    """Plans one file every ``1 / rate`` seconds on its own thread and connections (as
+    ``BackgroundIngest`` does for a burst), so arrivals follow the clock, not the workers."""
+
+    def __init__(self, settings, objects, writer, files: list[Path], rate: float):
+        self._args = (settings, objects, writer)
+        self._files, self._rate = files, rate
+        self.ids: list[str] = []
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="paced-ingest", daemon=True)
+
+    def start(self) -> PacedIngest:
+        self._thread.start()
+        return self
+
+    @property
+    def finished(self) -> bool:
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        from infra.local.jobstore import SqliteJobStore
+        from infra.local.queue import SqliteQueue
+        from ingest.planner import Planner
+
+        settings, objects, writer = self._args
+        store = SqliteJobStore(settings.home / "jobs.db")
+        queue = SqliteQueue(settings.home / "queue.db", max_receives=settings.max_receives)
+        planner = Planner(store, objects, queue, writer.write)
+        started = time.monotonic()
+        try:
+            for n, path in enumerate(self._files):
+                time.sleep(max(0.0, started + n / self._rate - time.monotonic()))
+                self.ids.append(planner.ingest(path).job_id)
+        except BaseException as error:  # reported by the caller
+            self.error = error
+        finally:
+            store.close()
+            queue.close()
+
+
+STAGE_SLOTS = 4
+
+
+def cap_reads(runtime, concurrency: int) -> None:
+    """Cap the read stage at ``concurrency`` and give splitting and indexing ``STAGE_SLOTS``
+    workers of their own, as on AWS, where the read function's reserved concurrency is the cap
+    and the split and index functions have theirs. The runtime has a per-queue limit for
+    LibreOffice conversions; the bench reuses it for the read queue (a ``read_concurrency``
+    setting would make this public)."""
+    from extract.messages import READ_QUEUE
+
+    runtime.settings.concurrency = concurrency + STAGE_SLOTS
+    runtime._queue_limits[READ_QUEUE] = concurrency
+    runtime._queue_busy[READ_QUEUE] = 0
+
+
+def warm_models(settings) -> None:
+    """Import the model SDK and start the simulated provider before the first arrival: a cold
+    start (about 3 s here, mostly importing google-genai) is a constant that a scaled-down burst
+    would otherwise count against a one-minute drain (a real one pays it once in minutes)."""
+    import google.genai  # noqa: F401
+
+    from extract.models.simulated import ensure_server
+
+    ensure_server(settings.extract_config().models)
+
+
+def run_load(spec: LoadSpec, home: Path) -> dict:
+    """Run ``spec`` in ``home`` (its lake keeps the events) and return the figures."""
+    from infra.local.runtime import LocalRuntime
+    from infra.settings import Settings
+    from lake.catalog import query
+    from lake.compaction import compact_after_run
+
+    scale = latency_scale(spec.service_s, spec.pages)
+    stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
+    run_id = f"{spec.mode}-{stamp}"
+    files = make_documents(home / "bench-input" / run_id, run_id, spec.docs, spec.pages)
+    no_faults = {} if spec.faults else {
+        "simulated_error_rate": 0.0, "simulated_timeout_rate": 0.0,
+        "simulated_blocked_rate": 0.0, "simulated_empty_rate": 0.0}
+    settings = Settings(home=home, concurrency=spec.concurrency, reader="simulated",
+                        poll_interval_s=spec.poll_interval_s, simulated_latency_scale=scale,
+                        simulated_seed=spec.seed, **no_faults)
+    runtime = LocalRuntime(settings)
+    if spec.cap == "read":
+        cap_reads(runtime, spec.concurrency)
+    runtime.cpu.warm()
+    warm_models(settings)
+    if spec.rate is None:
+        ingest = runtime.ingest_in_background(files)
+    else:
+        ingest = PacedIngest(settings, runtime.objects, runtime.writer, files, spec.rate).start()
+
+    def done() -> bool:
+        if not ingest.finished:
+            return False
+        ids = ([i.job_id for i in ingest.result()] if spec.rate is None else ingest.ids)
+        return all(job.settled for job in runtime.store.list_jobs(ids))
+
+    started = time.perf_counter()
+    stats = asyncio.run(runtime.process(done))
+    wall = time.perf_counter() - started
+    if spec.rate is not None and ingest.error is not None:
+        raise ingest.error
+    compact_after_run(settings.lake)
+    row = query(settings.lake, run_sql(run_id)).to_pylist()[0]
+    figures = little(spec, run_id, scale, wall, row)
+    figures["stage_seconds"] = {k: v["seconds"] for k, v in stats.stages.as_dict().items()}
+    return figures
+
+
+def little(spec: LoadSpec, run_id: str, scale: float, wall_s: float, row: dict) -> dict:
+    """The measured row beside Little's law: the bound C / S, the ratio, the predicted drain."""
+    c, s, n = spec.concurrency, spec.service_s, spec.docs
+    bound = 60.0 * c / s
+    measured_s = row["measured_service_s"] or float("nan")
+    figures = {"run_id": run_id, **asdict(spec), "mode": spec.mode, "latency_scale": scale,
+               "bound_docs_per_min": bound, "predicted_drain_s": n * s / c, **row,
+               "wall_s": wall_s}
+    figures["ratio"] = row["throughput_docs_per_min"] / bound
+    figures["measured_bound_docs_per_min"] = 60.0 * c / measured_s
+    figures["measured_ratio"] = row["throughput_docs_per_min"] / figures[
+        "measured_bound_docs_per_min"]
+    if spec.rate is not None:
+        figures["offered_load"] = spec.rate * s / c  # rho: below 1 the queue stays short
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in figures.items()}
+
+

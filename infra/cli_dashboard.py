@@ -1,0 +1,31 @@
+"""``doclake dashboard --out FILE.html``: the lake's charts in one self-contained file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from infra.errors import UserError
+from infra.home import Access, open_settings
+
+HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
+                       "(default $DOCLAKE_HOME, else ./.doclake).", show_default=False)]
+
+
+def dashboard(
+    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")],
+    home: HomeOption = None,
+) -> None:
+    """Write one HTML file (charts inlined as SVG, nothing fetched) from the lake's tables."""
+    settings = open_settings(home, Access.READ)
+    from dashboards.report import render
+
+    page = render(settings.lake)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"cannot write {out}: {error.strerror or error}",
+                        "choose a writable path with --out") from None
+    typer.echo(f"{out} ({out.stat().st_size:,} bytes)")
