@@ -29,6 +29,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from extract.messages import dead_letter_queue
+from infra.aws.cdk.dashboard import OperationsDashboard
 from infra.aws.cdk.settings import DeploySettings, FunctionSpec
 from infra.aws.cdk.zips import ROOT, stage
 from infra.aws.tables import INDEXES, PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
@@ -79,6 +80,8 @@ class DoclakeStack(Stack):
         self._upload_rule()
         self._catalog()
         self._function_url()
+        self.operations = OperationsDashboard(self, "Operations", queues=self.queues,
+                                              functions=self.functions)
 
     # --- storage -------------------------------------------------------------------------------
 
