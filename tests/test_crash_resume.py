@@ -107,8 +107,10 @@ def _dead_letters(home: Path) -> int:
 
 
 def test_down_longer_than_the_no_progress_limit_then_resume_succeeds(tmp_path, pdf_factory):
-    """kill -9 mid-read, stay down two and a half times the limit (4 s: a
-    loaded two-core machine can keep a unit waiting for a CPU process for a second or two), resume: downtime is not a stall."""
+    """kill -9 mid-read, stay down 2.5 times the limit, resume: downtime is not a stall.
+
+    The limit is 4 s, not less: a loaded two-core machine can keep a unit waiting a second or two
+    for a CPU process, and that wait counts (the unit's message is in flight, not queued)."""
     for name, pages in DOCS.items():
         pdf_factory(name, pages, word="downtime")
     home = tmp_path / "home"
