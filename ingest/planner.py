@@ -30,8 +30,16 @@ IO_THREADS = 8  # files hashed and stored at once: the disk, not the CPU, is wha
 
 # Failure reasons the same bytes would meet again with the same build and settings. Any other
 # reason (a timeout, a dead letter, a crash, no progress) may not recur, so it is retried.
-FINAL_REASONS = frozenset({"unsupported_format", "empty_file", "corrupt", "encrypted",
-                           "limit_exceeded"})
+FINAL_REASONS = frozenset({
+    # what the bytes are: the same bytes are the same thing next time
+    "unsupported_format", "unknown_format", "empty_file", "no_pages", "no_content", "corrupt",
+    "encrypted",  # a password given later: --retry-failed
+    # a size limit the same settings hit again (raise the setting, then --retry-failed)
+    "limit_exceeded", "file_too_large", "too_many_pages", "page_too_large", "too_many_cells",
+    "sheet_too_long", "converted_too_large",
+})
+"""Reasons that are not: a missing reader or converter (now installed?), a timeout or a memory
+limit (load-dependent), a model or a dead letter (transient by nature)."""
 
 
 def worth_retrying(failure_reason: str | None) -> bool:

@@ -113,3 +113,14 @@ def test_background_ingest_hands_its_error_to_the_caller_and_stops_between_batch
     stopped = runtime.ingest_in_background([pdf_factory(f"s{i}.pdf", 1) for i in range(40)])
     stopped.stop()
     assert len(stopped.result()) < 40
+
+
+@pytest.mark.parametrize(("reason", "again"), [
+    ("corrupt", False), ("too_many_cells", False), ("no_content", False), ("page_too_large", False),
+    ("reader_unavailable", True), ("converter_unavailable", True), ("conversion_timeout", True),
+    ("dead_letter", True), ("no_progress", True), (None, True),
+])
+def test_only_failures_that_can_change_are_taken_again_without_asking(reason, again):
+    from ingest.planner import worth_retrying
+
+    assert worth_retrying(reason) is again
