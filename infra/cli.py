@@ -116,7 +116,12 @@ def run(
     runtime.cpu.warm()
     runtime.recover()  # what an earlier, interrupted run left behind
     # Workers start on the first documents while the rest are still being stored.
-    ingest = runtime.ingest_in_background(files, retry_failed=retry_failed)
+    def request_fields(store, batch) -> None:  # on the ingest thread, as each batch is planned
+        store.request_fields([i.job_id for i in batch], schema_name, strategy)
+
+    ingest = runtime.ingest_in_background(
+        files, retry_failed=retry_failed,
+        after_batch=request_fields if schema_name is not None else None)
     state: dict = {}
     with progress_bar(console) as bar:
 
@@ -124,7 +129,7 @@ def run(
             if not ingest.finished:
                 return False
             if "tracker" not in state:
-                if schema_name is not None:  # before the report: those jobs are not settled yet
+                if schema_name is not None:  # every batch asked already: this only nudges
                     runtime.store.request_fields([i.job_id for i in ingest.result()],
                                                  schema_name, strategy)
                     runtime.nudge()

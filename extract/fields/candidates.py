@@ -54,10 +54,30 @@ def date_candidates(text: str) -> list[Candidate]:
                                     for m in find_dates(text)])
 
 
-_STATE = re.compile(r"\b(?=[" + "".join(sorted({s[0].lower() for s in US_STATES})) + r"])("
-                    + "|".join(s.replace(" ", r"\s+") for s in
-                                      sorted(US_STATES, key=len, reverse=True)) + r")\b",
-                    re.IGNORECASE)
+def _trie(words: list[str]) -> str:
+    """An alternation of ``words`` as a prefix tree ('New (?:York|Jersey|...)'): the same matches
+    as 'A|B|...' when no word is a prefix of another, found without trying every word at every
+    position (re does not factor alternations itself). Spaces match any whitespace run."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for char in word.lower():
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def pattern(node: dict) -> str:
+        branches = [(r"\s+" if char == " " else re.escape(char)) + pattern(child)
+                    for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        if "" in node:  # a word ends here and a longer one goes on: the longer is tried first
+            branches.append("")
+        return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+
+    return pattern(tree)
+
+
+_STATE = re.compile(r"\b(" + _trie(list(US_STATES)) + r")\b", re.IGNORECASE)
 
 
 def jurisdiction_candidates(text: str) -> list[Candidate]:

@@ -84,7 +84,8 @@ def _shape(candidate: Candidate, text: str, lowercase_words: set[str],
 
 def featurise(candidates: list[Candidate], text: str) -> list[dict[str, float]]:
     """One feature dict per candidate of one field; ``rank`` orders them by first mention."""
-    lowercase_words = set(re.findall(r"\b[a-z]+\b", text))
+    parties = any(c.field == "party" for c in candidates)  # only party shapes read the words
+    lowercase_words = set(re.findall(r"\b[a-z]+\b", text)) if parties else set()
     keys = {c.key for c in candidates}
     order = {id(c): rank for rank, c in enumerate(sorted(candidates, key=lambda c: c.first))}
     rows = []

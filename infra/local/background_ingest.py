@@ -10,7 +10,7 @@ still being stored.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from infra.local.jobstore import SqliteJobStore
@@ -24,12 +24,16 @@ BATCH = 16  # files per batch: the first documents start after 16 uploads, not a
 
 class BackgroundIngest:
     def __init__(self, settings: Settings, objects, writer: ParquetEventWriter,
-                 files: Sequence[Path], *, retry_failed: bool = False):
+                 files: Sequence[Path], *, retry_failed: bool = False,
+                 after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None):
+        """``after_batch`` runs on the ingest thread, with its store, after each batch is planned
+        (``run --fields`` asks for fields there, so extraction starts with the first documents)."""
         self._settings = settings
         self._objects = objects
         self._writer = writer
         self._files = list(files)
         self._retry_failed = retry_failed
+        self._after_batch = after_batch
         self._stop = threading.Event()
         self._results: list[Ingested] = []
         self._error: BaseException | None = None
@@ -48,8 +52,11 @@ class BackgroundIngest:
             for start in range(0, len(self._files), BATCH):
                 if self._stop.is_set():
                     break
-                self._results += planner.ingest_many(self._files[start:start + BATCH],
-                                                     retry_failed=self._retry_failed)
+                batch = planner.ingest_many(self._files[start:start + BATCH],
+                                            retry_failed=self._retry_failed)
+                if self._after_batch is not None:
+                    self._after_batch(store, batch)
+                self._results += batch
         except BaseException as error:  # handed to the caller by result()
             self._error = error
         finally:
