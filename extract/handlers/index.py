@@ -6,6 +6,8 @@ newer one's text.
 
 from __future__ import annotations
 
+import asyncio
+
 from extract.context import Delivery, HandlerContext
 from extract.errors import TerminalError
 from extract.messages import IndexMessage
@@ -30,11 +32,18 @@ async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Del
     if job.pages is not None and len(keys) != job.pages:
         raise TerminalError(f"{len(keys)} pages stored, {job.pages} expected",
                             error_type="missing_pages")
-    pages = [(int(key.rsplit("/", 1)[1].split(".")[0]), ctx.objects.get(key).decode("utf-8"))
-             for key in keys]
-    pages.sort()
-    count = ctx.index.replace_document(job.document_id, job.job_id, job.source_name, iter(pages))
-    delivery.emit(DocumentIndexed, pages=count, chars=sum(len(text) for _, text in pages))
+    index = ctx.index
+
+    def build() -> tuple[int, int]:
+        """Read the pages and index them, on a thread: tokenising a large document (a workbook
+        of 250,000 rows takes seconds) must not hold the event loop and every other message."""
+        pages = sorted((int(key.rsplit("/", 1)[1].split(".")[0]),
+                        ctx.objects.get(key).decode("utf-8")) for key in keys)
+        count = index.replace_document(job.document_id, job.job_id, job.source_name, iter(pages))
+        return count, sum(len(text) for _, text in pages)
+
+    count, chars = await asyncio.to_thread(build)
+    delivery.emit(DocumentIndexed, pages=count, chars=chars)
     await delivery.commit()
     ctx.store.mark_indexed(job.job_id, utc_now())
     ctx.notify()

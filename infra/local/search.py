@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,14 +22,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS page_text USING fts5 (
 
 
 class Fts5SearchIndex:
+    """One connection, used from the indexer's threads one at a time (``_lock``)."""
+
     def __init__(self, path: Path):
         self._db = open_database(path)
         self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
 
     def replace_document(self, document_id: str, job_id: str, source_name: str,
                          pages: Iterator[tuple[int, str]]) -> int:
         count = 0
-        with transaction(self._db) as db:
+        with self._lock, transaction(self._db) as db:
             db.execute("DELETE FROM page_text WHERE document_id = ?", (document_id,))
             for page_number, text in pages:
                 db.execute(
@@ -40,14 +44,18 @@ class Fts5SearchIndex:
         return count
 
     def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
-        rows = self._db.execute(
+        with self._lock:
+            rows = self._search(query, limit)
+        return [SearchHit(r["document_id"], r["job_id"], r["source_name"], int(r["page_number"]),
+                          r["snippet"], float(r["score"])) for r in rows]
+
+    def _search(self, query: str, limit: int) -> list:
+        return self._db.execute(
             "SELECT document_id, job_id, source_name, page_number, "
             " snippet(page_text, 0, '[', ']', ' … ', 12) AS snippet, bm25(page_text) AS score "
             "FROM page_text WHERE page_text MATCH ? ORDER BY score LIMIT ?",
             (_fts_query(query), limit),
         ).fetchall()
-        return [SearchHit(r["document_id"], r["job_id"], r["source_name"], int(r["page_number"]),
-                          r["snippet"], float(r["score"])) for r in rows]
 
     def close(self) -> None:
         self._db.close()
