@@ -147,17 +147,12 @@ class PacedIngest:
 STAGE_SLOTS = 4
 
 
-def cap_reads(runtime, concurrency: int) -> None:
-    """Cap the read stage at ``concurrency`` and give splitting and indexing ``STAGE_SLOTS``
-    workers of their own, as on AWS, where the read function's reserved concurrency is the cap
-    and the split and index functions have theirs. The runtime has a per-queue limit for
-    LibreOffice conversions; the bench reuses it for the read queue (a ``read_concurrency``
-    setting would make this public)."""
-    from extract.messages import READ_QUEUE
-
-    runtime.settings.concurrency = concurrency + STAGE_SLOTS
-    runtime._queue_limits[READ_QUEUE] = concurrency
-    runtime._queue_busy[READ_QUEUE] = 0
+def cap_reads(settings, concurrency: int):
+    """Settings that cap the read stage at ``concurrency`` (``read_concurrency``) and give
+    splitting and indexing ``STAGE_SLOTS`` workers of their own, as on AWS, where the read
+    function's reserved concurrency is the cap and the split and index functions have theirs."""
+    return settings.model_copy(update={"concurrency": concurrency + STAGE_SLOTS,
+                                       "read_concurrency": concurrency})
 
 
 def warm_models(settings) -> None:
@@ -188,9 +183,9 @@ def run_load(spec: LoadSpec, home: Path) -> dict:
     settings = Settings(home=home, concurrency=spec.concurrency, reader="simulated",
                         poll_interval_s=spec.poll_interval_s, simulated_latency_scale=scale,
                         simulated_seed=spec.seed, **no_faults)
-    runtime = LocalRuntime(settings)
     if spec.cap == "read":
-        cap_reads(runtime, spec.concurrency)
+        settings = cap_reads(settings, spec.concurrency)
+    runtime = LocalRuntime(settings)
     runtime.cpu.warm()
     warm_models(settings)
     if spec.rate is None:

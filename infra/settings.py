@@ -46,6 +46,9 @@ class Settings(BaseSettings, ModelConfig):
                         "text, ocr, gemini, simulated.")
     convert_concurrency: int = Field(2, ge=1, description="Office conversions (LibreOffice "
                                      "processes) at once.")
+    read_concurrency: int | None = Field(None, ge=1, description="Read messages handled at "
+                                         "once (a reserved concurrency for the read stage, as "
+                                         "on AWS); default: up to `concurrency`.")
     convert_timeout_s: float = Field(120.0, gt=0, description="Time limit of one Office "
                                      "conversion; its whole process tree is killed after it.")
     max_converted_bytes: int = Field(256 * 1024**2, ge=1,

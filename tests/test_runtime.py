@@ -221,3 +221,16 @@ def test_a_second_runtime_on_the_same_home_works_messages_but_does_not_poll(sett
     first.store.release_lease(POLLER_LEASE, first.holder)
     asyncio.run(second.process(lambda: second.store.get_job(ingested.job_id).settled))
     assert second.store.get_job(ingested.job_id).status is JobStatus.SUCCEEDED
+
+
+def test_read_concurrency_caps_the_read_stage_alone(settings, pdf_factory):
+    """A reserved concurrency for reads (as on AWS): never two units read at once here, while
+    the runtime's other workers remain for splits and indexing."""
+    runtime = LocalRuntime(settings.model_copy(update={"concurrency": 6, "read_concurrency": 1,
+                                                       "cpu_workers": 2}))
+    run_to_completion(runtime, [pdf_factory(f"d{i}.pdf", 11) for i in range(4)])
+    spans = sorted(query(settings.lake, "SELECT started_at, finished_at FROM units").to_pylist(),
+                   key=lambda r: r["started_at"])
+    assert len(spans) == 12
+    for before, after in zip(spans, spans[1:], strict=False):
+        assert after["started_at"] >= before["finished_at"], (before, after)

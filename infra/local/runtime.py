@@ -130,6 +130,8 @@ class LocalRuntime:
         # Queues with a concurrency of their own (LibreOffice: a process and its memory each),
         # counted from receipt to the end of handling.
         self._queue_limits = {CONVERT_QUEUE: settings.convert_concurrency}
+        if settings.read_concurrency is not None:
+            self._queue_limits[READ_QUEUE] = settings.read_concurrency
         self._queue_busy: dict[str, int] = dict.fromkeys(self._queue_limits, 0)
         self._worker_done = asyncio.Event()
         self._wake: asyncio.Event | None = None
