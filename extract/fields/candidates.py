@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from extract.fields.dates import find_dates
+from extract.fields.patterns import alternation
 from extract.fields.schemas import US_STATES, kleister_value
 
 __all__ = ["Candidate", "group", "date_candidates", "jurisdiction_candidates", "term_candidates"]
@@ -54,30 +55,7 @@ def date_candidates(text: str) -> list[Candidate]:
                                     for m in find_dates(text)])
 
 
-def _trie(words: list[str]) -> str:
-    """An alternation of ``words`` as a prefix tree ('New (?:York|Jersey|...)'): the same matches
-    as 'A|B|...' when no word is a prefix of another, found without trying every word at every
-    position (re does not factor alternations itself). Spaces match any whitespace run."""
-    tree: dict = {}
-    for word in words:
-        node = tree
-        for char in word.lower():
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def pattern(node: dict) -> str:
-        branches = [(r"\s+" if char == " " else re.escape(char)) + pattern(child)
-                    for char, child in sorted(node.items()) if char]
-        if not branches:
-            return ""
-        if "" in node:  # a word ends here and a longer one goes on: the longer is tried first
-            branches.append("")
-        return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
-
-    return pattern(tree)
-
-
-_STATE = re.compile(r"\b(" + _trie(list(US_STATES)) + r")\b", re.IGNORECASE)
+_STATE = re.compile(r"\b(" + alternation(US_STATES) + r")\b", re.IGNORECASE)
 
 
 def jurisdiction_candidates(text: str) -> list[Candidate]:
@@ -96,7 +74,7 @@ _NUMBER_WORDS = {
     "twenty-four": 24, "thirty": 30, "thirty-six": 36, "forty-eight": 48, "sixty": 60,
     "ninety": 90, "a": 1, "an": 1,
 }
-_WORD = "|".join(sorted((w for w in _NUMBER_WORDS if len(w) > 2), key=len, reverse=True))
+_WORD = alternation(w for w in _NUMBER_WORDS if len(w) > 2)
 _FIRST_LETTERS = "".join(sorted({w[0] for w in _NUMBER_WORDS}))  # a lookahead, for speed only
 _DURATION = re.compile(
     rf"\b(?=[0-9{_FIRST_LETTERS}])(?:(?P<word>{_WORD}|an?)(?:[\s-]+\(\s*(?P<paren>\d+(?:\.\d+)?)\s*\))?|(?P<digits>\d+(?:\.\d+)?))"
