@@ -1,0 +1,84 @@
+"""The ``single-pass`` strategy: the document's text and the schema in one call, a record out.
+
+The write-up's winner: one structured-output call per document (about $0.007 and under ten
+seconds with Gemini Flash on an NDA), as accurate as the agentic loop at half its cost. The
+stored page Markdown is sent whole up to ``max_chars`` (cut beyond, and the cut written on the
+call's ledger row); the schema is the response schema, its field descriptions the instructions.
+
+The answer is validated by the schema itself. An answer that is not valid (not JSON, a value the
+schema refuses, nothing at all) is asked again, with what was wrong, up to ``attempts`` calls in
+all, each one on the ledger; then the extraction fails with ``invalid_output`` and the reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ValidationError
+
+from extract.fields.base import Extraction, PageText
+from extract.fields.llm import (
+    InvalidOutput,
+    TallyLedger,
+    ask,
+    call_site,
+    models_for,
+    problems,
+    validate,
+)
+from extract.fields.prompts import SINGLE_PASS_SYSTEM, document_text, gemini_schema, locate_values
+from extract.models.base import CallSite, Prompt
+from extract.models.fallback import FallbackModels
+from extract.ports import EventSink
+
+if TYPE_CHECKING:
+    from extract.context import Delivery, HandlerContext
+
+__all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_CHARS", "SinglePass", "build"]
+
+# About 100k tokens: a 40-page contract fits whole (a Kleister NDA is 5-30k characters); past it
+# the cost of one call passes $0.03 on Flash and the answer rarely needs the tail.
+DEFAULT_MAX_CHARS = 400_000
+DEFAULT_ATTEMPTS = 3
+
+
+class SinglePass:
+    """One structured-output call per document (more only to replace an invalid answer)."""
+
+    name = "single-pass"
+
+    def __init__(self, models: FallbackModels, sink: EventSink, site: CallSite, *,
+                 max_chars: int = DEFAULT_MAX_CHARS, attempts: int = DEFAULT_ATTEMPTS):
+        self.models = models
+        self.sink = sink
+        self.site = site
+        self.max_chars = max_chars
+        self.attempts = max(1, attempts)
+        self.model_version = models.primary.name
+
+    async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
+        document = document_text(pages, self.max_chars)
+        ledger = TallyLedger(self.sink, document.note())
+        base = (f"Extract the fields of the schema {schema.__name__} from this document.\n\n"
+                f"{document.text}")
+        response_schema = gemini_schema(schema)
+        text, errors = base, []
+        for _ in range(self.attempts):
+            answer = await ask(self.models, Prompt(text, system=SINGLE_PASS_SYSTEM,
+                                                   response_schema=response_schema),
+                               self.site, ledger)
+            try:
+                record = validate(answer.text, schema)
+            except (ValidationError, ValueError) as error:
+                errors.append(problems(error) if answer.text else "no answer")
+                text = (f"{base}\n\nYour previous answer was not valid: {errors[-1]}. Answer "
+                        "again with JSON that follows the schema.")
+                continue
+            return Extraction(record, locate_values(record, pages), ledger.usage, answer.model)
+        raise InvalidOutput(f"no valid {schema.__name__} after {self.attempts} calls: "
+                            + " | ".join(errors))
+
+
+def build(ctx: HandlerContext, delivery: Delivery) -> SinglePass:
+    return SinglePass(models_for(ctx, "single-pass"), ctx.sink, call_site(delivery))
