@@ -16,6 +16,10 @@ through the same client, retries, limiter, fallback and ledger as a real one; on
 - Tokens: an image costs 258 tokens per 768-pixel tile (one tile when both sides are at most 384),
   plus the prompt's characters / 4; the answer is Markdown of lognormal length, around 450
   tokens, the same text for the same image.
+- Structured output (a ``responseSchema``, as the LLM field strategies send): a JSON value that
+  follows the schema, made from it alone (``structured_answer``): an enum's values, a string
+  field's ``e.g. '...'`` example from its description, a date where the description asks for
+  YYYY-MM-DD, else null when nullable; plausible, never read from the document.
 
 It cannot show real reading quality, real rate limits or real block decisions: the README says so.
 """
@@ -29,6 +33,7 @@ import io
 import json
 import math
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,7 +42,8 @@ from typing import Any
 from extract.models.config import ModelConfig
 from extract.models.loopback import LoopbackServer, Reply
 
-__all__ = ["LATENCY_MU", "LATENCY_SIGMA", "SimulatedGemini", "ensure_server", "image_tokens"]
+__all__ = ["LATENCY_MU", "LATENCY_SIGMA", "SimulatedGemini", "ensure_server", "image_tokens",
+           "structured_answer"]
 
 LATENCY_MU = math.log(2.9)
 LATENCY_SIGMA = math.log(7.7 / 2.9) / 1.2816
@@ -133,7 +139,9 @@ class SimulatedGemini:
         if fault == "empty":
             self._log(now, model, 200, "empty")
             return 200, _answer("", input_tokens, 0, "STOP"), {}
-        text = _page_text(digest)
+        schema = (request.get("generationConfig") or {}).get("responseSchema")
+        text = (json.dumps(structured_answer(schema, digest)) if schema is not None
+                else _page_text(digest))
         self._log(now, model, 200, "ok")
         return 200, _answer(text, input_tokens, max(1, len(text) // 4), "STOP", model), {}
 
@@ -169,6 +177,51 @@ def _image_of(request: dict[str, Any]) -> tuple[int, int, str]:
                     width, height = image.size
                 return width, height, hashlib.sha256(data).hexdigest()
     return 0, 0, hashlib.sha256(json.dumps(request).encode()).hexdigest()
+
+
+_EXAMPLE = re.compile(r"e\.g\.,? '([^']+)'")
+
+
+def structured_answer(schema: dict[str, Any], seed: str) -> Any:
+    """A value that follows a Gemini response schema (the request's JSON, either key spelling),
+    the same for the same request: plausible values, or null where the schema allows it."""
+    rng = random.Random(seed)
+
+    def value(node: dict[str, Any], depth: int) -> Any:
+        options = node.get("anyOf") or node.get("any_of")
+        if options:  # a JSON-schema union, as sent before the SDK folds null into nullable
+            concrete = [o for o in options if str(o.get("type", "")).upper() != "NULL"]
+            merged = {**node, **(concrete[0] if concrete else {"type": "STRING"}),
+                      "nullable": len(concrete) < len(options)}
+            merged.pop("anyOf", None), merged.pop("any_of", None)
+            return value(merged, depth + 1)
+        kind = str(node.get("type", "OBJECT")).upper()
+        nullable = bool(node.get("nullable"))
+        description = node.get("description") or ""
+        if node.get("enum"):
+            return rng.choice(node["enum"])
+        if kind == "OBJECT":
+            properties = node.get("properties") or {}
+            return {name: value(sub, depth + 1) for name, sub in properties.items()}
+        if kind == "ARRAY":
+            if depth > 6:
+                return []
+            items = {"description": description, **(node.get("items") or {"type": "STRING"})}
+            return [value(items, depth + 1) for _ in range(rng.randint(1, 2))]
+        if kind == "INTEGER":
+            return rng.randint(1, 3)
+        if kind == "NUMBER":
+            return round(rng.uniform(1, 100), 2)
+        if kind == "BOOLEAN":
+            return rng.random() < 0.5
+        if "YYYY-MM-DD" in description:
+            return f"20{rng.randint(10, 24)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        example = _EXAMPLE.search(description)
+        if example:
+            return example.group(1)
+        return None if nullable else f"simulated {rng.choice(WORDS)}"
+
+    return value(schema, 0)
 
 
 def _page_text(digest: str) -> str:
