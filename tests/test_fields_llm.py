@@ -208,3 +208,42 @@ async def test_the_simulated_provider_serves_both_strategies_offline(tmp_path, s
     rows = ledger(harness)
     assert rows and {r.provider for r in rows} == {"simulated"}
     assert all(r.purpose == "extract_fields" and r.input_tokens > 0 for r in rows)
+
+
+def test_run_with_single_pass_against_the_fake_server_fills_results_and_the_ledger(tmp_path):
+    from pdfgen import make_pdf
+    from test_fields_cli import FAST, runner, sql
+
+    from infra.cli import app
+
+    docs, home = tmp_path / "docs", str(tmp_path / "home")
+    docs.mkdir()
+    make_pdf(docs / "a.pdf", NDA)
+    make_pdf(docs / "b.pdf", [*NDA, "Annex."])
+    with FakeGemini(lambda call: answer(json.dumps(RECORD), prompt_tokens=1500,
+                                        output_tokens=70)) as fake:
+        env = {**FAST, "DOCLAKE_GEMINI_API_KEY": "dummy", "DOCLAKE_GEMINI_BASE_URL": fake.url}
+        result = runner.invoke(app, ["run", str(docs), "--home", home, "--fields", "nda",
+                                     "--strategy", "single-pass"], env=env,
+                               catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    assert fake.count() == 2  # one call a document
+
+    rows = sql(home, "SELECT status, strategy, model_version, jurisdiction, term, party, "
+               "input_tokens, output_tokens FROM results ORDER BY document_id")
+    assert rows == [{"status": "succeeded", "strategy": "single-pass",
+                     "model_version": "gemini:gemini-2.5-flash", "jurisdiction": "Delaware",
+                     "term": "2 years", "party": RECORD["party"], "input_tokens": 1500,
+                     "output_tokens": 70}] * 2
+    values = sql(home, "SELECT field, value, strategy, model_version FROM result_fields "
+                 "ORDER BY document_id, field, value_index")
+    assert len(values) == 2 * 5
+    assert {(v["strategy"], v["model_version"]) for v in values} == {
+        ("single-pass", "gemini:gemini-2.5-flash")}
+    calls = sql(home, "SELECT purpose, model, outcome, input_tokens, output_tokens, cost_usd "
+                "FROM model_calls")
+    assert len(calls) == 2 and {c["purpose"] for c in calls} == {"extract_fields"}
+    cost = (1500 * IN_PRICE + 70 * OUT_PRICE) / 1e6
+    assert all(c["cost_usd"] == pytest.approx(cost) for c in calls)
+    (day,) = sql(home, "SELECT model_calls, cost_usd FROM daily_costs WHERE is_total")
+    assert day["model_calls"] == 2 and day["cost_usd"] == pytest.approx(2 * cost)
