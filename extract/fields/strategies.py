@@ -6,10 +6,8 @@ instead of failing at start-up. A factory receives the handler context and the d
 strategy puts every call on the ledger under the delivery's document and job) and returns a
 ``Strategy`` (``extract.fields.base``).
 
-Registration points for the LLM strategies (the models issue): add
-``extract/fields/single_pass.py`` and ``extract/fields/agentic.py``, each with
-``build(ctx: HandlerContext, delivery: Delivery) -> Strategy``. Nothing else changes: the names
-are already here, the CLI accepts them once ``available`` says so.
+The LLM strategies (``single_pass.py``, ``agentic.py``) import google-genai only when built, and
+raise ``StrategyUnavailable`` from ``build`` when no model can be called (no API key).
 """
 
 from __future__ import annotations
