@@ -7,6 +7,7 @@ kill. PDFium's load errors become our terminal errors with a clear type.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from collections import OrderedDict
@@ -39,6 +40,12 @@ class _OpenDocuments(threading.local):
 
     def __init__(self) -> None:
         self.documents: OrderedDict[tuple, Any] = OrderedDict()
+        atexit.register(self.close_all)  # closed before PDFium's own exit hook complains
+
+    def close_all(self) -> None:
+        while self.documents:
+            _, document = self.documents.popitem()
+            document.close()
 
     def get(self, path: Path, password: str | None):
         stat = os.stat(path)
