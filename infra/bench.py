@@ -29,6 +29,8 @@ def pipeline(
                                             "assembled from the others (0: none).")] = 352,
     rounds: Annotated[int, typer.Option(min=1, help="Alternating runs of each side.")] = 3,
     concurrency: Annotated[int | None, typer.Option(help="Runtime concurrency.")] = None,
+    reader: Annotated[str, typer.Option(help="text: the text layer only, like the plain loop; "
+                                        "auto adds OCR for pages without one.")] = "text",
     output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json "
                              "(default: table on a terminal, csv when piped)")] = None,
 ) -> None:
@@ -43,8 +45,8 @@ def pipeline(
     with tempfile.TemporaryDirectory(prefix="doclake-bench-set-") as scratch:
         bench_set = Path(scratch) / "set"
         figures = build_set(folder, bench_set, limit=limit, book_pages=book_pages)
-        figures.update(compare(bench_set, rounds))
-        breakdown = stage_breakdown(bench_set, concurrency)
+        figures.update(compare(bench_set, rounds, reader))
+        breakdown = stage_breakdown(bench_set, concurrency, reader)
     stages = breakdown.pop("stages")
     figures.update({f"inprocess_{k}": v for k, v in breakdown.items()})
     figures.update({f"stage_{name}_s": v["seconds"] for name, v in stages.items()})

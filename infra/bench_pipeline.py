@@ -83,7 +83,7 @@ def _doclake_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "infra.cli"]
 
 
-def compare(folder: Path, rounds: int) -> dict[str, float]:
+def compare(folder: Path, rounds: int, reader: str = "text") -> dict[str, float]:
     """Median wall and CPU of the plain loop and of ``doclake run`` over ``folder``."""
     plain_wall, plain_cpu, run_wall, run_cpu = [], [], [], []
     pages = 0
@@ -94,7 +94,8 @@ def compare(folder: Path, rounds: int) -> dict[str, float]:
         pages = int(out.strip())
         home = Path(tempfile.mkdtemp(prefix="doclake-bench-home-"))
         try:
-            wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home", str(home)])
+            wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home", str(home),
+                                   "--reader", reader])
         finally:
             shutil.rmtree(home, ignore_errors=True)
         run_wall.append(wall)
@@ -112,7 +113,7 @@ def compare(folder: Path, rounds: int) -> dict[str, float]:
     }
 
 
-def stage_breakdown(folder: Path, concurrency: int | None = None) -> dict:
+def stage_breakdown(folder: Path, concurrency: int | None = None, reader: str = "text") -> dict:
     """One in-process run: phases, per-stage handler time, job latency, files written."""
     started = time.perf_counter()
     from extract.state import JobStatus
@@ -121,7 +122,7 @@ def stage_breakdown(folder: Path, concurrency: int | None = None) -> dict:
 
     imported = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="doclake-bench-") as home:
-        options: dict = {"home": Path(home)}
+        options: dict = {"home": Path(home), "reader": reader}
         if concurrency:
             options["concurrency"] = concurrency
         runtime = LocalRuntime(Settings(**options))
