@@ -247,3 +247,27 @@ def test_run_with_single_pass_against_the_fake_server_fills_results_and_the_ledg
     assert all(c["cost_usd"] == pytest.approx(cost) for c in calls)
     (day,) = sql(home, "SELECT model_calls, cost_usd FROM daily_costs WHERE is_total")
     assert day["model_calls"] == 2 and day["cost_usd"] == pytest.approx(2 * cost)
+
+
+async def test_a_provider_that_stays_down_releases_the_claim_for_a_later_delivery(tmp_path):
+    from fake_gemini import error
+
+    with FakeGemini(lambda call: error(503)) as fake:
+        harness, doc, outcome, _ = await extract_fields_pending(tmp_path, models(fake))
+    assert outcome is Outcome.RETRY
+    assert fake.count("gemini-2.5-flash") >= 2 and fake.count("gemini-2.5-flash-lite") >= 2
+    # released, not failed: the next delivery claims it again
+    assert harness.store.get_field_claim(doc.job_id, "single-pass") is None
+    rows = ledger(harness)
+    assert {(r.purpose, r.outcome, r.http_status) for r in rows} == {
+        ("extract_fields", "error", 503)}
+    assert len(rows) == fake.count()
+
+
+async def extract_fields_pending(tmp_path, config: ModelConfig):
+    harness = Harness(tmp_path, models=config)
+    doc = finished_job(harness, tmp_path / "docs", NDA)
+    harness.store.request_fields([doc.job_id], "nda", "single-pass")
+    send_fields_messages(harness.ctx)
+    (message,) = fields_messages(harness)
+    return harness, doc, await handle_message(harness.ctx, message), message

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -113,8 +113,7 @@ class Agentic:
                 if forced:
                     record = validate(reply.text, schema)
                     return self._done(record, pages, ledger, reply.model)
-                step = validate(reply.text, AgentStep)
-                assert isinstance(step, AgentStep)
+                step = cast(AgentStep, validate(reply.text, AgentStep))
                 if step.action == "answer":
                     if step.answer is None:
                         raise ValueError("action answer without an answer")
