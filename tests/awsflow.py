@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import awsmoto
 
-from extract.messages import INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE
+from extract.messages import FIELDS_QUEUE, INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE
 
 INGEST_QUEUE = "ingest"
-PIPELINE_QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE)
+PIPELINE_QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE, FIELDS_QUEUE)
 
 
 @dataclass

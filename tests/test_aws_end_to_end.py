@@ -1,6 +1,6 @@
 """The whole AWS path in moto server mode on 127.0.0.1, with the Lambda handlers invoked
 in-process: request a slot, upload with plain HTTP to the presigned URL, the S3 event reaches the
-ingest queue through EventBridge, split, read, poll, index, publish; the result JSON appears at
+ingest queue through EventBridge, split, read, poll, index, fields, publish; the result JSON appears at
 its address, the events are in the lake bucket and the lake's views read them; a message whose
 worker keeps dying ends in the DLQ and fails its job."""
 
@@ -24,11 +24,10 @@ def deployment(monkeypatch):
     for name, value in deployed.env().items():
         monkeypatch.setenv(name, value)
     from infra.aws import runtime
-    from infra.aws.lambdas import presigner, publisher
+    from infra.aws.lambdas import presigner
 
     runtime.shared.cache_clear()
     presigner._client = None
-    publisher._clients.clear()
     yield deployed
     runtime.shared.cache_clear()
 
@@ -72,7 +71,7 @@ def _drive(deployed: Deployment, *, rounds: int = 8, skip_queue: str | None = No
 
     for _ in range(rounds):
         moved = 0
-        for queue in ("split", "read", "index"):
+        for queue in ("split", "read", "index", "fields"):
             if queue != skip_queue:
                 moved += deployed.invoke_queue(queue, extraction.handler,
                                                context=FakeContext(function_name="extraction"))[0]
@@ -84,7 +83,8 @@ def _drive(deployed: Deployment, *, rounds: int = 8, skip_queue: str | None = No
 def _publish(deployed: Deployment) -> int:
     from infra.aws.lambdas import publisher
 
-    return publisher.handler({"Records": deployed.stream_records()})["published"]
+    return publisher.handler({"Records": deployed.stream_records()},
+                             FakeContext(function_name="publisher"))["published"]
 
 
 def test_upload_slot_to_result_json_through_s3_eventbridge_sqs_and_the_handlers(
@@ -129,6 +129,61 @@ def test_upload_slot_to_result_json_through_s3_eventbridge_sqs_and_the_handlers(
     # event type and day, not one per message.
     keys = [k for k in _keys(deployment.s3, deployment.lake) if "event_type=page_read" in k]
     assert len(keys) == 1, keys
+
+
+NDA = ["NON-DISCLOSURE AGREEMENT made as of March 3, 2015",
+       "This Agreement is governed by the laws of the State of New York.",
+       "This Agreement shall remain in effect for two (2) years."]
+
+
+def test_the_fields_stage_on_aws_publishes_extracted_fields_at_the_result_address(
+        deployment, tmp_path, monkeypatch):
+    """DOCLAKE_FIELDS_SCHEMA on the ingest function asks every upload for fields: the poller
+    sends the fields message once the text is final, the extraction image's fields handler
+    claims and settles the result in DynamoDB, and the publisher, fed the claim's stream
+    record, writes the JSON and the lake's result events (the rules strategy: no network)."""
+    from pdfgen import make_pdf
+
+    monkeypatch.setenv("DOCLAKE_FIELDS_SCHEMA", "nda")
+    monkeypatch.setenv("DOCLAKE_FIELDS_STRATEGY", "rules")
+    pdf = make_pdf(tmp_path / "nda.pdf", NDA).read_bytes()
+    slot = _slot("nda.pdf")
+    _upload(slot, pdf)
+    assert _ingest(deployment) == 1
+    _drive(deployment)
+
+    from infra.aws.runtime import shared
+
+    runtime = shared()
+    (job,) = runtime.store.list_jobs()
+    claim = runtime.store.get_field_claim(job.job_id, "rules")
+    assert (job.status.value, job.fields_schema, claim.status.value) == ("succeeded", "nda", "done")
+
+    assert _publish(deployment) == 1  # the claim's record; the job's is left to the fields
+    assert _publish(deployment) == 0  # a replayed stream batch publishes nothing twice
+    assert runtime.store.get_field_claim(job.job_id, "rules").published_at is not None
+    assert runtime.store.get_job(job.job_id).fields_published_at is not None
+
+    body = httpx.get(slot["result_url"]).json()
+    assert list(body)[:6] == ["document_id", "status", "extracted_fields", "model_version",
+                              "token_usage", "processing_ms"]
+    assert (body["document_id"], body["status"], body["strategy"], body["schema"]) == (
+        slot["document_id"], "succeeded", "rules", "nda")
+    fields = body["extracted_fields"]
+    assert (fields["jurisdiction"], fields["term"], fields["effective_date"]) == (
+        "New York", "2 years", "2015-03-03")
+    assert body["model_version"].startswith("rules-")
+
+    from lake.catalog import query
+
+    lake = awsmoto.lake_uri(deployment.lake)
+    assert query(lake, "SELECT status, jurisdiction, strategy FROM results").to_pylist() == [
+        {"status": "succeeded", "jurisdiction": "New York", "strategy": "rules"}]
+    rows = query(lake, "SELECT field, value, page_number FROM result_fields "
+                       "ORDER BY field").to_pylist()
+    assert [(r["field"], r["value"], r["page_number"]) for r in rows] == [
+        ("effective_date", "2015-03-03", 1), ("jurisdiction", "New York", 2),
+        ("term", "2 years", 3)]
 
 
 def _keys(s3, bucket: str) -> list[str]:

@@ -97,7 +97,10 @@ def test_event_sources_report_partial_batch_failures(synth):
     assert len(sqs_sources) == 7
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in sqs_sources)
     (stream,) = [m for m in mappings if "StartingPosition" in m]
-    assert "succeeded" in json.dumps(stream["FilterCriteria"])
+    filters = json.dumps(stream["FilterCriteria"])
+    assert "succeeded" in filters  # a job item in a terminal status
+    assert '{\\"prefix\\":\\"claim#\\"}' in filters and "gsi_unpublished" in filters  # a fields
+    # result in the outbox: the publisher (in the image) publishes the fields stage's result
 
 
 def test_table_has_a_stream_ttl_and_the_adapters_indexes(synth):
@@ -163,6 +166,21 @@ def test_iam_is_scoped_to_what_each_function_touches(synth):
         assert s["Resource"] != "*" or s["Action"] in ("ecr:GetAuthorizationToken",), s
         if "sqs:SendMessage" in json.dumps(s["Action"]):
             pytest.fail("the read function sends no message")
+
+
+def test_the_publisher_reads_the_stream_and_writes_only_results_and_lake_events(synth):
+    _, tj, stack, _ = synth
+    spec = settings_functions()["publisher"]
+    assert spec.image == "extraction" and spec.queue is None
+    role = stack.resolve(stack.publisher.role.node.default_child.ref)
+    statements = [s for p in _resources(tj, "AWS::IAM::Policy").values()
+                  if role in p["Properties"]["Roles"]
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    resources = json.dumps([s["Resource"] for s in statements])
+    assert "/results/*" in resources and "/events/*" in resources
+    assert "/uploads/*" not in resources and "/pages/*" not in resources
+    actions = json.dumps([s["Action"] for s in statements])
+    assert "dynamodb:GetRecords" in actions and "sqs:SendMessage" not in actions
 
 
 def test_thin_zips_import_neither_pydantic_nor_pyarrow(synth, tmp_path):

@@ -26,6 +26,11 @@ class AwsSettings(BaseSettings):
     max_receives: int = Field(5, ge=1, description="The queues' maxReceiveCount.")
     poll_loop_s: float = Field(50.0, gt=0, description="How long one poller invocation loops.")
     poll_interval_s: float = Field(5.0, gt=0, description="The poller's period inside it.")
+    fields_schema: str | None = Field(
+        None, description="The schema every upload's fields are extracted with (nda, or "
+        "MODULE:CLASS); unset: no fields stage, the result JSON carries the job's status only.")
+    fields_strategy: str = Field("rules", description="The fields strategy (rules, "
+                                 "single-pass, agentic...).")
     upload_expiry_s: int = Field(300, ge=1, le=MAX_UPLOAD_EXPIRY_S)
     max_upload_bytes: int = Field(512 * 1024 * 1024, ge=1)
 

@@ -77,6 +77,10 @@ def _decode(item: dict) -> dict[str, Any]:
     return {k: _plain(_DES.deserialize(v)) for k, v in item.items()}
 
 
+decode_item = _decode
+"""A DynamoDB item (or a stream image) as plain Python values (the publisher reads images)."""
+
+
 def _encode(value: Any) -> dict:
     if isinstance(value, float):
         value = Decimal(repr(value))
@@ -101,6 +105,13 @@ def document_key(document_id: str) -> dict:
 
 def claim_key(job_id: str, strategy: str) -> dict:
     return {PARTITION_KEY: {"S": f"job#{job_id}"}, SORT_KEY: {"S": f"claim#{strategy}"}}
+
+
+def password_key(job_id: str) -> dict:
+    return {PARTITION_KEY: {"S": f"job#{job_id}"}, SORT_KEY: {"S": "password"}}
+
+
+PASSWORD_TTL_S = 7 * 86_400  # a backstop: a terminal transition deletes the item at once
 
 
 def lease_key(name: str) -> dict:
@@ -426,12 +437,35 @@ class DynamoJobStore:
                             names={"#st": "status"}, values=values):
             return False
         if new.terminal:
+            with mapped(f"dynamodb delete password {job_id}"):
+                self.client.delete_item(TableName=self.table, Key=password_key(job_id))
             job = self.get_job(job_id)
             if job is not None:
                 self._update(document_key(job.document_id), "SET #st = :new",
                              condition="latest_job_id = :j", names={"#st": "status"},
                              values=_values(new=new.value, j=job_id))
         return True
+
+    # --- a job's own password: an item beside the job (never in the job item, so never in a
+    # job's stream image or a ``Job``), readable only while the job runs, deleted when it ends.
+
+    def set_job_password(self, job_id: str, password: str) -> bool:
+        return self._transact([
+            {"ConditionCheck": {
+                "TableName": self.table, "Key": job_key(job_id),
+                "ConditionExpression": "attribute_exists(pk) AND #st IN (:q, :x)",
+                "ExpressionAttributeNames": {"#st": "status"},
+                "ExpressionAttributeValues": _values(q="queued", x="extracting")}},
+            {"Put": {"TableName": self.table, "Item": {
+                **password_key(job_id), "password": {"S": password},
+                TTL_ATTRIBUTE: {"N": str(int(time.time() + PASSWORD_TTL_S))}}}}])
+
+    def job_password(self, job_id: str) -> str | None:
+        job = self.get_job(job_id)
+        if job is None or job.status.terminal:
+            return None
+        data = self._get(password_key(job_id))
+        return str(data["password"]) if data else None
 
     def jobs_to_index(self) -> list[Job]:
         return [job_from_item(d) for d in self._index("to_index")]

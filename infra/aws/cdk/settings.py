@@ -12,7 +12,7 @@ class FunctionSpec:
     handler: str
     memory_mb: int
     timeout_s: int
-    reserved: int
+    reserved: int | None
     image: str = "extraction"
     batch_size: int = 10
 
@@ -62,4 +62,7 @@ class DeploySettings:
             "fields": FunctionSpec("fields", extraction, 1024, 300, self.reserved_fields),
             "poller": FunctionSpec(None, "infra.aws.lambdas.poller.handler", 512, 70, 2),
             "compaction": FunctionSpec(None, "infra.aws.lambdas.compaction.handler", 3008, 900, 1),
+            # The DynamoDB stream's consumer (one concurrent batch per shard: nothing to reserve).
+            "publisher": FunctionSpec(None, "infra.aws.lambdas.publisher.handler", 1024, 120,
+                                      None),
         }

@@ -19,7 +19,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
@@ -40,7 +39,10 @@ IMAGE_EXCLUDES = [".venv", ".git", "cdk.out", "build", "tests", "benchmarks", "e
 # Which queues each function sends to (least privilege: nothing else).
 SENDS = {"ingest": ("split",), "split": ("read", "sheet", "convert"), "convert": ("read",),
          "sheet": ("sheet",), "poller": ("split", "index", "fields"), "read": (), "index": (),
-         "fields": (), "compaction": ()}
+         "fields": (), "compaction": (), "publisher": ()}
+# What each function reads and writes in the results bucket, beyond the lake's events.
+RESULTS_ACCESS = {"fields": ("pages/*", "results/*"), "poller": ("pages/*", "results/*"),
+                  "publisher": ("results/*",), "compaction": ()}
 ATHENA_RESULTS = "athena-results/"
 
 
@@ -71,8 +73,7 @@ class DoclakeStack(Stack):
             self.functions[name] = self._image_function(name, spec, code)
         self.presigner = self._zip_function("presigner", "infra.aws.lambdas.presigner.handler",
                                             stage("presigner", build_dir), memory=256, timeout=10)
-        self.publisher = self._zip_function("publisher", "infra.aws.lambdas.publisher.handler",
-                                            stage("publisher", build_dir), memory=256, timeout=60)
+        self.publisher = self.functions["publisher"]  # in the image: it writes lake events
         self._wire_queues(specs)
         self._grant()
         self._schedules()
@@ -212,12 +213,11 @@ class DoclakeStack(Stack):
             self.lake.grant_read_write(function, "events/*")
             for target in SENDS.get(name, ()):
                 self.queues[target].grant_send_messages(function)
-            if name != "compaction":
+            if name not in ("compaction", "publisher"):
                 self.uploads.grant_read(function, "uploads/*")
-                self.results.grant_read_write(function, "pages/*")
                 self.results.grant_read_write(function, "converted/*")
-            if name in ("fields", "poller"):
-                self.results.grant_read_write(function, "results/*")
+            for prefix in RESULTS_ACCESS.get(name, ("pages/*",)):
+                self.results.grant_read_write(function, prefix)
             if name == "compaction":
                 self.lake.grant_delete(function, "events/*")
             else:
@@ -233,9 +233,6 @@ class DoclakeStack(Stack):
             queue.grant(self.functions["poller"], "sqs:GetQueueAttributes")
         self.uploads.grant_put(self.presigner, "uploads/*")
         self.results.grant_read(self.presigner, "results/*")  # the presigned result GET
-        self.results.grant_read_write(self.publisher, "results/*")
-        self.publisher.add_to_role_policy(iam.PolicyStatement(
-            actions=["dynamodb:GetItem"], resources=[self.table.table_arn]))
 
     def _schedules(self) -> None:
         events.Rule(self, "PollerSchedule", schedule=events.Schedule.rate(Duration.minutes(1)),
@@ -246,12 +243,17 @@ class DoclakeStack(Stack):
                                                     retry_attempts=2)])
 
     def _publisher_stream(self) -> None:
-        terminal = {"dynamodb": {"NewImage": {"sk": {"S": ["job"]},
-                                              "status": {"S": ["succeeded", "failed"]}}}}
+        """Two filters (either passes): a job item in a terminal status, and a fields claim
+        item in the ``unpublished`` outbox (settled, not yet flagged published)."""
+        terminal_job = {"dynamodb": {"NewImage": {"sk": {"S": ["job"]},
+                                                  "status": {"S": ["succeeded", "failed"]}}}}
+        settled_claim = {"dynamodb": {"NewImage": {"sk": {"S": [{"prefix": "claim#"}]},
+                                                   "gsi_unpublished": {"S": ["1"]}}}}
         self.publisher.add_event_source(sources.DynamoEventSource(
             self.table, starting_position=lambda_.StartingPosition.LATEST, batch_size=100,
             bisect_batch_on_error=True, retry_attempts=10, report_batch_item_failures=False,
-            filters=[lambda_.FilterCriteria.filter(terminal)]))
+            filters=[lambda_.FilterCriteria.filter(terminal_job),
+                     lambda_.FilterCriteria.filter(settled_claim)]))
 
     def _upload_rule(self) -> None:
         events.Rule(self, "UploadCreated", event_pattern=events.EventPattern(

@@ -1,6 +1,7 @@
 """Thin zips without Docker: copy the few modules a function imports into a staging folder,
-which ``Code.from_asset`` zips at synth time. The lists are checked by a test that imports each
-entry point from its staged folder alone."""
+which ``Code.from_asset`` zips at synth time. Only the presigner is one now: the publisher runs
+in the extraction image (it writes lake events; ``infra.aws.lambdas.publisher``). The lists are
+checked by a test that imports each entry point from its staged folder alone."""
 
 from __future__ import annotations
 
@@ -12,10 +13,6 @@ ROOT = Path(__file__).resolve().parents[3]
 THIN_ZIPS: dict[str, tuple[str, ...]] = {
     "presigner": ("infra/__init__.py", "infra/aws/__init__.py", "infra/aws/lambdas/__init__.py",
                   "infra/aws/lambdas/presigner.py", "lake/__init__.py", "lake/layout.py"),
-    "publisher": ("infra/__init__.py", "infra/aws/__init__.py", "infra/aws/lambdas/__init__.py",
-                  "infra/aws/lambdas/publisher.py", "infra/aws/s3.py", "infra/aws/errors.py",
-                  "infra/serve_results.py", "extract/__init__.py", "extract/errors.py",
-                  "lake/__init__.py", "lake/layout.py"),
 }
 
 

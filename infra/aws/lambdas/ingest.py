@@ -5,7 +5,9 @@ The key names the slot (``uploads/<document>/<job>``); a HeadObject gives the ca
 (the ``source-name`` metadata the presigned upload required) and size; the ETag stands in for
 the content hash (no byte is read here). A redelivered event finds the job planned and is
 acknowledged. Failures are reported per record (partial batch response): one bad event never
-sends its batch-mates back to the queue.
+sends its batch-mates back to the queue. With ``DOCLAKE_FIELDS_SCHEMA`` set, the job also asks for
+fields (``request_fields``): the poller sends its fields message once its text is final, and the
+publisher publishes the fields result at the document's address.
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ def record_handler(record: SQSRecord) -> bool:
         return False
     planned = plan_upload(runtime.store, runtime.queue, runtime.writer.write, upload,
                           worker="aws:ingest")
+    schema = runtime.settings.fields_schema
+    if schema:  # also when planned before: a crash may have come between the two writes
+        runtime.store.request_fields([upload.slot.job_id], schema,
+                                     runtime.settings.fields_strategy)
     logger.info("upload planned" if planned else "upload planned before",
                 extra={"document_id": upload.slot.document_id, "job_id": upload.slot.job_id})
     return planned

@@ -1,58 +1,93 @@
-"""The publisher: reads the DynamoDB table's stream and publishes a document's result JSON when
-its latest job ends (``infra.serve_results``). Thin zip: boto3 (from the Lambda runtime) and the
-standard library; no pydantic, no pyarrow.
+"""The publisher: reads the DynamoDB table's stream and publishes ``results/{document_id}.json``.
 
-A job item whose ``status`` changed to succeeded or failed is published; every other record
-(units, leases, a job still running, the same status again) is skipped. Publishing is
-idempotent (the result carries its job id), so a stream batch retried after a crash is safe.
+It runs in the extraction image (pydantic and pyarrow), not as a thin zip: a fields result is
+published by ``extract.fields.publish.publish_results``, the same code as locally, which writes
+the JSON *and* the lake's ``ResultPublished`` / ``ResultFieldExtracted`` events (Parquet) and then
+flags the claim published in a DynamoDB transaction. A thin zip would have to re-implement all of
+that without pydantic and pyarrow, a second writer of the same JSON and events that could drift
+from the local one. The price is an image cold start on a stream consumer, which no caller waits
+on synchronously (they poll the result address).
+
+The stream filter (``infra.aws.cdk.stack``) passes two kinds of record; everything else that
+reaches here (a replayed batch, a same-status update) is skipped:
+
+- a claim item (``sk = claim#<strategy>``) settled by the fields handler: terminal, still in the
+  ``unpublished`` outbox (``gsi_unpublished``). Re-read with a consistent read and skipped once
+  ``published_at`` is set, so a replayed stream batch publishes nothing twice;
+- a job item whose ``status`` changed to succeeded or failed and whose run asked for **no**
+  fields: its status is published with empty fields (``infra.serve_results``), so a caller
+  polling the address learns that the document is done. A job that asked for fields is left to
+  its fields result (which a failed job gets too: ``job_failed``), as ``doclake serve`` does.
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
 
-from boto3.dynamodb.types import TypeDeserializer
+from aws_lambda_powertools import Logger
 
-from infra.aws.s3 import S3ObjectStore
+from extract.context import HandlerContext
+from extract.fields.publish import publish_results
+from extract.state import FieldClaim
+from infra.aws.dynamodb import claim_from_item, decode_item
+from infra.aws.runtime import DirectSink, shared
 from infra.serve_results import TERMINAL, publish_result
 
-_DES = TypeDeserializer()
-_clients: dict = {}
+logger = Logger(service="doclake-publisher")
+
+CLAIM_PREFIX = "claim#"
 
 
 def _image(raw: dict | None) -> dict:
-    return {k: _DES.deserialize(v) for k, v in (raw or {}).items()}
+    return decode_item(raw or {})
 
 
 def finished_jobs(event: dict) -> list[dict]:
-    """The job images of the stream records that moved a job to a terminal status."""
+    """The job images of the stream records that moved a job without fields to a terminal
+    status."""
     jobs = []
     for record in event.get("Records", []):
         change = record.get("dynamodb", {})
         new, old = _image(change.get("NewImage")), _image(change.get("OldImage"))
         if new.get("sk") != "job" or new.get("status") not in TERMINAL:
             continue
-        if old.get("status") == new.get("status"):
+        if old.get("status") == new.get("status") or new.get("fields_strategy"):
             continue
         jobs.append(new)
     return jobs
 
 
-def publish(event: dict, *, dynamodb, objects, table: str) -> int:
+def settled_claims(event: dict) -> list[FieldClaim]:
+    """The claim images of the stream records that put a settled result in the outbox."""
+    claims: dict[tuple[str, str], FieldClaim] = {}
+    for record in event.get("Records", []):
+        new = _image(record.get("dynamodb", {}).get("NewImage"))
+        if not str(new.get("sk", "")).startswith(CLAIM_PREFIX) or not new.get("gsi_unpublished"):
+            continue
+        claim = claim_from_item(new)
+        if claim.status.terminal and claim.result and claim.published_at is None:
+            claims[(claim.job_id, claim.strategy)] = claim  # the latest image of each claim
+    return list(claims.values())
+
+
+async def publish(event: dict, ctx: HandlerContext) -> int:
+    """Publish what this stream batch settled; returns the results published by this call."""
     published = 0
     for job in finished_jobs(event):
-        item = dynamodb.get_item(TableName=table, ConsistentRead=True, Key={
-            "pk": {"S": f"doc#{job['document_id']}"}, "sk": {"S": "document"}}).get("Item")
-        latest = _image(item).get("latest_job_id") if item else None
-        published += publish_result(objects, job, latest)
+        document = ctx.store.get_document(job["document_id"])
+        published += publish_result(ctx.objects, job, document.latest_job_id if document else None)
+    fresh = [ctx.store.get_field_claim(c.job_id, c.strategy) for c in settled_claims(event)]
+    rows = [c for c in fresh if c is not None and c.published_at is None and c.result]
+    if rows:
+        published += await publish_results(ctx, rows)
     return published
 
 
-def handler(event, context=None):
-    if not _clients:
-        import boto3
-
-        _clients["dynamodb"] = boto3.client("dynamodb")
-        _clients["objects"] = S3ObjectStore(boto3.client("s3"), os.environ["DOCLAKE_RESULTS_BUCKET"])
-    return {"published": publish(event, dynamodb=_clients["dynamodb"],
-                                 objects=_clients["objects"], table=os.environ["DOCLAKE_TABLE"])}
+@logger.inject_lambda_context
+def handler(event, context):
+    runtime = shared()
+    ctx = runtime.context(DirectSink(runtime.writer), f"aws:{context.function_name}")
+    published = asyncio.run(publish(event, ctx))
+    logger.info("published", extra={"records": len(event.get("Records", [])),
+                                    "published": published})
+    return {"published": published}
