@@ -228,6 +228,22 @@ class JobStore(Protocol):
 
     def list_jobs(self, job_ids: Sequence[str] | None = None) -> list[Job]: ...
 
+    # --- a document's password: kept with its job only while the job runs -----------------------
+    #
+    # Ingest may give one document a password of its own (``run --passwords``, serve's POST
+    # /uploads); the handlers prefer it to the run's ``--password``. It lives in the store only:
+    # never in a message, an event, a log line or the lake, and ``transition_job`` to a terminal
+    # status erases it in the same write.
+
+    def set_job_password(self, job_id: str, password: str) -> bool:
+        """Keep ``password`` for this job's document; False (nothing kept) when the job does not
+        exist or is terminal. Call it before the job's split message is sent."""
+        ...
+
+    def job_password(self, job_id: str) -> str | None:
+        """The job's own password while the job is not terminal; None otherwise, or if none."""
+        ...
+
     # --- fields: the request, the claim, the result and the publisher's outbox -----------------
     #
     # One claim row per (job_id, strategy), written only by conditional writes:

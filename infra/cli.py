@@ -87,6 +87,9 @@ def run(
     concurrency: Annotated[int | None, typer.Option(callback=at_least(1),
                                                     help="Messages handled at once.")] = None,
     password: Annotated[str | None, typer.Option(help="Password for encrypted PDFs.")] = None,
+    passwords: Annotated[Path | None, typer.Option(
+        help="A CSV or JSON file mapping a file's name (or its path relative to a folder given) "
+             "to its own password; used before --password, never stored in the lake.")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Process again files whose "
                             "identical bytes failed before (from the stored copy).")] = False,
 ) -> None:
@@ -106,6 +109,7 @@ def run(
         console.print(f"[yellow]warning:[/yellow] no files in {', '.join(map(str, paths))}; "
                       "nothing to do (hidden files are skipped)")
         return
+    per_file = _per_file_passwords(passwords, files, paths)
     settings = open_settings(home, Access.CREATE, options={"concurrency": "--concurrency"},
                              concurrency=concurrency, password=password, reader=reader)
     from infra.local.runtime import LocalRuntime
@@ -120,7 +124,7 @@ def run(
         store.request_fields([i.job_id for i in batch], schema_name, strategy)
 
     ingest = runtime.ingest_in_background(
-        files, retry_failed=retry_failed,
+        files, retry_failed=retry_failed, passwords=per_file,
         after_batch=request_fields if schema_name is not None else None)
     state: dict = {}
     with progress_bar(console) as bar:
@@ -145,6 +149,27 @@ def run(
     report.finish(runtime.store, interrupted=stats.interrupted).print(Console(highlight=False))
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
+
+
+def _per_file_passwords(table_path: Path | None, files: list[Path],
+                        roots: list[Path]) -> dict[Path, str] | None:
+    """``--passwords``: read the table and match it to the files; a key matching no file is
+    warned about (by name only, never its password)."""
+    if table_path is None:
+        return None
+    from ingest.planner import load_passwords, passwords_for
+
+    try:
+        table = load_passwords(table_path)
+    except (OSError, ValueError) as error:
+        raise UserError(f"--passwords: {error}", "give a CSV (name,password) or a JSON object "
+                        "mapping file names or relative paths to passwords") from None
+    found, unmatched = passwords_for(files, roots, table)
+    if unmatched:
+        shown = ", ".join(unmatched[:5]) + (" ..." if len(unmatched) > 5 else "")
+        console.print(f"[yellow]warning:[/yellow] --passwords names {len(unmatched)} file(s) not "
+                      f"among those given: {shown}")
+    return found
 
 
 def _fields_request(fields: str, strategy: str) -> str | None:

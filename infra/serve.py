@@ -1,6 +1,8 @@
 """``doclake serve``: the front door on one machine, the local twin of the presigner Lambda.
 
-- ``POST /uploads`` (JSON body, optional ``source_name``): 201 with a document id, an upload URL
+- ``POST /uploads`` (JSON body, optional ``source_name`` and ``password``, the document's own
+  password, held in memory until the upload arrives, then kept with the job in the job store
+  until it ends, never echoed or logged): 201 with a document id, an upload URL
   for one key (``PUT /uploads/<document>/<job>?expires&max_bytes&signature``, HMAC-signed with
   the server's secret) and the result address.
 - ``PUT`` on that URL: the body is stored at the slot's key and the job is planned
@@ -67,6 +69,8 @@ class ServeApp:
         self.writer = ParquetEventWriter.for_uri(settings.lake)
         self.lock = threading.Lock()  # the HTTP side's stores: one writer at a time
         self.pending: set[str] = set()  # job ids planned here, result not yet published
+        # job id -> (password, expiry): a slot's password until its upload arrives or it expires
+        self._passwords: dict[str, tuple[str, float]] = {}
         self.run_workers = run_workers
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -80,9 +84,15 @@ class ServeApp:
 
     # --- the front door ------------------------------------------------------------------------
 
-    def new_upload(self, source_name: str) -> dict:
+    def new_upload(self, source_name: str, password: str | None = None) -> dict:
         slot = new_slot()
         expires = int(time.time()) + self.expiry_s
+        if password:
+            with self.lock:
+                now = time.time()
+                for job_id in [j for j, (_, until) in self._passwords.items() if until < now]:
+                    del self._passwords[job_id]  # slots expired unused
+                self._passwords[slot.job_id] = (password, expires + 1)
         query = sign(self.secret, slot.object_key, expires=expires, max_bytes=self.max_bytes)
         return {"document_id": slot.document_id, "expires_in": self.expiry_s,
                 "max_bytes": self.max_bytes,
@@ -102,7 +112,8 @@ class ServeApp:
         self.objects.put_file(slot.object_key, path)
         plan_upload(self.store, self.queue, self.writer.write, Upload(
             slot=slot, source_name=source_name, source_key=f"serve:{slot.object_key}",
-            fingerprint=digest, bytes=size), worker="serve")
+            fingerprint=digest, bytes=size), worker="serve",
+            password=self._passwords.pop(slot.job_id, (None, 0))[0])
         self.pending.add(slot.job_id)
 
     def result(self, document_id: str) -> bytes | None:
@@ -199,7 +210,11 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 return self._error(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
             name = Path(str(request.get("source_name") or "upload")).name[:255] or "upload"
-            self._send(HTTPStatus.CREATED, app.new_upload(name))
+            password = request.get("password")
+            if password is not None and (not isinstance(password, str) or len(password) > 1024):
+                return self._error(HTTPStatus.BAD_REQUEST,
+                                   "password must be a string of at most 1024 characters")
+            self._send(HTTPStatus.CREATED, app.new_upload(name, password or None))
 
         def do_PUT(self) -> None:  # noqa: N802
             parts = urlsplit(self.path)

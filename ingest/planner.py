@@ -11,7 +11,7 @@ only when asked (``retry_failed``), as a new job over the copy already stored, n
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
@@ -112,15 +112,20 @@ class Planner:
     def ingest(self, path: Path) -> Ingested:
         return self.ingest_many([path])[0]
 
-    def ingest_many(self, paths: Sequence[Path], *, retry_failed: bool = False) -> list[Ingested]:
+    def ingest_many(self, paths: Sequence[Path], *, retry_failed: bool = False,
+                    passwords: Mapping[Path, str] | None = None) -> list[Ingested]:
         """Plan every file; ``retry_failed`` also takes again bytes whose last job failed for
-        good (``FINAL_REASONS``), e.g. after a reader for their format was installed."""
+        good (``FINAL_REASONS``), e.g. after a reader for their format was installed.
+        ``passwords`` (keyed by the paths as given) are kept with each new job in the store, before
+        its split message is sent, and erased there when the job ends (``JobStore``)."""
         results: list[Ingested] = []
         for start in range(0, len(paths), self.batch_size):
-            results += self._ingest_batch(paths[start:start + self.batch_size], retry_failed)
+            results += self._ingest_batch(paths[start:start + self.batch_size], retry_failed,
+                                          passwords)
         return results
 
-    def _ingest_batch(self, paths: Sequence[Path], retry_failed: bool = False) -> list[Ingested]:
+    def _ingest_batch(self, paths: Sequence[Path], retry_failed: bool = False,
+                      passwords: Mapping[Path, str] | None = None) -> list[Ingested]:
         """Hash the batch's files, decide each, store the new uploads, then create their jobs.
 
         Hashing and storing (a copy and its fsyncs) run on a few threads: they wait on the disk,
@@ -128,12 +133,14 @@ class Planner:
         Every upload of the batch is durable before any of its jobs exists.
         """
         paths = [Path(p) for p in paths]
+        passwords = {Path(p): secret for p, secret in (passwords or {}).items()}
         with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
             digests = list(pool.map(sha256_of, paths))
         results: list[Ingested] = []
         planned: list[NewVersion] = []
         uploads: list[tuple[str, Path]] = []
         claimed: dict[str, Ingested] = {}  # sha256 -> the job planned in this batch
+        secrets: dict[str, str] = {}  # job id -> the document's own password
         for path, digest in zip(paths, digests, strict=True):
             if digest in claimed:
                 results.append(claimed[digest]._replace_name(path.name))
@@ -149,6 +156,8 @@ class Planner:
             if stored is None:
                 uploads.append((version.object_key, path))
             planned.append(version)
+            if path in passwords:
+                secrets[version.job_id] = passwords[path]
             outcome = IngestOutcome.NEW_VERSION if version.version > 1 else IngestOutcome.NEW
             result = Ingested(outcome, version.document_id, version.job_id, path.name)
             claimed[digest] = result
@@ -157,6 +166,8 @@ class Planner:
             list(pool.map(lambda upload: self.objects.put_file(*upload), uploads))
         for version in planned:
             self.store.create_job(version)
+            if version.job_id in secrets:
+                self.store.set_job_password(version.job_id, secrets[version.job_id])
         self._publish(planned)
         return results
 
@@ -230,3 +241,58 @@ def expand_paths(paths: list[Path]) -> list[Path]:
         else:
             files.append(path)
     return files
+
+
+def passwords_for(files: Sequence[Path], roots: Sequence[Path],
+                  table: Mapping[str, str]) -> tuple[dict[Path, str], list[str]]:
+    """Match a passwords table (a file's name, or its path relative to a folder given, to its
+    password) to the files found; returns the passwords by file and the table's keys that
+    matched no file. A relative path wins over a bare name."""
+    folders = [root.resolve() for root in roots if root.is_dir()]
+    found: dict[Path, str] = {}
+    used: set[str] = set()
+    for file in files:
+        names = []
+        for folder in folders:
+            try:
+                names.append(file.resolve().relative_to(folder).as_posix())
+            except ValueError:
+                continue
+        names.append(file.name)
+        for name in names:
+            if name in table:
+                found[file] = table[name]
+                used.add(name)
+                break
+    return found, sorted(set(table) - used)
+
+
+def load_passwords(path: Path) -> dict[str, str]:
+    """A passwords file: JSON (an object of name -> password) or CSV (two columns, name and
+    password; a first row ``name,password`` or ``path,password`` is a header). Raises
+    ``ValueError`` saying what is wrong, never echoing a password."""
+    import csv
+    import json
+
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path.name} is not valid JSON (line {error.lineno})") from None
+        if not isinstance(data, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            raise ValueError(f"{path.name} must be a JSON object of file name -> password")
+        return {k.strip().strip("/"): v for k, v in data.items()}
+    table: dict[str, str] = {}
+    for number, row in enumerate(csv.reader(text.splitlines()), start=1):
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if len(row) != 2:
+            raise ValueError(f"{path.name} line {number}: expected two columns, name and password")
+        name, secret = row[0].strip().strip("/"), row[1]
+        if number == 1 and name.lower() in ("name", "path", "file") and \
+                secret.strip().lower() == "password":
+            continue
+        table[name] = secret
+    return table

@@ -64,8 +64,9 @@ class Upload:
 
 
 def plan_upload(store: JobStore, queue: Queue, write_events: Callable[[list[Event]], object],
-                upload: Upload, *, worker: str = "ingest") -> bool:
-    """Plan the job of an upload; False when it was planned before (a redelivered event)."""
+                upload: Upload, *, worker: str = "ingest", password: str | None = None) -> bool:
+    """Plan the job of an upload; False when it was planned before (a redelivered event).
+    ``password``, the document's own, is kept with the job before its split message is sent."""
     slot = upload.slot
     if store.get_job(slot.job_id) is not None:
         return False
@@ -74,6 +75,8 @@ def plan_upload(store: JobStore, queue: Queue, write_events: Callable[[list[Even
         source_key=upload.source_key, sha256=upload.fingerprint, bytes=upload.bytes, version=1,
         object_key=slot.object_key, created_at=upload.created_at or utc_now())
     store.create_job(version)
+    if password:
+        store.set_job_password(slot.job_id, password)
     write_events(registration_events(version, worker))
     queue.send(SPLIT_QUEUE, SplitMessage(document_id=slot.document_id,
                                          job_id=slot.job_id).model_dump_json())

@@ -16,7 +16,7 @@ from extract.errors import TerminalError, UnsupportedFormat
 from extract.formats.office import ConvertLimits, convert_to_pdf
 from extract.formats.sniff import OFFICE_FORMATS, sniff_file
 from extract.handlers.sources import readable_key
-from extract.handlers.split import plan_pdf, send_unit_messages
+from extract.handlers.split import job_context, plan_pdf, send_unit_messages
 from extract.messages import ConvertMessage
 from lake.layout import converted_key
 
@@ -37,6 +37,7 @@ async def handle_convert(ctx: HandlerContext, message: ConvertMessage, delivery:
         await send_unit_messages(ctx, job, ctx.store.unsent_units(job.job_id))
         return
 
+    ctx = job_context(ctx, job)  # the document's own password, as the split had it
     with ctx.objects.local_path(readable_key(ctx.objects, job)) as source:
         sniffed = await ctx.cpu.run(sniff_file, source, timeout_s=ctx.config.split_timeout_s)
     if sniffed.format not in OFFICE_FORMATS:

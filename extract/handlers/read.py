@@ -14,6 +14,7 @@ import time
 from extract.context import Delivery, HandlerContext, ReadScope
 from extract.errors import TerminalError
 from extract.handlers.sources import pdf_key
+from extract.handlers.split import job_context
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
 from lake.events import PageRead, UnitDone, UnitStarted
@@ -61,7 +62,9 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
             saved[page.number] = page
 
         chain = ctx.reader_chain()
-        unit_ctx = dataclasses.replace(ctx, scope=ReadScope(delivery, unit.unit_id, save_page))
+        # The document's own password (kept by ingest) before the run's --password.
+        unit_ctx = dataclasses.replace(job_context(ctx, job),
+                                       scope=ReadScope(delivery, unit.unit_id, save_page))
         with ctx.objects.local_path(pdf_key(job)) as path:
             pages = await chain.read(unit_ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.

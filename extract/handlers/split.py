@@ -6,7 +6,8 @@
 - Spreadsheets and CSV: open the workbook once, plan one unit a sheet, read sheet 1 here and
   send sheets 2..n to the sheet queue; an old .xls (parsed whole on open anyway), a
   single-sheet workbook and a CSV file are read whole here.
-- Encrypted Office files are decrypted first when a password was given.
+- Encrypted Office files are decrypted first when a password was given: the document's own
+  (kept with its job by ingest, ``job_context``) before the run's ``--password``.
 
 The name's extension is used only in messages, as a hint of what the sender thought it was.
 A redelivered split message finds the units already planned and only sends the messages never
@@ -17,10 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path, PurePath
+
+from pydantic import SecretStr
 
 from extract.context import Delivery, HandlerContext
 from extract.errors import (
@@ -83,6 +87,16 @@ async def send_unit_messages(ctx: HandlerContext, job: Job, units: Sequence[Unit
             ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in batch])
 
 
+def job_context(ctx: HandlerContext, job: Job) -> HandlerContext:
+    """The context to handle ``job`` with: when ingest kept a password for this document, a copy
+    whose ``config.password`` is that one (it wins over the run's ``--password``)."""
+    password = ctx.store.job_password(job.job_id)
+    if not password:
+        return ctx
+    config = ctx.config.model_copy(update={"password": SecretStr(password)})
+    return dataclasses.replace(ctx, config=config)
+
+
 def _hint(job: Job) -> str:
     suffix = PurePath(job.source_name).suffix.lower()
     return f" (the name says {suffix})" if suffix else ""
@@ -100,6 +114,7 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
         await send_unit_messages(ctx, job, ctx.store.unsent_units(job.job_id))
         return
 
+    ctx = job_context(ctx, job)
     config = ctx.config
     with ctx.objects.local_path(job.object_key) as path:
         size = path.stat().st_size
@@ -152,7 +167,8 @@ async def _decrypt(ctx: HandlerContext, job: Job, path: Path, sniffed: Sniffed) 
     what = "an encrypted Office file" if sniffed.format is Format.ENCRYPTED_OFFICE else \
         f"a password-protected {sniffed.format.value} file"
     if not password:
-        raise EncryptedDocument(f"{what}{_hint(job)} and no password was given (--password)")
+        raise EncryptedDocument(f"{what}{_hint(job)} and no password was given "
+                                "(--password, or one for this file in --passwords)")
     if sniffed.format in (Format.ODT, Format.ODS, Format.ODP):
         raise EncryptedDocument(f"{what}: decrypting OpenDocument files is not supported")
     folder = tempfile.mkdtemp(prefix="doclake-decrypt-")

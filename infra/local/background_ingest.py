@@ -10,7 +10,7 @@ still being stored.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from infra.local.jobstore import SqliteJobStore
@@ -25,6 +25,7 @@ BATCH = 16  # files per batch: the first documents start after 16 uploads, not a
 class BackgroundIngest:
     def __init__(self, settings: Settings, objects, writer: ParquetEventWriter,
                  files: Sequence[Path], *, retry_failed: bool = False,
+                 passwords: Mapping[Path, str] | None = None,
                  after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None):
         """``after_batch`` runs on the ingest thread, with its store, after each batch is planned
         (``run --fields`` asks for fields there, so extraction starts with the first documents)."""
@@ -33,6 +34,7 @@ class BackgroundIngest:
         self._writer = writer
         self._files = list(files)
         self._retry_failed = retry_failed
+        self._passwords = passwords  # per file (run --passwords): kept with each job by ingest
         self._after_batch = after_batch
         self._stop = threading.Event()
         self._results: list[Ingested] = []
@@ -53,7 +55,8 @@ class BackgroundIngest:
                 if self._stop.is_set():
                     break
                 batch = planner.ingest_many(self._files[start:start + BATCH],
-                                            retry_failed=self._retry_failed)
+                                            retry_failed=self._retry_failed,
+                                            passwords=self._passwords)
                 if self._after_batch is not None:
                     self._after_batch(store, batch)
                 self._results += batch

@@ -98,6 +98,10 @@ CREATE TABLE IF NOT EXISTS field_claims (
   PRIMARY KEY (job_id, strategy)
 );
 CREATE INDEX IF NOT EXISTS field_claims_unpublished ON field_claims (published_at, finished_at);
+CREATE TABLE IF NOT EXISTS job_passwords (
+  job_id TEXT PRIMARY KEY,
+  password TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS leases (
   name TEXT PRIMARY KEY,
   holder TEXT NOT NULL,
@@ -131,6 +135,8 @@ def _ts(value: str | None) -> datetime | None:
 class SqliteJobStore:
     def __init__(self, path: Path):
         self._db = open_database(path)
+        # A job's password, deleted when the job ends, must not linger in freed pages.
+        self._db.execute("PRAGMA secure_delete = ON")
         self._db.executescript(_SCHEMA)
         self._migrate()
         self._host = socket.gethostname()
@@ -240,6 +246,26 @@ class SqliteJobStore:
                  version.sha256, created, created, created),
             )
 
+    # --- a job's own password (a table of its own: never in a Job, a snapshot or an event) -------
+
+    def set_job_password(self, job_id: str, password: str) -> bool:
+        with transaction(self._db) as db:
+            live = db.execute(
+                "SELECT 1 FROM jobs WHERE job_id = ? AND status IN ('queued', 'extracting')",
+                (job_id,)).fetchone()
+            if live is None:
+                return False
+            db.execute("INSERT INTO job_passwords (job_id, password) VALUES (?, ?) "
+                       "ON CONFLICT (job_id) DO UPDATE SET password = excluded.password",
+                       (job_id, password))
+        return True
+
+    def job_password(self, job_id: str) -> str | None:
+        row = self._db.execute(
+            "SELECT p.password FROM job_passwords p JOIN jobs j USING (job_id) "
+            "WHERE p.job_id = ? AND j.status IN ('queued', 'extracting')", (job_id,)).fetchone()
+        return row["password"] if row else None
+
     # --- split and read ------------------------------------------------------------------------
 
     def add_units(self, job_id: str, units: Sequence[Unit], *, pages: int,
@@ -342,6 +368,7 @@ class SqliteJobStore:
                        at: datetime) -> bool:
         stamp = at.isoformat()
         finished = stamp if new.terminal else None
+        erased = 0
         with transaction(self._db) as db:
             cursor = db.execute(
                 "UPDATE jobs SET status = ?, failure_reason = ?, failure_detail = ?, "
@@ -356,6 +383,13 @@ class SqliteJobStore:
                     "UPDATE documents SET status = ? WHERE latest_job_id = ?",
                     (new.value, job_id),
                 )
+                erased = db.execute("DELETE FROM job_passwords WHERE job_id = ?",
+                                    (job_id,)).rowcount
+        if new.terminal and erased:
+            # The WAL still holds the page the password was written on: fold it into the
+            # database (where secure_delete zeroed it) and truncate the log. Best effort: a
+            # long reader makes it partial, and the next erasure tries again.
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return True
 
     def jobs_to_index(self) -> list[Job]:
