@@ -5,8 +5,9 @@ with ``usageMetadata``, ``promptFeedback.blockReason``, ``finishReason``), so a 
 through the same client, retries, limiter, fallback and ledger as a real one; only the host differs.
 
 - Latency is lognormal, fitted to the write-up's model calls: median 2.9 s and p90 7.7 s give
-  mu = ln 2.9 and sigma = ln(7.7 / 2.9) / 1.2816 = 0.762; ``simulated_latency_scale`` multiplies it
-  (and the client's timeout, so a scaled run keeps the same shape).
+  mu = ln 2.9 and sigma = ln(7.7 / 2.9) / 1.2816 = 0.762 (``simulated_latency_sigma``; a load
+  test lowers it to take the lognormal tail out of a drain); ``simulated_latency_scale`` multiplies
+  it (and the client's timeout, so a scaled run keeps the same shape).
 - Faults: ``simulated_error_rate`` of calls answer 503 (or 500) after 0.3-0.5 s, as the write-up's
   errors did; the primary model times out, blocks (``finishReason: SAFETY`` or a prompt
   ``blockReason``) or answers nothing at their rates, about 8% of pages in all by default, the
@@ -127,7 +128,8 @@ class SimulatedGemini:
             self._log(now, model, 200, "timeout")
             await asyncio.sleep(config.model_timeout_s * self.scale * 1.5)
             return 200, _answer("", input_tokens, 0, "STOP"), {}
-        await asyncio.sleep(self.rng.lognormvariate(LATENCY_MU, LATENCY_SIGMA) * self.scale)
+        await asyncio.sleep(self.rng.lognormvariate(LATENCY_MU, config.simulated_latency_sigma)
+                            * self.scale)
         if fault == "blocked":
             self._log(now, model, 200, "blocked")
             if self.rng.random() < 0.5:
@@ -140,8 +142,10 @@ class SimulatedGemini:
             self._log(now, model, 200, "empty")
             return 200, _answer("", input_tokens, 0, "STOP"), {}
         schema = (request.get("generationConfig") or {}).get("responseSchema")
-        text = (json.dumps(structured_answer(schema, digest)) if schema is not None
-                else _page_text(digest))
+        # Drawn per call (the server's seeded generator), not per request: an agent's first
+        # turn is the same request for every document, and should not always choose alike.
+        text = (json.dumps(structured_answer(schema, f"{digest}:{self.rng.random()}"))
+                if schema is not None else _page_text(digest))
         self._log(now, model, 200, "ok")
         return 200, _answer(text, input_tokens, max(1, len(text) // 4), "STOP", model), {}
 
