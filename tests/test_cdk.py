@@ -135,7 +135,7 @@ def test_alarms_cover_dlqs_queue_age_throttles_and_errors(synth):
     metrics = [a["Properties"]["MetricName"] for a in _resources(tj, "AWS::CloudWatch::Alarm").values()]
     assert metrics.count("ApproximateNumberOfMessagesVisible") == 7
     assert metrics.count("ApproximateAgeOfOldestMessage") == 7
-    assert metrics.count("Throttles") == metrics.count("Errors") == 11
+    assert metrics.count("Throttles") == metrics.count("Errors") == 12
 
 
 def test_iam_is_scoped_to_what_each_function_touches(synth):
@@ -181,6 +181,65 @@ def test_the_publisher_reads_the_stream_and_writes_only_results_and_lake_events(
     assert "/uploads/*" not in resources and "/pages/*" not in resources
     actions = json.dumps([s["Action"] for s in statements])
     assert "dynamodb:GetRecords" in actions and "sqs:SendMessage" not in actions
+
+
+def _role_statements(tj, stack, function) -> list[dict]:
+    role = stack.resolve(function.role.node.default_child.ref)
+    return [s for p in _resources(tj, "AWS::IAM::Policy").values()
+            if role in p["Properties"]["Roles"]
+            for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def _actions(statement) -> list[str]:
+    return [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+
+
+def test_the_weekly_evals_report_runs_on_a_weekly_schedule_with_least_privilege(synth):
+    """Issue 13 on AWS: a weekly rule invokes the function that writes the report to the
+    results bucket's reports/ prefix; its role reads the lake's events and writes reports/,
+    nothing else (no table, no queue, no uploads, no other prefix of the results bucket)."""
+    _, tj, stack, _ = synth
+    weekly = stack.functions["weekly_evals"]
+    spec = settings_functions()["weekly_evals"]
+    assert spec.handler == "infra.aws.lambdas.weekly_evals.handler" and spec.queue is None
+    function_ref = stack.resolve(weekly.function_arn)
+    rules = [r["Properties"] for r in _resources(tj, "AWS::Events::Rule").values()
+             if any(t["Arn"] == function_ref for t in r["Properties"].get("Targets", []))]
+    assert [r["ScheduleExpression"] for r in rules] == ["cron(0 6 ? * MON *)"]
+    assert rules[0]["State"] == "ENABLED"
+    permissions = [p["Properties"] for p in _resources(tj, "AWS::Lambda::Permission").values()
+                   if p["Properties"]["FunctionName"] == function_ref]
+    assert [p["Principal"] for p in permissions] == ["events.amazonaws.com"]
+
+    lake = stack.resolve(stack.lake.bucket_arn)
+    results = stack.resolve(stack.results.bucket_arn)
+    statements = _role_statements(tj, stack, weekly)
+    actions = {a for s in statements for a in _actions(s)}
+    assert not any(a.startswith(("dynamodb:", "sqs:")) for a in actions), actions
+    assert not any(a.startswith("s3:Delete") for a in actions), actions
+    writes, reads = [], []
+    for s in statements:
+        resources = s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]
+        assert "*" not in resources, s
+        if any(a.startswith("s3:Put") for a in _actions(s)):
+            writes += resources
+        if "s3:GetObject*" in _actions(s):
+            reads += resources
+    assert writes == [{"Fn::Join": ["", [results, "/reports/*"]]}]
+    assert {"Fn::Join": ["", [lake, "/events/*"]]} in reads
+    assert all(r in (lake, {"Fn::Join": ["", [lake, "/events/*"]]}) for r in reads), reads
+    logical = stack.get_logical_id(weekly.node.default_child)
+    env = tj["Resources"][logical]["Properties"]["Environment"]["Variables"]
+    assert {"DOCLAKE_LAKE_URI", "DOCLAKE_RESULTS_BUCKET"} <= set(env)
+
+
+def test_the_weekly_function_writes_the_report_under_reports_with_the_date():
+    from datetime import UTC, datetime
+
+    from infra.aws.lambdas.weekly_evals import report_prefix
+
+    assert report_prefix("res", datetime(2026, 11, 30, 6, tzinfo=UTC)) == (
+        "s3://res/reports/weekly-2026-11-30")
 
 
 def test_thin_zips_import_neither_pydantic_nor_pyarrow(synth, tmp_path):

@@ -36,6 +36,9 @@ class DeploySettings:
     athena_bytes_scanned_cutoff: int = 10 * 1024**3
     projection_start: str = "2025-01-01"
     oldest_message_alarm_s: int = 900
+    weekly_evals_day: str = "MON"
+    """The weekly evals report's schedule: this day (EventBridge's names), at this UTC hour."""
+    weekly_evals_hour: int = 6
     alarm_email: str = ""
 
     @classmethod
@@ -62,6 +65,8 @@ class DeploySettings:
             "fields": FunctionSpec("fields", extraction, 1024, 300, self.reserved_fields),
             "poller": FunctionSpec(None, "infra.aws.lambdas.poller.handler", 512, 70, 2),
             "compaction": FunctionSpec(None, "infra.aws.lambdas.compaction.handler", 3008, 900, 1),
+            "weekly_evals": FunctionSpec(None, "infra.aws.lambdas.weekly_evals.handler", 3008,
+                                         900, 1),
             # The DynamoDB stream's consumer (one concurrent batch per shard: nothing to reserve).
             "publisher": FunctionSpec(None, "infra.aws.lambdas.publisher.handler", 1024, 120,
                                       None),

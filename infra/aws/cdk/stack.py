@@ -39,11 +39,12 @@ IMAGE_EXCLUDES = [".venv", ".git", "cdk.out", "build", "tests", "benchmarks", "e
 # Which queues each function sends to (least privilege: nothing else).
 SENDS = {"ingest": ("split",), "split": ("read", "sheet", "convert"), "convert": ("read",),
          "sheet": ("sheet",), "poller": ("split", "index", "fields"), "read": (), "index": (),
-         "fields": (), "compaction": (), "publisher": ()}
+         "fields": (), "compaction": (), "publisher": (), "weekly_evals": ()}
 # What each function reads and writes in the results bucket, beyond the lake's events.
 RESULTS_ACCESS = {"fields": ("pages/*", "results/*"), "poller": ("pages/*", "results/*"),
                   "publisher": ("results/*",), "compaction": ()}
 ATHENA_RESULTS = "athena-results/"
+REPORTS_PREFIX = "reports/"  # the weekly evals reports, in the results bucket
 
 
 class DoclakeStack(Stack):
@@ -209,6 +210,8 @@ class DoclakeStack(Stack):
 
     def _grant(self) -> None:
         for name, function in self.functions.items():
+            if name == "weekly_evals":
+                continue  # reads the lake, writes reports/: nothing else (below)
             self.table.grant_read_write_data(function)
             self.lake.grant_read_write(function, "events/*")
             for target in SENDS.get(name, ()):
@@ -231,6 +234,9 @@ class DoclakeStack(Stack):
             dlq.grant_consume_messages(self.functions["poller"])
         for queue in self.queues.values():
             queue.grant(self.functions["poller"], "sqs:GetQueueAttributes")
+        weekly = self.functions["weekly_evals"]
+        self.lake.grant_read(weekly, "events/*")
+        self.results.grant_put(weekly, f"{REPORTS_PREFIX}*")
         self.uploads.grant_put(self.presigner, "uploads/*")
         self.results.grant_read(self.presigner, "results/*")  # the presigned result GET
 
@@ -240,6 +246,14 @@ class DoclakeStack(Stack):
         events.Rule(self, "CompactionSchedule",
                     schedule=events.Schedule.cron(minute="17", hour="3"),
                     targets=[targets.LambdaFunction(self.functions["compaction"],
+                                                    retry_attempts=2)])
+        # Issue 13's weekly report: evals.weekly.write_weekly_report over the lake, to
+        # s3://<results>/reports/weekly-<date>.{md,html} (infra.aws.lambdas.weekly_evals).
+        events.Rule(self, "WeeklyEvalsSchedule", description="the weekly evals report",
+                    schedule=events.Schedule.cron(minute="0",
+                                                  hour=str(self.settings.weekly_evals_hour),
+                                                  week_day=self.settings.weekly_evals_day),
+                    targets=[targets.LambdaFunction(self.functions["weekly_evals"],
                                                     retry_attempts=2)])
 
     def _publisher_stream(self) -> None:
