@@ -18,14 +18,21 @@ from extract.fields.publish import publish_pending
 log = logging.getLogger(__name__)
 
 
+GATHER_S = 0.2
+"""After a nudge, wait this long for more results: one lake commit carries many, instead of two
+small Parquet files (results, result fields) for every document in the next flush."""
+
+
 async def run_publisher(ctx: HandlerContext, wake: asyncio.Event, stop: asyncio.Event,
-                        interval_s: float) -> None:
+                        interval_s: float, gather_s: float = GATHER_S) -> None:
     """Publish until ``stop``; errors propagate to the runtime's supervisor, which restarts us."""
     while not stop.is_set():
         wake.clear()
         await publish_pending(ctx)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), timeout=interval_s)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=gather_s)
 
 
 async def publish_once(ctx: HandlerContext) -> int:
