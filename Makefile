@@ -16,10 +16,13 @@ install: $(BIN)/.installed
 
 demo: install
 	rm -rf $(DEMO_HOME)
-	$(BIN)/doclake run examples/*.pdf --home $(DEMO_HOME)
+	$(BIN)/doclake run examples/*.pdf --home $(DEMO_HOME) --fields nda
 	$(BIN)/doclake sql --home $(DEMO_HOME) "SELECT d.source_name, j.status, j.pages, \
 	  round(l.seconds, 2) AS seconds FROM jobs j JOIN documents d USING (document_id) \
 	  JOIN job_latency l USING (job_id) ORDER BY d.source_name"
+	$(BIN)/doclake sql --home $(DEMO_HOME) "SELECT d.source_name, r.effective_date, \
+	  r.jurisdiction, r.party, r.term FROM results r JOIN documents d USING (document_id) \
+	  ORDER BY d.source_name"
 	$(BIN)/doclake sql --home $(DEMO_HOME) "SELECT event_type, count(*) AS events FROM events \
 	  GROUP BY event_type ORDER BY events DESC"
 	$(BIN)/doclake search --home $(DEMO_HOME) "confidential information" --limit 3
