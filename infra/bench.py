@@ -82,6 +82,9 @@ def burst(
     faults: Annotated[bool, typer.Option(help="Keep the simulated provider's errors, timeouts "
                       "and blocks.")] = False,
     poll_interval: Annotated[float, typer.Option(help="Poller period, seconds.")] = 1.0,
+    latency_sigma: Annotated[float | None, typer.Option(min=0.0, help="Sigma of the simulated "
+                             "call latency (default: the write-up's fit, 0.762); lower takes "
+                             "the lognormal tail out of the drain.")] = None,
     home: HomeOption = None,
     output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json")] = None,
 ) -> None:
@@ -94,7 +97,8 @@ def burst(
     if cap not in ("read", "all"):
         raise typer.BadParameter("--cap is read or all")
     spec = LoadSpec(docs=docs, concurrency=concurrency, service_s=service_time, pages=pages,
-                    rate=rate, poll_interval_s=poll_interval, faults=faults, cap=cap)
+                    rate=rate, poll_interval_s=poll_interval, faults=faults, cap=cap,
+                    sigma=latency_sigma)
     figures = _load(spec, home)
     stages = figures.pop("stage_seconds")
     figures.update({f"stage_{k.replace(':', '_')}_s": v for k, v in stages.items()})

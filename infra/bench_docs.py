@@ -20,7 +20,7 @@ SAMPLES = 100_000  # Monte Carlo draws; seeded, so the same S always gives the s
 
 
 def expected_hold_s(pages: int, *, pages_per_unit: int = 5, pages_in_flight: int = 5,
-                    seed: int = 14) -> float:
+                    seed: int = 14, sigma: float = LATENCY_SIGMA) -> float:
     """Expected worker seconds of a document of ``pages`` pages at latency scale 1.
 
     Per unit: pages go out in waves of ``pages_in_flight``; a wave lasts as long as its slowest
@@ -36,12 +36,12 @@ def expected_hold_s(pages: int, *, pages_per_unit: int = 5, pages_in_flight: int
             left = unit
             while left > 0:
                 wave = min(left, pages_in_flight)
-                total += max(rng.lognormvariate(LATENCY_MU, LATENCY_SIGMA) for _ in range(wave))
+                total += max(rng.lognormvariate(LATENCY_MU, sigma) for _ in range(wave))
                 left -= wave
     return total / samples
 
 
-def latency_scale(service_s: float, pages: int, **unit_shape: int) -> float:
+def latency_scale(service_s: float, pages: int, **unit_shape: float) -> float:
     """The ``simulated_latency_scale`` at which a ``pages``-page document holds ~``service_s``."""
     return service_s / expected_hold_s(pages, **unit_shape)
 

@@ -78,6 +78,101 @@ FROM per_job
 """
 
 
+# Where the C workers' time went, for ``worker_time``: the moments each unit of the run was
+# planned (its read message sent), started and finished, and each job created and finished.
+TIMELINE_SQL = """
+WITH run_jobs AS (
+  SELECT j.job_id, j.created_at, j.finished_at
+  FROM jobs AS j
+  JOIN documents AS d ON d.dt = j.dt AND d.document_id = j.document_id
+  WHERE d.source_name LIKE '{run_id}-%'
+)
+SELECT 'created' AS kind, epoch_ms(created_at) AS at_ms FROM run_jobs
+UNION ALL SELECT 'settled', epoch_ms(finished_at) FROM run_jobs
+UNION ALL SELECT 'planned', epoch_ms(min(p.occurred_at))
+  FROM ev_unit_planned AS p JOIN run_jobs AS r ON r.job_id = p.job_id
+  GROUP BY p.job_id, p.unit_id
+UNION ALL SELECT 'start', epoch_ms(u.started_at) FROM units AS u JOIN run_jobs AS r USING (job_id)
+UNION ALL SELECT 'finish', epoch_ms(u.finished_at) FROM units AS u JOIN run_jobs AS r USING (job_id)
+"""
+
+
+def worker_time(lake: str, run_id: str, concurrency: int, model_s: float) -> dict:
+    """Shares of the C read workers' time over the drain (C x drain_s) from the lake's timeline.
+
+    Busy: a unit in progress, split into the model's calls (``model_calls``) and the rest of
+    the unit (rendering, storing, events). Idle, by phase: ``start`` until all C are first busy
+    (``start_unplanned``: no unit planned yet, i.e. splitting; ``start_waiting``: a planned unit
+    waits for a slot, i.e. dispatch); ``gaps`` from then to the last unit's start (a slot free
+    between two units while the backlog lasts: the hand-off, receive and scheduling);
+    ``tail`` from the last start to the last finish (the last wave's service times: no work left
+    to give); ``publish`` to the last job's success."""
+    from lake.catalog import query
+
+    if not all(c.isalnum() or c == "-" for c in run_id):
+        raise ValueError(f"not a run id: {run_id!r}")
+    rank = {"finish": 0, "planned": 1, "start": 2, "created": 3, "settled": 4}
+    events = sorted(((r["at_ms"] / 1000.0, r["kind"]) for r in query(
+        lake, TIMELINE_SQL.format(run_id=run_id)).to_pylist()), key=lambda e: (e[0], rank[e[1]]))
+    first = min(t for t, k in events if k == "created")
+    end = max(t for t, k in events if k == "settled")
+    last_start = max(t for t, k in events if k == "start")
+    last_finish = max(t for t, k in events if k == "finish")
+    idle = dict.fromkeys(("start_unplanned", "start_waiting", "gaps_unplanned", "gaps_waiting",
+                          "tail", "publish"), 0.0)
+    busy = waiting = 0
+    busy_s = 0.0
+    full_at: float | None = None
+    before = first
+    for at, kind in events:
+        if at > before:
+            span = at - before
+            free = max(0, concurrency - busy) * span
+            busy_s += busy * span
+            if before >= last_finish:
+                idle["publish"] += free
+            elif before >= last_start:
+                idle["tail"] += free
+            else:
+                phase = "start" if full_at is None else "gaps"
+                idle[f"{phase}_{'waiting' if waiting else 'unplanned'}"] += free
+            before = at
+        if kind == "planned":
+            waiting += 1
+        elif kind == "start":
+            waiting, busy = waiting - 1, busy + 1
+        elif kind == "finish":
+            busy -= 1
+        if full_at is None and busy >= concurrency:
+            full_at = at
+    capacity = concurrency * (end - first)
+    shares = {"model": model_s, "unit_other": busy_s - model_s,
+              **{f"idle_{k}": v for k, v in idle.items()}}
+    return {"all_busy_after_s": None if full_at is None else full_at - first,
+            "tail_s": last_finish - last_start,
+            **{f"share_{k}": v / capacity for k, v in shares.items()}}
+
+
+class LoopLag:
+    """How late the event loop wakes a 10 ms sleep: a blocked loop delays every worker's hand-off."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+
+    async def watch(self) -> None:
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(0.01)
+            self.samples.append(time.perf_counter() - before - 0.01)
+
+    def figures(self) -> dict:
+        lags = sorted(self.samples) or [0.0]
+        return {"loop_lag_p50_ms": 1000 * lags[len(lags) // 2],
+                "loop_lag_p99_ms": 1000 * lags[int(len(lags) * 0.99)],
+                "loop_lag_max_ms": 1000 * lags[-1],
+                "loop_lag_total_s": sum(lags)}
+
+
 def run_sql(run_id: str) -> str:
     """``RUN_SQL`` for one run (run ids are generated: letters, digits and dashes only)."""
     if not all(c.isalnum() or c == "-" for c in run_id):
@@ -98,6 +193,7 @@ class LoadSpec:
     faults: bool = False
     seed: int = 14
     cap: str = "read"  # read: C readers + STAGE_SLOTS for the rest; all: C for every stage
+    sigma: float | None = None  # the simulated latency's sigma; None: the write-up's fit
 
     @property
     def mode(self) -> str:
@@ -173,7 +269,9 @@ def run_load(spec: LoadSpec, home: Path) -> dict:
     from lake.catalog import query
     from lake.compaction import compact_after_run
 
-    scale = latency_scale(spec.service_s, spec.pages)
+    sigma = {} if spec.sigma is None else {"simulated_latency_sigma": spec.sigma}
+    scale = latency_scale(spec.service_s, spec.pages,
+                          **({} if spec.sigma is None else {"sigma": spec.sigma}))
     stamp = datetime.now(UTC).strftime("%Y%m%dt%H%M%S")
     run_id = f"{spec.mode}-{stamp}"
     files = make_documents(home / "bench-input" / run_id, run_id, spec.docs, spec.pages)
@@ -182,7 +280,7 @@ def run_load(spec: LoadSpec, home: Path) -> dict:
         "simulated_blocked_rate": 0.0, "simulated_empty_rate": 0.0}
     settings = Settings(home=home, concurrency=spec.concurrency, reader="simulated",
                         poll_interval_s=spec.poll_interval_s, simulated_latency_scale=scale,
-                        simulated_seed=spec.seed, **no_faults)
+                        simulated_seed=spec.seed, **no_faults, **sigma)
     if spec.cap == "read":
         settings = cap_reads(settings, spec.concurrency)
     runtime = LocalRuntime(settings)
@@ -199,14 +297,27 @@ def run_load(spec: LoadSpec, home: Path) -> dict:
         ids = ([i.job_id for i in ingest.result()] if spec.rate is None else ingest.ids)
         return all(job.settled for job in runtime.store.list_jobs(ids))
 
+    lag = LoopLag()
+
+    async def watched():
+        watcher = asyncio.create_task(lag.watch())
+        try:
+            return await runtime.process(done)
+        finally:
+            watcher.cancel()
+
     started = time.perf_counter()
-    stats = asyncio.run(runtime.process(done))
+    stats = asyncio.run(watched())
     wall = time.perf_counter() - started
     if spec.rate is not None and ingest.error is not None:
         raise ingest.error
     compact_after_run(settings.lake)
     row = query(settings.lake, run_sql(run_id)).to_pylist()[0]
     figures = little(spec, run_id, scale, wall, row)
+    model_s = (row["model_call_mean_s"] or 0.0) * row["documents"]
+    figures.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in {
+        **worker_time(settings.lake, run_id, spec.concurrency, model_s),
+        **lag.figures()}.items()})
     figures["stage_seconds"] = {k: v["seconds"] for k, v in stats.stages.as_dict().items()}
     return figures
 

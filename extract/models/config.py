@@ -7,6 +7,7 @@ handlers inside ``ExtractConfig.models``.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr
@@ -61,6 +62,11 @@ class ModelConfig(BaseModel):
     simulated_latency_scale: float = Field(
         1.0, gt=0, description="Simulated provider: latency factor (1.0: 2.9 s median, 7.7 s p90); "
                                "its timeouts scale with it.")
+    simulated_latency_sigma: float = Field(
+        math.log(7.7 / 2.9) / 1.2816, ge=0,
+        description="Simulated provider: sigma of the lognormal call latency (0.762 = "
+                    "ln(7.7 / 2.9) / 1.2816, the write-up's fit; lower for a low-variance load "
+                    "test; the median stays 2.9 s x scale).")
     simulated_error_rate: float = Field(
         0.02, ge=0, le=1, description="Simulated provider: share of calls answering 503 or 500.")
     simulated_timeout_rate: float = Field(
