@@ -133,6 +133,13 @@ class LocalRuntime:
         if settings.read_concurrency is not None:
             self._queue_limits[READ_QUEUE] = settings.read_concurrency
         self._queue_busy: dict[str, int] = dict.fromkeys(self._queue_limits, 0)
+        # A reserved concurrency is kept for reads (as AWS keeps a function's): the other stages
+        # hold at most the rest of the workers (at least one), so a backlog of splits never takes
+        # every worker while planned units wait for one.
+        self._others_limit: int | None = None
+        if settings.read_concurrency is not None:
+            self._others_limit = settings.concurrency - min(settings.read_concurrency,
+                                                            settings.concurrency - 1)
         self._worker_done = asyncio.Event()
         self._wake: asyncio.Event | None = None
 
@@ -272,6 +279,8 @@ class LocalRuntime:
         next_dead_letter_check = 0.0
         while not stop.is_set():
             room = self.settings.concurrency - self._busy - inbox.qsize()
+            others = 0 if self._others_limit is None else (
+                self._busy + inbox.qsize() - self._queue_busy[READ_QUEUE])
             got = 0
             wanted_queues: tuple[str, ...] = RECEIVE_ORDER
             if time.monotonic() >= next_dead_letter_check:  # rare: looked at once a second
@@ -285,11 +294,17 @@ class LocalRuntime:
                     wanted = min(wanted, self._queue_limits[queue] - self._queue_busy[queue])
                     if wanted <= 0:
                         continue
+                if self._others_limit is not None and queue != READ_QUEUE:
+                    wanted = min(wanted, self._others_limit - others)
+                    if wanted <= 0:
+                        continue
                 for message in self.queue.receive(queue, max_messages=wanted,
                                                   visibility_timeout_s=timeout):
                     inbox.put_nowait(message)
                     if queue in self._queue_busy:
                         self._queue_busy[queue] += 1
+                    if queue != READ_QUEUE:
+                        others += 1
                     got += 1
             if got == 0 or room - got <= 0:
                 # Nothing to take, or no free worker: wait until a worker finishes (it may have
