@@ -313,7 +313,10 @@ def _client(service: str, endpoint: str):
 
 
 @pytest.fixture
-def glue(moto_endpoint):
+def glue(moto_endpoint, monkeypatch):
+    # awswrangler makes its own clients from a session: the default chain's credentials
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
     return _client("glue", moto_endpoint)
 
 
@@ -435,3 +438,44 @@ def test_the_aws_catalog_command_creates_the_catalog(moto_endpoint, glue):
     assert RAW_TABLES | {"jobs", "pages", "failures"} <= set(tables)
     assert tables["raw_job_created"]["StorageDescriptor"]["Location"] == (
         "s3://cli-lake/p/events/event_type=job_created/")
+
+
+def test_raw_tables_and_database_are_written_by_awswrangler_with_projection(glue, monkeypatch):
+    """The database and every raw table go through wr.catalog (create_database,
+    create_parquet_table with partition projection and a storage location template); what Glue
+    holds afterwards is exactly the hand definition of lake.glue, interval unit included."""
+    wr = pytest.importorskip("awswrangler")
+
+    from infra.aws.glue_catalog import _contains, create_catalog, wrangler_table_arguments
+
+    calls = {"database": [], "table": []}
+    real_db, real_table = wr.catalog.create_database, wr.catalog.create_parquet_table
+    monkeypatch.setattr(wr.catalog, "create_database", lambda name, **kw: (
+        calls["database"].append(name), real_db(name, **kw))[1])
+    monkeypatch.setattr(wr.catalog, "create_parquet_table", lambda **kw: (
+        calls["table"].append(kw), real_table(**kw))[1])
+
+    changes = create_catalog(glue, "lake_w", "doclake-lake", "prod", projection_start="2026-02-01")
+    assert calls["database"] == ["lake_w"]
+    assert sorted(c["table"] for c in calls["table"]) == sorted(RAW_TABLES)
+    settings = next(c for c in calls["table"] if c["table"] == "raw_page_read")[
+        "athena_partition_projection_settings"]
+    assert settings == {
+        "projection_types": {"dt": "date"}, "projection_ranges": {"dt": "2026-02-01,NOW"},
+        "projection_formats": {"dt": "yyyy-MM-dd"}, "projection_intervals": {"dt": "1"},
+        "projection_storage_location_template":
+            "s3://doclake-lake/prod/events/event_type=page_read/dt=${dt}"}
+    assert wr.config.glue_endpoint_url is None  # the endpoint was only lent for the call
+    assert changes.created[:2] == ["lake_w", "raw_" + next(iter(EVENT_TYPES))]
+
+    for event_type in EVENT_TYPES:
+        wanted = raw_table_input(event_type, "doclake-lake", "prod", projection_start="2026-02-01")
+        table = glue.get_table(DatabaseName="lake_w", Name=wanted["Name"])["Table"]
+        assert _contains(table, wanted), wanted["Name"]
+        assert table["Parameters"]["projection.dt.interval.unit"] == "DAYS"
+        assert table["Parameters"]["projection.enabled"] == "true"
+    # awswrangler has no interval-unit setting: the one projection key passed as a parameter
+    args = wrangler_table_arguments(raw_table_input("page_read", "b-lake", ""))
+    assert args["parameters"]["projection.dt.interval.unit"] == "DAYS"
+    assert not any(k.startswith("projection.") and k != "projection.dt.interval.unit"
+                   for k in args["parameters"])

@@ -1,9 +1,18 @@
-"""Create the lake's Glue database, raw tables and Athena views with boto3, idempotently.
+"""Create the lake's Glue database, raw tables and Athena views, idempotently.
 
 ``create_catalog`` is safe to run on every deploy: what is missing is created, what differs from
 the generated definition is updated (with ``replace=True``), and what already matches is left
 alone, so repeated runs do not pile up Glue table versions. The definitions themselves come from
 the pure modules ``lake.glue`` (raw tables, partition projection) and ``lake.athena`` (views).
+
+Who writes what: the database and the raw tables go through awswrangler's catalog functions
+(``wr.catalog.create_database``; ``wr.catalog.create_parquet_table`` with
+``athena_partition_projection_settings``: the date type, range, format, interval and the storage
+location template). Two things stay hand-written, because awswrangler has no call for them:
+``projection.dt.interval.unit`` (passed as a plain table parameter beside the projection
+settings) and the views, which are Glue ``VIRTUAL_VIEW`` tables (``_put_table`` below) or
+Athena ``CREATE VIEW`` statements. The "does it already match" check stays ours too: awswrangler
+rewrites an existing table on every call, which would add a table version each deploy.
 
 Views go straight into Glue as ``VIRTUAL_VIEW`` tables, which needs no Athena workgroup, no
 results bucket and no running query. ``create_views_with_athena`` is the other road: it sends
@@ -16,13 +25,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from lake.athena import athena_views, create_view_statements, view_table_inputs
-from lake.glue import DEFAULT_PROJECTION_START, database_input, raw_table_inputs
+from lake.glue import (
+    DEFAULT_PROJECTION_START,
+    PARTITION_KEY,
+    database_input,
+    raw_table_inputs,
+)
 
 ATHENA_CATALOG = "AwsDataCatalog"
 
@@ -64,22 +79,87 @@ def _contains(actual: Any, wanted: Any) -> bool:
     return actual == wanted
 
 
-def _ensure_database(glue, name: str, replace: bool, changes: CatalogChanges) -> None:
+@contextmanager
+def _wrangler(glue_client, boto3_session):
+    """awswrangler on the glue client's endpoint (moto, LocalStack or AWS) and region: it makes
+    its own clients from a session, so the endpoint is lent through ``wr.config`` for the call."""
+    import awswrangler as wr
+    import boto3
+
+    session = boto3_session or boto3.Session(region_name=glue_client.meta.region_name)
+    before = wr.config.glue_endpoint_url
+    wr.config.glue_endpoint_url = glue_client.meta.endpoint_url
+    try:
+        yield wr, session
+    finally:
+        if before is None:
+            wr.config.reset("glue_endpoint_url")
+        else:
+            wr.config.glue_endpoint_url = before
+
+
+def _ensure_database(glue, wr, session, name: str, replace: bool,
+                     changes: CatalogChanges) -> None:
     wanted = database_input(name)
     try:
         existing = glue.get_database(Name=name)["Database"]
     except ClientError as error:
         if _code(error) != "EntityNotFoundException":
             raise CatalogError(f"get_database {name}: {error}") from error
-        glue.create_database(DatabaseInput=wanted)
-        changes.created.append(name)
-        return
+        existing = None
     body = {k: v for k, v in wanted.items() if k != "Name"}
-    if replace and not _contains(existing, body):
-        glue.update_database(Name=name, DatabaseInput=wanted)
-        changes.updated.append(name)
-    else:
+    if existing is not None and (not replace or _contains(existing, body)):
         changes.unchanged.append(name)
+        return
+    # exist_ok: creates it, or updates what differs (here: something does)
+    wr.catalog.create_database(name, description=wanted["Description"], exist_ok=True,
+                               database_input_args={"Parameters": wanted["Parameters"]},
+                               boto3_session=session)
+    (changes.updated if existing is not None else changes.created).append(name)
+
+
+def wrangler_table_arguments(table: dict[str, Any]) -> dict[str, Any]:
+    """``wr.catalog.create_parquet_table``'s arguments for a ``lake.glue.raw_table_input``: the
+    same table, with the partition projection as awswrangler's settings. Only
+    ``projection.<key>.interval.unit`` has no setting there and rides along as a parameter."""
+    params = dict(table["Parameters"])
+    key = PARTITION_KEY
+    projection = {
+        "projection_types": {key: params.pop(f"projection.{key}.type")},
+        "projection_ranges": {key: params.pop(f"projection.{key}.range")},
+        "projection_formats": {key: params.pop(f"projection.{key}.format")},
+        "projection_intervals": {key: params.pop(f"projection.{key}.interval")},
+        "projection_storage_location_template": params.pop("storage.location.template"),
+    }
+    params.pop("projection.enabled")  # awswrangler sets it with the settings
+    storage = table["StorageDescriptor"]
+    return {
+        "table": table["Name"], "path": storage["Location"],
+        "columns_types": {c["Name"]: c["Type"] for c in storage["Columns"]},
+        "partitions_types": {p["Name"]: p["Type"] for p in table["PartitionKeys"]},
+        "table_type": table["TableType"], "description": table["Description"],
+        "parameters": params,  # EXTERNAL, schema_version, the event type, interval.unit
+        "compression": None, "athena_partition_projection_settings": projection,
+    }
+
+
+def _put_raw_table(glue, wr, session, database: str, table: dict[str, Any], replace: bool,
+                   changes: CatalogChanges) -> None:
+    name = table["Name"]
+    try:
+        existing = glue.get_table(DatabaseName=database, Name=name)["Table"]
+    except ClientError as error:
+        if _code(error) != "EntityNotFoundException":
+            raise CatalogError(f"get_table {database}.{name}: {error}") from error
+        existing = None
+    if existing is not None and (not replace or _contains(existing, table)):
+        changes.unchanged.append(name)
+        return
+    # "overwrite" updates an existing table in place; versioning keeps the old definition
+    # as a Glue table version, as UpdateTable does by default.
+    wr.catalog.create_parquet_table(database=database, mode="overwrite", catalog_versioning=True,
+                                    boto3_session=session, **wrangler_table_arguments(table))
+    (changes.updated if existing is not None else changes.created).append(name)
 
 
 def _put_table(glue, database: str, table: dict[str, Any], replace: bool,
@@ -112,18 +192,23 @@ def create_catalog(
     athena_client=None,
     athena_output_location: str | None = None,
     athena_workgroup: str | None = None,
+    boto3_session=None,
 ) -> CatalogChanges:
     """Create or bring up to date the database, every ``raw_<type>`` table and every view.
 
     ``replace=False`` only adds what is missing and never touches an existing definition.
     With ``athena_client`` the views are created by Athena queries (see
-    ``create_views_with_athena``) instead of written to Glue directly.
+    ``create_views_with_athena``) instead of written to Glue directly. The database and raw
+    tables are written by awswrangler, with ``boto3_session`` (default: a session in the glue
+    client's region, from the usual credential chain) on the glue client's endpoint.
     """
     changes = CatalogChanges(database=database)
     try:
-        _ensure_database(glue_client, database, replace, changes)
-        for table in raw_table_inputs(bucket, prefix, projection_start=projection_start).values():
-            _put_table(glue_client, database, table, replace, changes)
+        with _wrangler(glue_client, boto3_session) as (wr, session):
+            _ensure_database(glue_client, wr, session, database, replace, changes)
+            for table in raw_table_inputs(bucket, prefix,
+                                          projection_start=projection_start).values():
+                _put_raw_table(glue_client, wr, session, database, table, replace, changes)
         if athena_client is None:
             for view in view_table_inputs(database, owner=owner).values():
                 _put_table(glue_client, database, view, replace, changes)
