@@ -116,6 +116,9 @@ class NewVersion:
     version: int
     object_key: str
     created_at: datetime
+    source_path: str | None = None
+    """The file's path relative to the folder it was found in (its name for a file given alone);
+    None where there is no such folder (an upload)."""
 
 
 class JobStore(Protocol):

@@ -80,6 +80,8 @@ class Job(_Record):
     fields_strategy: str | None = None
     fields_published_at: datetime | None = None
     """When the requested strategy's result (succeeded or failed) was published."""
+    source_path: str | None = None
+    """The file's path relative to the folder it was ingested from (``NewVersion.source_path``)."""
 
     @property
     def indexed(self) -> bool:

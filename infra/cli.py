@@ -95,16 +95,17 @@ def run(
 ) -> None:
     """Ingest files and folders and process them to a terminal state."""
     from extract.readers import READERS
-    from ingest.planner import expand_paths
+    from ingest.planner import expand_sources
 
     if reader not in READERS:
         raise UserError(f"--reader {reader!r} is not available in this build",
                         f"use one of: {', '.join(sorted(READERS))}")
     schema_name = _fields_request(fields, strategy)
     try:
-        files = expand_paths(paths)
+        sources = expand_sources(paths)
     except FileNotFoundError as error:
         raise UserError(str(error), "check the path; nothing was ingested") from None
+    files = [file for file, _ in sources]
     if not files:
         console.print(f"[yellow]warning:[/yellow] no files in {', '.join(map(str, paths))}; "
                       "nothing to do (hidden files are skipped)")
@@ -124,7 +125,7 @@ def run(
         store.request_fields([i.job_id for i in batch], schema_name, strategy)
 
     ingest = runtime.ingest_in_background(
-        files, retry_failed=retry_failed, passwords=per_file,
+        files, retry_failed=retry_failed, passwords=per_file, source_paths=dict(sources),
         after_batch=request_fields if schema_name is not None else None)
     state: dict = {}
     with progress_bar(console) as bar:

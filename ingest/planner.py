@@ -85,7 +85,7 @@ def registration_events(version: NewVersion, worker: str) -> list[Event]:
         DocumentRegistered(**envelope, source_name=version.source_name,
                            source_key=version.source_key, sha256=version.sha256,
                            bytes=version.bytes, version=version.version,
-                           object_key=version.object_key),
+                           object_key=version.object_key, source_path=version.source_path),
         JobCreated(**envelope),
     ]
 
@@ -113,19 +113,23 @@ class Planner:
         return self.ingest_many([path])[0]
 
     def ingest_many(self, paths: Sequence[Path], *, retry_failed: bool = False,
-                    passwords: Mapping[Path, str] | None = None) -> list[Ingested]:
+                    passwords: Mapping[Path, str] | None = None,
+                    source_paths: Mapping[Path, str] | None = None) -> list[Ingested]:
         """Plan every file; ``retry_failed`` also takes again bytes whose last job failed for
         good (``FINAL_REASONS``), e.g. after a reader for their format was installed.
         ``passwords`` (keyed by the paths as given) are kept with each new job in the store, before
-        its split message is sent, and erased there when the job ends (``JobStore``)."""
+        its split message is sent, and erased there when the job ends (``JobStore``).
+        ``source_paths`` (keyed the same way, from ``expand_sources``) are each file's path
+        relative to the folder it was found in; a file not in it is known by its name."""
         results: list[Ingested] = []
         for start in range(0, len(paths), self.batch_size):
             results += self._ingest_batch(paths[start:start + self.batch_size], retry_failed,
-                                          passwords)
+                                          passwords, source_paths)
         return results
 
     def _ingest_batch(self, paths: Sequence[Path], retry_failed: bool = False,
-                      passwords: Mapping[Path, str] | None = None) -> list[Ingested]:
+                      passwords: Mapping[Path, str] | None = None,
+                      source_paths: Mapping[Path, str] | None = None) -> list[Ingested]:
         """Hash the batch's files, decide each, store the new uploads, then create their jobs.
 
         Hashing and storing (a copy and its fsyncs) run on a few threads: they wait on the disk,
@@ -134,6 +138,7 @@ class Planner:
         """
         paths = [Path(p) for p in paths]
         passwords = {Path(p): secret for p, secret in (passwords or {}).items()}
+        relative = {Path(p): name for p, name in (source_paths or {}).items()}
         with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
             digests = list(pool.map(sha256_of, paths))
         results: list[Ingested] = []
@@ -152,7 +157,8 @@ class Planner:
                                         job.job_id, path.name))
                 continue
             stored = self._stored_copy(seen[1]) if seen else None
-            version = self._plan(path, digest, seen[0] if seen else None, stored)
+            version = self._plan(path, digest, seen[0] if seen else None, stored,
+                                 relative.get(path, path.name))
             if stored is None:
                 uploads.append((version.object_key, path))
             planned.append(version)
@@ -195,7 +201,8 @@ class Planner:
             unsent.append(NewVersion(
                 document_id=job.document_id, job_id=job.job_id, source_name=job.source_name,
                 source_key=document.source_key, sha256=document.sha256, bytes=document.bytes,
-                version=document.version, object_key=job.object_key, created_at=job.created_at))
+                version=document.version, object_key=job.object_key, created_at=job.created_at,
+                source_path=job.source_path))
         self._publish(unsent)
         return len(unsent)
 
@@ -211,7 +218,7 @@ class Planner:
         return job.object_key if self.objects.head(job.object_key) is not None else None
 
     def _plan(self, path: Path, digest: str, failed_before: Document | None,
-              stored_key: str | None = None) -> NewVersion:
+              stored_key: str | None = None, source_path: str | None = None) -> NewVersion:
         source_key = str(path.resolve())
         previous = self.store.find_document_by_source(source_key) or failed_before
         document_id = previous.document_id if previous else str(uuid7())
@@ -221,6 +228,7 @@ class Planner:
             source_key=source_key, sha256=digest, bytes=path.stat().st_size,
             version=previous.version + 1 if previous else 1,
             object_key=stored_key or upload_key(document_id, job_id), created_at=utc_now(),
+            source_path=source_path or path.name,
         )
 
 
@@ -229,17 +237,25 @@ def expand_paths(paths: list[Path]) -> list[Path]:
 
     Raises ``FileNotFoundError`` naming the first missing path before anything is ingested.
     """
-    files: list[Path] = []
+    return [file for file, _ in expand_sources(paths)]
+
+
+def expand_sources(paths: list[Path]) -> list[tuple[Path, str]]:
+    """``expand_paths`` with each file's ``source_path``: its path relative to the folder named
+    (``a/NDA.pdf``, POSIX separators), or its name for a file named by itself."""
+    files: list[tuple[Path, str]] = []
     for path in paths:
         if not path.exists():
             raise FileNotFoundError(f"no such file or folder: {path}")
         if path.is_dir():
-            files += sorted(
-                p for p in path.rglob("*")
-                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            files += [
+                (p, p.relative_to(path).as_posix()) for p in sorted(
+                    p for p in path.rglob("*")
+                    if p.is_file()
+                    and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            ]
         else:
-            files.append(path)
+            files.append((path, path.name))
     return files
 
 

@@ -92,6 +92,9 @@ class DocumentRegistered(Event):
     version: int = Field(
         1, description="version of the document: 1, then one more each time its bytes change")
     object_key: str | None = Field(None, description="where the uploaded bytes are stored")
+    source_path: str | None = Field(
+        None, description="the file's path relative to the folder given to `doclake run` (its "
+        "name for a file given by itself), so a/NDA.pdf and b/NDA.pdf stay apart")
 
 
 class JobCreated(Event):

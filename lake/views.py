@@ -72,6 +72,7 @@ DERIVED_VIEWS: dict[str, str] = {
 SELECT
   r.document_id,
   r.source_name,
+  r.source_path,
   r.sha256,
   r.bytes,
   f.detected_format,
@@ -80,7 +81,7 @@ SELECT
   r.job_id AS latest_job_id,
   r.dt
 FROM (
-  SELECT dt, document_id, source_name, sha256, bytes, version, job_id
+  SELECT dt, document_id, source_name, source_path, sha256, bytes, version, job_id
   FROM ev_document_registered
   QUALIFY row_number() OVER (
     PARTITION BY dt, document_id ORDER BY version DESC, occurred_at DESC) = 1

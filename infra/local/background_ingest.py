@@ -26,6 +26,7 @@ class BackgroundIngest:
     def __init__(self, settings: Settings, objects, writer: ParquetEventWriter,
                  files: Sequence[Path], *, retry_failed: bool = False,
                  passwords: Mapping[Path, str] | None = None,
+                 source_paths: Mapping[Path, str] | None = None,
                  after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None):
         """``after_batch`` runs on the ingest thread, with its store, after each batch is planned
         (``run --fields`` asks for fields there, so extraction starts with the first documents)."""
@@ -35,6 +36,7 @@ class BackgroundIngest:
         self._files = list(files)
         self._retry_failed = retry_failed
         self._passwords = passwords  # per file (run --passwords): kept with each job by ingest
+        self._source_paths = source_paths  # per file: its path relative to the folder given
         self._after_batch = after_batch
         self._stop = threading.Event()
         self._results: list[Ingested] = []
@@ -56,7 +58,8 @@ class BackgroundIngest:
                     break
                 batch = planner.ingest_many(self._files[start:start + BATCH],
                                             retry_failed=self._retry_failed,
-                                            passwords=self._passwords)
+                                            passwords=self._passwords,
+                                            source_paths=self._source_paths)
                 if self._after_batch is not None:
                     self._after_batch(store, batch)
                 self._results += batch

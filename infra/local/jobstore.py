@@ -115,7 +115,8 @@ CREATE TABLE IF NOT EXISTS leases (
 _ADDED_COLUMNS = {
     "jobs": {"index_sent_at": "TEXT", "stalled_s": "REAL NOT NULL DEFAULT 0",
              "failure_detail": "TEXT", "status_event": "TEXT", "fields_schema": "TEXT",
-             "fields_strategy": "TEXT", "fields_sent_at": "TEXT", "fields_published_at": "TEXT"},
+             "fields_strategy": "TEXT", "fields_sent_at": "TEXT", "fields_published_at": "TEXT",
+             "source_path": "TEXT"},
     "units": {"sent_at": "TEXT"},
 }
 # Store-internal bookkeeping that the Job record does not carry.
@@ -241,9 +242,10 @@ class SqliteJobStore:
             )
             db.execute(
                 "INSERT INTO jobs (job_id, document_id, status, object_key, source_name, sha256, "
-                "created_at, updated_at, last_progress_at) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
+                "created_at, updated_at, last_progress_at, source_path) "
+                "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
                 (version.job_id, version.document_id, version.object_key, version.source_name,
-                 version.sha256, created, created, created),
+                 version.sha256, created, created, created, version.source_path),
             )
 
     # --- a job's own password (a table of its own: never in a Job, a snapshot or an event) -------

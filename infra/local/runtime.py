@@ -147,11 +147,11 @@ class LocalRuntime:
         return Planner(self.store, self.objects, self.queue, self.writer.write)
 
     def ingest_in_background(self, files, *, retry_failed: bool = False, passwords=None,
-                             after_batch=None) -> BackgroundIngest:
+                             after_batch=None, source_paths=None) -> BackgroundIngest:
         """Plan ``files`` on a thread while ``process`` runs (see ``BackgroundIngest``)."""
         return BackgroundIngest(self.settings, self.objects, self.writer, files,
                                 retry_failed=retry_failed, passwords=passwords,
-                                after_batch=after_batch).start()
+                                source_paths=source_paths, after_batch=after_batch).start()
 
     def recover(self) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).

@@ -1,0 +1,62 @@
+"""Names an analyst can guess (issue 8): ``source_path`` keeps a/NDA.pdf and b/NDA.pdf apart,
+one word per idea across tables (``failure_reason``), ``source_name`` beside the job."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from infra.cli import app
+from ingest.planner import expand_sources
+
+runner = CliRunner()
+FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
+        "DOCLAKE_CPU_WORKERS": "1"}
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env=FAST, catch_exceptions=False)
+
+
+def sql(home: str, query: str) -> list[dict]:
+    result = invoke("sql", query, "--home", home, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_expand_sources_gives_paths_relative_to_the_folder_or_the_name(tmp_path, pdf_factory):
+    (tmp_path / "docs" / "a").mkdir()
+    (tmp_path / "docs" / "b").mkdir()
+    first = pdf_factory("a/NDA.pdf", 1)
+    pdf_factory("b/NDA.pdf", 1)
+    assert [name for _, name in expand_sources([tmp_path / "docs"])] == ["a/NDA.pdf", "b/NDA.pdf"]
+    assert expand_sources([first]) == [(first, "NDA.pdf")]
+
+
+def test_same_name_in_two_folders_is_two_documents_with_distinct_source_paths(tmp_path,
+                                                                               pdf_factory):
+    home = str(tmp_path / "home")
+    (tmp_path / "docs" / "a").mkdir()
+    (tmp_path / "docs" / "b").mkdir()
+    pdf_factory("a/NDA.pdf", 1, word="alpha")
+    pdf_factory("b/NDA.pdf", 2, word="beta")
+    result = invoke("run", str(tmp_path / "docs"), "--home", home)
+    assert result.exit_code == 0, result.output
+    rows = sql(home, "SELECT source_name, source_path, version FROM documents ORDER BY 2")
+    assert rows == [{"source_name": "NDA.pdf", "source_path": "a/NDA.pdf", "version": 1},
+                    {"source_name": "NDA.pdf", "source_path": "b/NDA.pdf", "version": 1}]
+
+    # A file given by itself is known by its name; the job store keeps the path too.
+    single = pdf_factory("single.pdf", 1)
+    assert invoke("run", str(single), "--home", home).exit_code == 0
+    rows = sql(home, "SELECT source_path FROM documents WHERE source_name = 'single.pdf'")
+    assert rows == [{"source_path": "single.pdf"}]
+    from infra.local.jobstore import SqliteJobStore
+
+    store = SqliteJobStore(tmp_path / "home" / "jobs.db")
+    try:
+        assert sorted(j.source_path for j in store.list_jobs()) == [
+            "a/NDA.pdf", "b/NDA.pdf", "single.pdf"]
+    finally:
+        store.close()
