@@ -233,6 +233,23 @@ def test_the_weekly_evals_report_runs_on_a_weekly_schedule_with_least_privilege(
     assert {"DOCLAKE_LAKE_URI", "DOCLAKE_RESULTS_BUCKET"} <= set(env)
 
 
+def test_fields_for_every_upload_is_a_deploy_setting(tmp_path):
+    from aws_cdk import App
+
+    from infra.aws.cdk.settings import DeploySettings
+    from infra.aws.cdk.stack import DoclakeStack
+
+    app = App(outdir=str(tmp_path / "out"), context={"fields_schema": "nda"})
+    stack = DoclakeStack(app, "Fields", settings=DeploySettings.from_context(
+        app.node.try_get_context), build_dir=tmp_path / "zips")
+    from aws_cdk.assertions import Template
+
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    env = resources[stack.get_logical_id(stack.functions["ingest"].node.default_child)][
+        "Properties"]["Environment"]["Variables"]
+    assert (env["DOCLAKE_FIELDS_SCHEMA"], env["DOCLAKE_FIELDS_STRATEGY"]) == ("nda", "rules")
+
+
 def test_the_weekly_function_writes_the_report_under_reports_with_the_date():
     from datetime import UTC, datetime
 

@@ -36,6 +36,9 @@ class DeploySettings:
     athena_bytes_scanned_cutoff: int = 10 * 1024**3
     projection_start: str = "2025-01-01"
     oldest_message_alarm_s: int = 900
+    fields_schema: str = ""
+    """Every upload's fields schema (``nda``, or MODULE:CLASS in the image); empty: no fields."""
+    fields_strategy: str = "rules"
     weekly_evals_day: str = "MON"
     """The weekly evals report's schedule: this day (EventBridge's names), at this UTC hour."""
     weekly_evals_hour: int = 6

@@ -158,6 +158,9 @@ class DoclakeStack(Stack):
             "DOCLAKE_QUEUE_URLS": self.to_json_string(urls),
             "DOCLAKE_MAX_RECEIVES": str(self.settings.max_receives),
             "POWERTOOLS_METRICS_NAMESPACE": "doclake",
+            **({"DOCLAKE_FIELDS_SCHEMA": self.settings.fields_schema,
+                "DOCLAKE_FIELDS_STRATEGY": self.settings.fields_strategy}
+               if self.settings.fields_schema else {}),
         }
 
     def _image_function(self, name: str, spec: FunctionSpec, code) -> lambda_.DockerImageFunction:
