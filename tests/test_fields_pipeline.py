@@ -40,9 +40,11 @@ class CountingObjects:
         self.results: list[tuple[str, bytes]] = []
 
     def put(self, key, data, *, metadata=None):
-        if key.startswith("results/"):
-            self.results.append((key, data))
-        self.inner.put(key, data, metadata=metadata)
+        self.put_many([(key, data, metadata)])
+
+    def put_many(self, objects):
+        self.results += [(key, data) for key, data, _ in objects if key.startswith("results/")]
+        self.inner.put_many(objects)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)

@@ -16,6 +16,7 @@ job's result, published late, goes to the lake but never replaces a newer one's 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from extract.context import HandlerContext
@@ -53,13 +54,17 @@ async def publish_results(ctx: HandlerContext, rows: Sequence[FieldClaim]) -> in
     """Publish these terminal claim rows; returns how many this call marked published."""
     results = [FieldResult.model_validate_json(row.result) for row in rows if row.result]
     latest: dict[str, str | None] = {}
+    objects: dict[str, tuple[str, bytes, dict[str, str] | None]] = {}
     for result in results:
         if result.document_id not in latest:
             document = ctx.store.get_document(result.document_id)
             latest[result.document_id] = document.latest_job_id if document else None
         if latest[result.document_id] in (result.job_id, None):
-            ctx.objects.put(result_key(result.document_id), result.published_bytes(),
-                            metadata={"job_id": result.job_id, "strategy": result.strategy})
+            key = result_key(result.document_id)  # two strategies of one job: the later wins
+            objects[key] = (key, result.published_bytes(),
+                            {"job_id": result.job_id, "strategy": result.strategy})
+    if objects:  # one batch, off the event loop: the folder store fsyncs each file and folder
+        await asyncio.to_thread(ctx.objects.put_many, list(objects.values()))
     await ctx.sink.commit([e for result in results for e in result_events(result, ctx.worker)])
     at = utc_now()
     marked = sum(ctx.store.mark_result_published(r.job_id, r.strategy, at) for r in results)

@@ -12,6 +12,7 @@ with a reason. Only an error a retry may fix is retried, with the claim released
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -88,7 +89,7 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
         raise TerminalError("the fields message names no schema (none)",
                             error_type="schema_unavailable")
     strategy = build_strategy(message.strategy, ctx, delivery)
-    pages = read_pages(ctx, job)
+    pages = await asyncio.to_thread(read_pages, ctx, job)  # file reads, off the event loop
     try:
         extraction = await strategy.extract(pages, schema)
     except ValidationError as error:

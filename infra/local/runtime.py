@@ -55,9 +55,10 @@ from lake.writer import GroupCommitter, ParquetEventWriter
 
 log = logging.getLogger(__name__)
 
-# Fields before reads: a document's last step goes first, so documents finish (and publish) as the
-# run goes rather than all at its end, and the rules fill the CPU the reads leave idle.
-RECEIVE_ORDER = (SPLIT_QUEUE, CONVERT_QUEUE, SHEET_QUEUE, FIELDS_QUEUE, READ_QUEUE, INDEX_QUEUE)
+# A document's last steps (index, then fields) before new reads: documents finish, become
+# searchable and publish as the run goes rather than all at its end (the fields stage waits for
+# indexing), and the rules fill the CPU the reads leave idle.
+RECEIVE_ORDER = (SPLIT_QUEUE, CONVERT_QUEUE, SHEET_QUEUE, INDEX_QUEUE, FIELDS_QUEUE, READ_QUEUE)
 IDLE_SLEEP_S = 0.05
 DEAD_LETTER_CHECK_S = 1.0
 
