@@ -182,54 +182,56 @@ def _row_lines(header: str, rows: Iterable[Sequence[Any]],
 def _grid_lines(rows: list[Sequence[Any]]) -> tuple[list[str], int]:
     """The lines of a rectangular grid and its non-empty cells.
 
-    Columns, not cells, are classified: a column holds one type far more often than a row does.
-    Each column gets a conversion (``%d`` for whole numbers, ``%s`` for dates and clean text,
-    else its cells' texts made beforehand), and each line is then one ``%`` of a format built
-    once for the sheet: a C loop over the rows, no Python call per cell."""
+    Columns, not cells, are classified: a column holds one type far more often than a row does,
+    and repeats its values often. Each column's texts are made by C loops (``map``) with no Python
+    call per cell where its type allows, each value formatted once when it repeats; the lines
+    are then joined row by row."""
     if not rows[0]:
         return [""] * len(rows), 0
-    specs: list[str] = []
-    values: list[Sequence[Any]] = []
+    columns = []
     empty = 0
     for column in zip(*rows, strict=True):
-        spec, cells, blanks = _column_spec(column)
-        specs.append(spec)
-        values.append(cells)
+        texts, blanks = _column_texts(column)
+        columns.append(texts)
         empty += blanks
-    line_format = "\t".join(specs)
-    lines = list(map(line_format.__mod__, zip(*values, strict=True)))
+    lines = list(map("\t".join, zip(*columns, strict=True)))
     if empty:  # no cell's text holds a tab: stripping tabs drops the trailing empty cells
         lines = [line.rstrip("\t") for line in lines]
-    return lines, len(rows) * len(specs) - empty
+    return lines, len(rows) * len(columns) - empty
 
 
-def _column_spec(column: tuple[Any, ...]) -> tuple[str, Sequence[Any], int]:
-    """How one column prints: a ``%`` conversion, the values it converts, and how many of its
-    cells are empty."""
+# Types whose equal values print alike (0.0 and -0.0 both print 0), so a column of one of them
+# may format each distinct value once. Not a mixed column: 1 == 1.0 == True.
+_REPEATABLE = frozenset({float, int, bool, dt.date, dt.datetime, dt.time, dt.timedelta})
+
+
+def _column_texts(column: tuple[Any, ...]) -> tuple[Sequence[str], int]:
+    """One column's cell texts, and how many are empty."""
     kinds = set(map(type, column))
     if len(kinds) == 1:
         kind = kinds.pop()
-        if kind is float:
-            # is_integer is False for a NaN or an infinity, so min and max see neither.
-            if all(map(float.is_integer, column)) and \
-                    min(column) > -_TWO_53 and max(column) < _TWO_53:
-                return "%d", column, 0  # %d of a whole float is str(int(value))
-            return "%s", list(map(_float_text, column)), 0
-        if kind is int:
-            return "%d", column, 0
-        if kind is dt.date:  # str(date) is its isoformat (not so for datetime: a space)
-            return "%s", column, 0
         if kind is str:
             joined = "".join(column)
             if "\t" in joined or "\n" in joined or "\r" in joined:
                 column = tuple(map(_str_text, column))
-            return "%s", column, column.count("")
-        texts = list(map(_TEXT[kind], column))
-        return "%s", texts, texts.count("")
+            return column, column.count("")
+        if kind is type(None):
+            return [""] * len(column), len(column)
+        fmt = _TEXT[kind]
+        if kind in _REPEATABLE:
+            distinct = set(column)
+            if len(distinct) * 4 <= len(column):
+                return list(map({v: fmt(v) for v in distinct}.__getitem__, column)), 0
+        # is_integer is False for a NaN or an infinity, so min and max see neither.
+        if kind is float and all(map(float.is_integer, column)) and \
+                min(column) > -_TWO_53 and max(column) < _TWO_53:
+            return list(map("%d".__mod__, column)), 0  # str(int(value)), in C
+        texts = list(map(fmt, column))
+        return texts, (texts.count("") if kind not in _REPEATABLE else 0)
     text = _TEXT
     texts = [(str(int(v)) if -_TWO_53 < v < _TWO_53 and v.is_integer() else repr(v))
              if type(v) is float else text[type(v)](v) for v in column]
-    return "%s", texts, texts.count("")
+    return texts, texts.count("")
 
 
 _EXTENSIONS = {Format.XLSX: ".xlsx", Format.XLSM: ".xlsm", Format.XLSB: ".xlsb",
