@@ -185,6 +185,21 @@ def test_job_store_transitions_are_conditional(job_store):
     assert job_store.active_jobs() == []
 
 
+def test_job_store_keeps_a_password_only_while_the_job_runs(job_store):
+    assert not job_store.set_job_password("missing", "pw") and job_store.job_password("missing") is None
+    job_store.create_job(_version())
+    assert job_store.job_password("j") is None
+    assert job_store.set_job_password("j", "first") and job_store.set_job_password("j", "s3cret")
+    assert job_store.job_password("j") == "s3cret"
+    assert "s3cret" not in job_store.get_job("j").model_dump_json()
+    now = utc_now()
+    assert job_store.transition_job("j", JobStatus.QUEUED, JobStatus.EXTRACTING, at=now)
+    assert job_store.job_password("j") == "s3cret"
+    assert job_store.transition_job("j", JobStatus.EXTRACTING, JobStatus.SUCCEEDED, at=now)
+    assert job_store.job_password("j") is None
+    assert not job_store.set_job_password("j", "later") and job_store.job_password("j") is None
+
+
 def test_job_store_outbox_flags(job_store):
     job_store.create_job(_version())
     assert [j.job_id for j in job_store.unsent_jobs()] == ["j"]
