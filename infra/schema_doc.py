@@ -35,6 +35,11 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("jobs", "created_at"): "when the job was planned",
     ("jobs", "finished_at"): "when the job succeeded or failed (empty while it runs)",
     ("jobs", "status"): "queued, extracting, succeeded or failed",
+    ("jobs", "source_name"): "the file's own name, from its document's registration",
+    ("jobs", "source_path"): "the file's path relative to the folder given to `doclake run`, "
+                             "from its document's registration",
+    ("failures", "failure_reason"): "the same code as error_type (corrupt, encrypted, "
+                                    "timeout...), named as in jobs.failure_reason",
     ("units", "status"): "pending, running, done or failed",
     ("units", "attempts"): "deliveries of the unit's message so far",
     ("units", "started_at"): "when the unit's first delivery started",

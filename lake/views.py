@@ -113,6 +113,8 @@ WITH transitions AS (
 SELECT
   c.job_id,
   c.document_id,
+  r.source_name,
+  r.source_path,
   l.status,
   c.occurred_at AS created_at,
   CASE WHEN l.status IN {TERMINAL} THEN l.occurred_at END AS finished_at,
@@ -123,6 +125,7 @@ SELECT
 FROM ev_job_created AS c
 JOIN latest AS l ON l.dt = c.dt AND l.job_id = c.job_id
 LEFT JOIN ev_job_split AS s ON s.dt = c.dt AND s.job_id = c.job_id
+LEFT JOIN ev_document_registered AS r ON r.dt = c.dt AND r.job_id = c.job_id
 """,
     # started_at: the first attempt's start; finished_at: when the unit was done (or failed);
     # duration_ms: the worker's own measure of the attempt that finished it (unit_done), else
@@ -178,8 +181,8 @@ SELECT job_id, document_id, page_number, reader, chars, unit_id, occurred_at AS 
 FROM ev_page_read
 """,
     "failures": """
-SELECT occurred_at, job_id, document_id, unit_id, stage, error_type, message, final, attempt,
-       message_id, dt
+SELECT occurred_at, job_id, document_id, unit_id, stage, error_type,
+       error_type AS failure_reason, message, final, attempt, message_id, dt
 FROM ev_failure
 """,
     "model_calls": """

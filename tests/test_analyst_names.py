@@ -60,3 +60,46 @@ def test_same_name_in_two_folders_is_two_documents_with_distinct_source_paths(tm
             "a/NDA.pdf", "b/NDA.pdf", "single.pdf"]
     finally:
         store.close()
+
+
+def test_failures_have_failure_reason_and_jobs_have_source_name(tmp_path, pdf_factory):
+    home = str(tmp_path / "home")
+    (tmp_path / "docs" / "sub").mkdir()
+    pdf_factory("sub/good.pdf", 2)
+    (tmp_path / "docs" / "bad.pdf").write_bytes(b"not a pdf at all")
+    assert invoke("run", str(tmp_path / "docs"), "--home", home).exit_code == 0
+
+    failures = sql(home, "SELECT error_type, failure_reason FROM failures")
+    assert failures == [{"error_type": "unsupported_format",
+                         "failure_reason": "unsupported_format"}]
+    assert sql(home, "SELECT count(*) AS n FROM failures "
+               "WHERE failure_reason IS DISTINCT FROM error_type") == [{"n": 0}]
+    # The same word for the same idea: a failed job's reason matches its failures'.
+    assert sql(home, "SELECT j.failure_reason FROM jobs j JOIN failures f USING (dt, job_id)") \
+        == [{"failure_reason": "unsupported_format"}]
+
+    jobs = sql(home, "SELECT j.source_name, j.source_path, j.status, d.source_name AS registered "
+               "FROM jobs j JOIN documents d USING (dt, document_id) ORDER BY 1")
+    assert jobs == [
+        {"source_name": "bad.pdf", "source_path": "bad.pdf", "status": "failed",
+         "registered": "bad.pdf"},
+        {"source_name": "good.pdf", "source_path": "sub/good.pdf", "status": "succeeded",
+         "registered": "good.pdf"},
+    ]
+
+
+def test_the_schema_reference_lists_and_describes_the_new_columns():
+    from infra.schema_doc import table
+
+    def described(name: str) -> dict[str, str]:
+        found = table(name)
+        assert found is not None
+        return {c.name: c.description for c in found.columns}
+
+    failures, jobs, documents = described("failures"), described("jobs"), described("documents")
+    assert "error_type" in failures["failure_reason"]
+    assert list(failures).index("failure_reason") == list(failures).index("error_type") + 1
+    assert jobs["source_name"] and jobs["source_path"]
+    assert "relative" in documents["source_path"]
+    result = invoke("schema", "failures")
+    assert result.exit_code == 0 and "failure_reason" in result.output

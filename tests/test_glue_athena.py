@@ -349,8 +349,8 @@ def test_create_catalog_writes_database_tables_and_views(glue):
     assert blob["originalSql"] == views["jobs"]
     assert blob["schema"] == "lake_a"
     assert [c["name"] for c in blob["columns"]] == [
-        "job_id", "document_id", "status", "created_at", "finished_at", "pages", "units",
-        "failure_reason", "dt"]
+        "job_id", "document_id", "source_name", "source_path", "status", "created_at",
+        "finished_at", "pages", "units", "failure_reason", "dt"]
 
 
 def test_create_catalog_is_idempotent_and_repairs_drift_only_when_asked(glue):
