@@ -218,7 +218,8 @@ def _column_texts(column: tuple[Any, ...]) -> tuple[Sequence[str], int]:
         if kind is type(None):
             return [""] * len(column), len(column)
         fmt = _TEXT[kind]
-        if kind in _REPEATABLE:
+        # A sample first: a column of mostly unique values (an id) skips hashing all of it.
+        if kind in _REPEATABLE and len(set(column[:256])) * 20 <= min(len(column), 256) * 19:
             distinct = set(column)
             if len(distinct) * 4 <= len(column):
                 return list(map({v: fmt(v) for v in distinct}.__getitem__, column)), 0
