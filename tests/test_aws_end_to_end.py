@@ -250,3 +250,28 @@ def test_a_message_whose_worker_keeps_dying_ends_in_the_dlq_and_fails_its_job(
     assert _publish(deployment) == 1
     result = httpx.get(slot["result_url"]).json()
     assert (result["status"], result["failure_reason"]) == ("failed", "dead_letter")
+
+
+def test_a_failed_job_that_asked_for_fields_publishes_a_failed_fields_result(
+        deployment, pdf_factory, monkeypatch):
+    monkeypatch.setenv("DOCLAKE_FIELDS_SCHEMA", "nda")
+    slot = _slot("poison.pdf")
+    _upload(slot, pdf_factory("poison.pdf", 3).read_bytes())
+    _ingest(deployment)
+    _drive(deployment, rounds=1, skip_queue="read")
+    for _ in range(deployment.max_receives):
+        deployment.receive("read", visibility_s=0)
+    assert deployment.receive("read") == []  # redriven to the DLQ
+
+    from infra.aws.runtime import shared
+
+    runtime = shared()
+    _poll(runtime)  # the DLQ pass fails the unit, the next pass the job
+    _poll(runtime)
+    _drive(deployment, rounds=2, skip_queue="read")  # the fields message of a failed job
+    (job,) = runtime.store.list_jobs()
+    assert (job.status.value, job.failure_reason) == ("failed", "dead_letter")
+    assert _publish(deployment) == 1  # the failed fields result, not the job's status
+    body = httpx.get(slot["result_url"]).json()
+    assert (body["status"], body["extracted_fields"], body["error"]["reason"]) == (
+        "failed", None, "job_failed")
