@@ -27,7 +27,8 @@ HELP = """\
 .schema TABLE    the columns of one table, with types and descriptions
 .help            this help
 .quit            leave (or Ctrl-D)
-Statements end with ';'. Internal views (raw_*, ev_*) hold the events before deduplication."""
+Statements end with ';'. Internal views (internal.raw_*, internal.ev_*) hold the events
+before deduplication: query the tables above."""
 
 
 # Statements whose answer is only a count of what changed: run, but print nothing (as psql).

@@ -20,6 +20,10 @@ is handled here, locally and on S3 alike:
 3. a long-lived session (``doclake sql`` interactive) would keep a file list from its start:
    the raw views are redefined whenever the listing changes, before each statement.
 
+The internal layers (``raw_<type>``, ``ev_<type>``, ``lake.views``) live in their own DuckDB
+schema, ``internal`` (``internal.raw_page_read``), so ``SHOW TABLES`` lists only the contract
+tables and derived views an analyst should query. Athena keeps them in the lake's database.
+
 Every raw view exposes ``dt`` (DATE) from the ``dt=`` folder, and a filter on it skips the other
 days' files: ``read_parquet``'s hive file filter for a local type of few files, Arrow dataset
 partition pruning otherwise (many local files, and S3; see ``NATIVE_MAX_FILES``).
@@ -28,6 +32,7 @@ partition pruning otherwise (many local files, and S3; see ``NATIVE_MAX_FILES``)
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Mapping
 
@@ -57,6 +62,34 @@ in constant time and drops the other days' fragments on the ``dt`` filter before
 REFRESH_AFTER_S = 1.0  # a session lists the lake again before a statement once its list is older
 
 Listing = dict[str, tuple[str, ...]]  # event type -> its data files, sorted
+
+INTERNAL_SCHEMA = "internal"
+"""The DuckDB schema of the ``raw_*`` and ``ev_*`` views: out of ``SHOW TABLES``."""
+_LAYER_NAME = re.compile(r"(?<![.\w'\"])(?:raw|ev)_(\w+)\b")
+
+
+def internal_name(view: str) -> str:
+    """``raw_<type>`` or ``ev_<type>`` as DuckDB names it: in the internal schema."""
+    return f"{INTERNAL_SCHEMA}.{view}"
+
+
+def duckdb_sql(sql: str) -> str:
+    """SQL written with unqualified ``raw_<type>`` and ``ev_<type>`` names (``lake.views``, the
+    dashboard's and evals' queries: Athena reads them so, in the lake's database) with those
+    references in the internal schema. A ``LakeSession`` applies it to every statement too, so
+    such queries keep working in doclake while ``SHOW TABLES`` lists only the analyst tables."""
+    return _LAYER_NAME.sub(
+        lambda m: internal_name(m.group(0)) if m.group(1) in EVENT_TYPES else m.group(0), sql)
+
+
+def _define_layers(con) -> None:
+    """The ``ev_*`` views (over the raw views), then ``events`` and every derived view."""
+    for event_type in EVENT_TYPES:
+        con.execute(f"CREATE OR REPLACE VIEW {internal_name(dedup_view(event_type))} AS "
+                    f"{duckdb_sql(dedup_sql(event_type))}")
+    con.execute(f"CREATE OR REPLACE VIEW events AS {duckdb_sql(events_sql())}")
+    for name, sql in DERIVED_VIEWS.items():
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {duckdb_sql(sql)}")
 
 
 def _duckdb():
@@ -171,11 +204,11 @@ def _define_local_raw(con, event_type: str, groups: list[list[str]]) -> None:
     folder name (hive partitioning), so a filter on it skips files."""
     empty = _empty_select(event_type)
     if not groups:
-        con.execute(f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS {empty}")
+        con.execute(f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS {empty}")
         return
     names = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
     parts = " UNION ALL BY NAME ".join(_read_parquet(g, False) for g in groups)
-    con.execute(f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS "
+    con.execute(f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS "
                 f"SELECT {names}, dt FROM ({empty} UNION ALL BY NAME {parts})")
 
 
@@ -189,7 +222,8 @@ def _define_remote_raw(con, filesystem: pafs.FileSystem, root: str, event_type: 
                            partitioning=partitioning,
                            partition_base_dir=f"{root}/{event_type_prefix(event_type)}")
     con.register(f"_ds_{event_type}", dataset)
-    con.execute(f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS SELECT * FROM _ds_{event_type}")
+    con.execute(f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS "
+                f"SELECT * FROM _ds_{event_type}")
 
 
 class LakeSession:
@@ -215,6 +249,7 @@ class LakeSession:
         self.con = _duckdb().connect(":memory:", config=config)
         self.con.execute("SET TimeZone = 'UTC'")
         self.con.execute("SET parquet_metadata_cache = true")  # views stack: read each footer once
+        self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA}")
         self.listing: Listing = {}
         self._defined: set[str] = set()
         self._views_defined = False
@@ -267,12 +302,7 @@ class LakeSession:
                 self.listing[event_type] = files
                 self._defined.add(event_type)
         if define_all and not self._views_defined:
-            for event_type in EVENT_TYPES:
-                self.con.execute(
-                    f"CREATE OR REPLACE VIEW {dedup_view(event_type)} AS {dedup_sql(event_type)}")
-            self.con.execute(f"CREATE OR REPLACE VIEW events AS {events_sql()}")
-            for name, sql in DERIVED_VIEWS.items():
-                self.con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+            _define_layers(self.con)
             self._views_defined = True
 
     def _files_vanished(self, listing: Listing) -> bool:
@@ -295,7 +325,7 @@ class LakeSession:
             stale = time.monotonic() - self.listed_at >= self.refresh_after_s
             listing = self.refresh() if attempt or stale else self.listing
             try:
-                relation = self.con.sql(query, params=parameters)
+                relation = self.con.sql(duckdb_sql(query), params=parameters)
                 return None if relation is None else relation.to_arrow_table()
             except (duckdb.Error, OSError, pa.ArrowException):
                 if attempt == self.retries or not self._files_vanished(listing):
@@ -337,12 +367,12 @@ def _define_local_raw_glob(con, root: str, event_type: str, files: tuple[str, ..
     a client that keeps the view (``doclake lake views``) sees new and compacted files."""
     empty = _empty_select(event_type)
     if not files:
-        con.execute(f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS {empty}")
+        con.execute(f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS {empty}")
         return
     glob = _sql_string(f"{root}/{event_type_prefix(event_type)}/dt=*/*.parquet")
     names = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
     con.execute(
-        f"CREATE OR REPLACE VIEW {raw_view(event_type)} AS "
+        f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS "
         f"SELECT {names}, dt FROM ({empty} UNION ALL BY NAME "
         f"SELECT * FROM read_parquet({glob}, hive_partitioning = true, "
         "hive_types = {'dt': DATE}, hive_types_autocast = false, union_by_name = true))"
@@ -356,15 +386,13 @@ def define_views(con, lake_uri: str) -> None:
     it). On S3 they are Arrow datasets over the files listed now."""
     filesystem, root = open_lake(lake_uri)
     local = isinstance(filesystem, pafs.LocalFileSystem)
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA}")
     for event_type, files in stable_listing(filesystem, root).items():
         if local:
             _define_local_raw_glob(con, root, event_type, files)
         else:
             _define_remote_raw(con, filesystem, root, event_type, files)
-        con.execute(f"CREATE OR REPLACE VIEW {dedup_view(event_type)} AS {dedup_sql(event_type)}")
-    con.execute(f"CREATE OR REPLACE VIEW events AS {events_sql()}")
-    for name, sql in DERIVED_VIEWS.items():
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+    _define_layers(con)
 
 
 def connect(lake_uri: str, *, threads: int | None = None, retries: int = DEFAULT_RETRIES,

@@ -103,3 +103,31 @@ def test_the_schema_reference_lists_and_describes_the_new_columns():
     assert "relative" in documents["source_path"]
     result = invoke("schema", "failures")
     assert result.exit_code == 0 and "failure_reason" in result.output
+
+
+def test_show_tables_lists_only_what_analysts_query(tmp_path, pdf_factory):
+    from lake.views import CONTRACT_TABLES, DERIVED_VIEWS
+
+    home = str(tmp_path / "home")
+    pdf_factory("a.pdf", 1)
+    assert invoke("run", str(tmp_path / "docs"), "--home", home).exit_code == 0
+    shown = {r["name"] for r in sql(home, "SHOW TABLES")}
+    assert shown == {"events", *DERIVED_VIEWS} and set(CONTRACT_TABLES) <= shown
+    assert not any(n.startswith(("raw_", "ev_")) for n in shown)
+    # The layers are still there, out of the way, for whoever needs them.
+    assert sql(home, "SELECT count(*) AS n FROM internal.raw_page_read") == [{"n": 1}]
+    assert sql(home, "SELECT count(*) AS n FROM internal.ev_page_read") == [{"n": 1}]
+
+    # A client's own DuckDB file (doclake lake views --out) has the same layout and works.
+    import duckdb
+
+    out = tmp_path / "lake.duckdb"
+    result = invoke("lake", "views", "--home", home, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    con = duckdb.connect(str(out), read_only=True)
+    try:
+        names = {r[0] for r in con.sql("SHOW TABLES").fetchall()}
+        assert names == {"events", *DERIVED_VIEWS}
+        assert con.sql("SELECT source_path FROM documents").fetchall() == [("a.pdf",)]
+    finally:
+        con.close()
