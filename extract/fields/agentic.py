@@ -28,6 +28,8 @@ from pydantic import BaseModel, ValidationError
 
 from extract.fields.base import Extraction, PageText
 from extract.fields.llm import (
+    DEFAULT_ATTEMPTS,
+    DEFAULT_MAX_CHARS,
     InvalidOutput,
     TallyLedger,
     ask,
@@ -47,8 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentStep", "Agentic", "build", "step_schema"]
 
 DEFAULT_MAX_TURNS = 8
-DEFAULT_ATTEMPTS = 3
-DEFAULT_MAX_CHARS = 400_000
 PAGES_PER_TURN = 5
 
 

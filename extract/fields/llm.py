@@ -28,7 +28,12 @@ from lake.events import ModelCalled
 if TYPE_CHECKING:
     from extract.context import Delivery, HandlerContext
 
-__all__ = ["PURPOSE", "InvalidOutput", "TallyLedger", "ask", "call_site", "models_for",
+# About 100k tokens: a 40-page contract fits whole (a Kleister NDA is 5-30k characters); past it
+# the cost of one call passes $0.03 on Flash and the answer rarely needs the tail.
+DEFAULT_MAX_CHARS = 400_000
+DEFAULT_ATTEMPTS = 3  # tries for a valid answer, each a call on the ledger
+
+__all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_CHARS", "PURPOSE", "InvalidOutput", "TallyLedger", "ask", "call_site", "models_for",
            "problems", "validate", "without_fences"]
 
 PURPOSE = "extract_fields"

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ValidationError
 
 from extract.fields.base import Extraction, PageText
 from extract.fields.llm import (
+    DEFAULT_ATTEMPTS,
+    DEFAULT_MAX_CHARS,
     InvalidOutput,
     TallyLedger,
     ask,
@@ -37,10 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_CHARS", "SinglePass", "build"]
 
-# About 100k tokens: a 40-page contract fits whole (a Kleister NDA is 5-30k characters); past it
-# the cost of one call passes $0.03 on Flash and the answer rarely needs the tail.
-DEFAULT_MAX_CHARS = 400_000
-DEFAULT_ATTEMPTS = 3
 
 
 class SinglePass:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 
 from extract.context import Delivery, HandlerContext
-from extract.errors import TerminalError, UnsupportedFormat
+from extract.errors import UnsupportedFormat
 from extract.formats.office import ConvertLimits, convert_to_pdf
 from extract.formats.sniff import OFFICE_FORMATS, sniff_file
 from extract.handlers.sources import readable_key
-from extract.handlers.split import job_context, plan_pdf, send_unit_messages
+from extract.handlers.split import job_context, job_to_plan, plan_pdf
 from extract.messages import ConvertMessage
 from lake.layout import converted_key
 
@@ -28,13 +28,8 @@ def convert_limits(ctx: HandlerContext) -> ConvertLimits:
 
 
 async def handle_convert(ctx: HandlerContext, message: ConvertMessage, delivery: Delivery) -> None:
-    job = ctx.store.get_job(message.job_id)
+    job = await job_to_plan(ctx, message.job_id)
     if job is None:
-        raise TerminalError(f"no job {message.job_id}", error_type="unknown_job")
-    if job.status.terminal or job.error:
-        return
-    if job.units is not None:
-        await send_unit_messages(ctx, job, ctx.store.unsent_units(job.job_id))
         return
 
     ctx = job_context(ctx, job)  # the document's own password, as the split had it

@@ -102,16 +102,25 @@ def _hint(job: Job) -> str:
     return f" (the name says {suffix})" if suffix else ""
 
 
-async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Delivery) -> None:
-    job = ctx.store.get_job(message.job_id)
+async def job_to_plan(ctx: HandlerContext, job_id: str) -> Job | None:
+    """The job a split or conversion message should plan, or None when there is nothing to do.
+
+    A job already planned by an earlier delivery (which may have died before sending everything)
+    gets only the unit messages never confirmed sent; a terminal or errored job gets nothing."""
+    job = ctx.store.get_job(job_id)
     if job is None:
-        raise TerminalError(f"no job {message.job_id}", error_type="unknown_job")
+        raise TerminalError(f"no job {job_id}", error_type="unknown_job")
     if job.status.terminal or job.error:
-        return
+        return None
     if job.units is not None:
-        # Planned by an earlier delivery that may have died before sending everything: send
-        # only the units whose message was never confirmed sent.
         await send_unit_messages(ctx, job, ctx.store.unsent_units(job.job_id))
+        return None
+    return job
+
+
+async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Delivery) -> None:
+    job = await job_to_plan(ctx, message.job_id)
+    if job is None:
         return
 
     ctx = job_context(ctx, job)
