@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 DEFAULT_MAX_CHARS = 400_000
 DEFAULT_ATTEMPTS = 3  # tries for a valid answer, each a call on the ledger
 
-__all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_CHARS", "PURPOSE", "InvalidOutput", "TallyLedger", "ask", "call_site", "models_for",
-           "problems", "validate", "without_fences"]
+__all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_CHARS", "PURPOSE", "InvalidOutput", "TallyLedger",
+           "ask", "call_site", "models_for", "problems", "validate", "without_fences"]
 
 PURPOSE = "extract_fields"
 
