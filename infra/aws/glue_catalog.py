@@ -143,15 +143,20 @@ def wrangler_table_arguments(table: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _put_raw_table(glue, wr, session, database: str, table: dict[str, Any], replace: bool,
-                   changes: CatalogChanges) -> None:
-    name = table["Name"]
+def _existing_table(glue, database: str, name: str) -> dict[str, Any] | None:
+    """The table's current definition, or None when it does not exist yet."""
     try:
-        existing = glue.get_table(DatabaseName=database, Name=name)["Table"]
+        return glue.get_table(DatabaseName=database, Name=name)["Table"]
     except ClientError as error:
         if _code(error) != "EntityNotFoundException":
             raise CatalogError(f"get_table {database}.{name}: {error}") from error
-        existing = None
+        return None
+
+
+def _put_raw_table(glue, wr, session, database: str, table: dict[str, Any], replace: bool,
+                   changes: CatalogChanges) -> None:
+    name = table["Name"]
+    existing = _existing_table(glue, database, name)
     if existing is not None and (not replace or _contains(existing, table)):
         changes.unchanged.append(name)
         return
@@ -165,11 +170,8 @@ def _put_raw_table(glue, wr, session, database: str, table: dict[str, Any], repl
 def _put_table(glue, database: str, table: dict[str, Any], replace: bool,
                changes: CatalogChanges) -> None:
     name = table["Name"]
-    try:
-        existing = glue.get_table(DatabaseName=database, Name=name)["Table"]
-    except ClientError as error:
-        if _code(error) != "EntityNotFoundException":
-            raise CatalogError(f"get_table {database}.{name}: {error}") from error
+    existing = _existing_table(glue, database, name)
+    if existing is None:
         glue.create_table(DatabaseName=database, TableInput=table)
         changes.created.append(name)
         return
