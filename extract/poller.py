@@ -147,10 +147,10 @@ def _count_stalls(ctx: HandlerContext, active: list[JobProgress],
 async def publish_status_events(ctx: HandlerContext, job_ids: Iterable[str] = ()) -> int:
     """Emit the status events of the jobs just transitioned and of any job whose event a crash
     lost, in one flush; then flag them. Returns the jobs published."""
-    wanted = set(job_ids)
     jobs = {j.job_id: j for j in ctx.store.jobs_missing_status_event()}
-    jobs.update({j.job_id: j for j in ctx.store.list_jobs(sorted(wanted - set(jobs)))} if
-                wanted - set(jobs) else {})
+    transitioned = sorted(set(job_ids) - jobs.keys())
+    if transitioned:
+        jobs.update((j.job_id, j) for j in ctx.store.list_jobs(transitioned))
     if not jobs:
         return 0
     await ctx.sink.commit([e for job in jobs.values() for e in status_events(job, ctx.worker)])
