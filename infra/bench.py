@@ -53,6 +53,26 @@ def pipeline(
     print_object(figures, output_format)
 
 
+@bench_app.command()
+def fields(
+    folder: Annotated[Path, typer.Argument(help="A folder of PDFs.")] = DEFAULT_PDFS,
+    rounds: Annotated[int, typer.Option(min=1, help="Alternating runs of each side.")] = 3,
+    reader: Annotated[str, typer.Option(help="Who reads pages (text: the text layer only).")]
+    = "text",
+    output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json "
+                             "(default: table on a terminal, csv when piped)")] = None,
+) -> None:
+    """What the fields stage adds: `doclake run` with `--fields none` and with `--fields nda`
+    (the offline rules), fresh processes and homes, median of alternating rounds."""
+    from infra.bench_pipeline import compare_fields
+    from infra.output import print_object, resolve_format
+
+    output_format = resolve_format(output_format)
+    if not folder.is_dir():
+        raise typer.BadParameter(f"{folder} is not a folder (the Kleister data lives in ../shared)")
+    print_object(compare_fields(folder, rounds, reader), output_format)
+
+
 HomeOption = Annotated[Path | None, typer.Option(
     "--home", help="Keep the run's state and lake here (for `bench plan`, `dashboard`, "
     "`sql`); default: a temporary folder, removed.", show_default=False)]

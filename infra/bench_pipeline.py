@@ -95,7 +95,7 @@ def compare(folder: Path, rounds: int, reader: str = "text") -> dict[str, float]
         home = Path(tempfile.mkdtemp(prefix="doclake-bench-home-"))
         try:
             wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home", str(home),
-                                   "--reader", reader])
+                                   "--reader", reader, "--fields", "none"])
         finally:
             shutil.rmtree(home, ignore_errors=True)
         run_wall.append(wall)
@@ -156,3 +156,36 @@ def stage_breakdown(folder: Path, concurrency: int | None = None, reader: str = 
             "lake_files": files,
             "stages": stats.stages.as_dict(),
         }
+
+
+def compare_fields(folder: Path, rounds: int, reader: str = "text",
+                   fields: str = "nda") -> dict[str, float]:
+    """What the fields stage adds to what the user waits for: ``doclake run`` with ``--fields
+    none`` and with ``--fields nda`` (the rules), as fresh processes in fresh homes, alternately;
+    the figure is the ratio of their median wall times (and of their CPU, every process)."""
+    walls: dict[str, list[float]] = {"none": [], fields: []}
+    cpus: dict[str, list[float]] = {"none": [], fields: []}
+    for _ in range(rounds):
+        for side in walls:
+            home = Path(tempfile.mkdtemp(prefix="doclake-bench-home-"))
+            try:
+                wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home",
+                                       str(home), "--reader", reader, "--fields", side])
+            finally:
+                shutil.rmtree(home, ignore_errors=True)
+            walls[side].append(wall)
+            cpus[side].append(cpu)
+    without, with_fields = statistics.median(walls["none"]), statistics.median(walls[fields])
+    cpu_without, cpu_with = statistics.median(cpus["none"]), statistics.median(cpus[fields])
+    return {
+        "documents": len(list(folder.glob("*.pdf"))),
+        "rounds": rounds,
+        "run_wall_s_without_fields": without,
+        "run_wall_s_with_fields": with_fields,
+        "fields_added_wall_pct": 100 * (with_fields / without - 1),
+        "run_cpu_s_without_fields": cpu_without,
+        "run_cpu_s_with_fields": cpu_with,
+        "fields_added_cpu_pct": 100 * (cpu_with / cpu_without - 1),
+        "walls_without": walls["none"],
+        "walls_with": walls[fields],
+    }

@@ -34,8 +34,9 @@ class Settings(BaseSettings, ModelConfig):
                                          description="A job with no progress this long fails.")
     visibility_timeout_s: float = Field(300.0, gt=0, description="Hide a received message.")
     max_receives: int = Field(5, ge=1, description="Deliveries before the dead-letter queue.")
-    event_flush_s: float = Field(0.05, ge=0, description="Least time between two event flushes "
-                                 "(an idle run flushes at once).")
+    event_flush_s: float = Field(0.02, ge=0, description="Average least time between two event "
+                                 "flushes once ten went back to back (a quiet run flushes at "
+                                 "once; a busy one batches).")
 
     max_file_bytes: int = Field(512 * 1024 * 1024, ge=1, description="Largest accepted file.")
     max_pages: int = Field(10_000, ge=1, description="Most pages accepted in one document.")

@@ -40,6 +40,38 @@ async def test_an_idle_committer_flushes_at_once_not_after_a_window():
     await committer.close()
 
 
+async def test_commits_spaced_out_below_the_rate_each_flush_at_once():
+    """The burst's readers finish a few a second: none of them waits for a window."""
+    writer = SlowWriter()
+    committer = GroupCommitter(writer, max_delay_s=1.0, burst=5)
+    loop = asyncio.get_running_loop()
+    waits = []
+    for n in range(4):
+        started = loop.time()
+        await committer.commit(_events(1, f"s{n}-"))
+        waits.append(loop.time() - started)
+        await asyncio.sleep(0.01)
+    assert writer.batches == [1, 1, 1, 1]
+    assert max(waits) < 0.5  # a fixed one-second window would have held the second commit
+    await committer.close()
+
+
+async def test_a_stream_of_commits_is_held_to_the_flush_rate_once_the_bucket_is_empty():
+    writer = SlowWriter()
+    committer = GroupCommitter(writer, max_delay_s=0.1, burst=3)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    commits = []
+    while loop.time() - started < 0.5:  # a commit every 5 ms for half a second
+        commits.append(asyncio.ensure_future(committer.commit(_events(1, f"t{len(commits)}-"))))
+        await asyncio.sleep(0.005)
+    await asyncio.gather(*commits)
+    await committer.close()
+    assert sum(writer.batches) == len(commits)
+    # 3 at once from the bucket, then one per 0.1 s: about 8 flushes, not one per commit.
+    assert len(writer.batches) <= 10 < len(commits) // 5
+
+
 async def test_commits_that_arrive_during_a_flush_share_the_next_one():
     writer = SlowWriter(seconds=0.2)
     committer = GroupCommitter(writer, max_delay_s=0.0)
@@ -65,7 +97,7 @@ async def test_a_failed_write_reaches_every_waiting_handler_and_the_next_flush_w
 
 async def test_close_flushes_what_is_waiting():
     writer = SlowWriter(seconds=0.1)
-    committer = GroupCommitter(writer, max_delay_s=5.0)
+    committer = GroupCommitter(writer, max_delay_s=5.0, burst=1)
     first = asyncio.ensure_future(committer.commit(_events(1)))
     await asyncio.sleep(0.02)
     second = asyncio.ensure_future(committer.commit(_events(4, "x")))  # waits out the interval
