@@ -74,6 +74,10 @@ class HandlerContext:
     index: SearchIndex | None = None
     worker: str = field(default_factory=default_worker_name)
     notify: Callable[[], None] = lambda: None
+    """A handler changed the job store: the poller (and the publisher) look now."""
+    results_stored: Callable[[], None] = lambda: None
+    """A fields result was stored: only the publisher looks (the poller has nothing to decide
+    until it is published; on AWS the store's stream invokes the publisher)."""
     readers: ReaderChain | None = None
     scope: ReadScope | None = None
 

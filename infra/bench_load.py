@@ -340,7 +340,7 @@ def run_load(spec: LoadSpec, home: Path) -> dict:
         if not ingest.finished:
             return False
         ids = ([i.job_id for i in ingest.result()] if spec.rate is None else ingest.ids)
-        return all(job.settled for job in runtime.store.list_jobs(ids))
+        return runtime.store.settled_count(ids) == len(set(ids))
 
     lag = LoopLag()
 

@@ -177,13 +177,13 @@ class _Bar:
         started = time.perf_counter()
 
         def done() -> bool:
-            jobs = store.list_jobs(report.pending)
-            progress.update(documents, completed=sum(j.settled for j in jobs))
+            settled = store.settled_count(report.pending)
+            progress.update(documents, completed=settled)
             total, read = store.page_progress(report.pending)
             elapsed = time.perf_counter() - started
             rate = (read - report.pages_before) / elapsed if elapsed > 0 else 0.0
             progress.update(pages, total=total or None, completed=read, rate=f"{rate:,.0f} pages/s")
-            return all(j.settled for j in jobs)
+            return settled == len(set(report.pending))
 
         return done
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from extract.fields.dates import find_dates
-from extract.fields.patterns import alternation
+from extract.fields.patterns import alternation, lowered
 from extract.fields.schemas import US_STATES, kleister_value
 
 __all__ = ["Candidate", "group", "date_candidates", "jurisdiction_candidates", "term_candidates"]
@@ -55,14 +55,17 @@ def date_candidates(text: str) -> list[Candidate]:
                                     for m in find_dates(text)])
 
 
-_STATE = re.compile(r"\b(" + alternation(US_STATES) + r")\b", re.IGNORECASE)
+# The case-blind patterns below are lower-case and run over ``lowered(text)``; what a match
+# spelled is read back from ``text`` at the same offsets.
+_STATE = re.compile(r"\b(" + alternation(US_STATES) + r")\b")
 
 
 def jurisdiction_candidates(text: str) -> list[Candidate]:
     found = []
-    for match in _STATE.finditer(text):
-        name = " ".join(match.group(1).split()).title().replace(" Of ", " of ")
-        kind = "upper" if match.group(1).isupper() else "title"
+    for match in _STATE.finditer(lowered(text)):
+        spelled = text[match.start(1):match.end(1)]
+        name = " ".join(spelled.split()).title().replace(" Of ", " of ")
+        kind = "upper" if spelled.isupper() else "title"
         found.append((name, match.start(), match.end(), kind))
     return group("jurisdiction", found)
 
@@ -78,26 +81,28 @@ _WORD = alternation(w for w in _NUMBER_WORDS if len(w) > 2)
 _FIRST_LETTERS = "".join(sorted({w[0] for w in _NUMBER_WORDS}))  # a lookahead, for speed only
 _DURATION = re.compile(
     rf"\b(?=[0-9{_FIRST_LETTERS}])(?:(?P<word>{_WORD}|an?)(?:[\s-]+\(\s*(?P<paren>\d+(?:\.\d+)?)\s*\))?|(?P<digits>\d+(?:\.\d+)?))"
-    r"[\s-]*(?:full\s+|calendar\s+|consecutive\s+)?(?P<unit>year|month|day)s?\b",
-    re.IGNORECASE)
+    r"[\s-]*(?:full\s+|calendar\s+|consecutive\s+)?(?P<unit>year|month|day)s?\b")
 
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
              "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10}
 _ANNIVERSARY = re.compile(r"\b(?=[" + "".join(sorted({w[0] for w in _ORDINALS})) + r"])("
                           + "|".join(_ORDINALS) + r")\s*(?:\(\d+(?:st|nd|rd|th)\)\s*)?"
-                          r"anniversary\b", re.IGNORECASE)
+                          r"anniversary\b")
 
 
 def term_candidates(text: str) -> list[Candidate]:
     """Durations ('two (2) years', '18 months', 'one-year') and anniversaries ('the second
     anniversary of' is a two-year term)."""
     found = []
-    for match in _ANNIVERSARY.finditer(text):
+    folded = lowered(text)
+    # Most agreements never say "anniversary": one substring test instead of a scan.
+    anniversaries = _ANNIVERSARY.finditer(folded) if "anniversary" in folded else ()
+    for match in anniversaries:
         years = _ORDINALS[match.group(1).lower()]
         found.append((f"{years} year" if years == 1 else f"{years} years", match.start(),
                       match.end(), "anniversary"))
-    for match in _DURATION.finditer(text):
+    for match in _DURATION.finditer(folded):
         number_text = match.group("paren") or match.group("digits")
         if number_text is None:
             number = _NUMBER_WORDS[match.group("word").lower()]

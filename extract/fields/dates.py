@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from extract.fields.patterns import alternation
+from extract.fields.patterns import alternation, lowered, matches_at
 
 __all__ = ["DateMention", "find_dates"]
 
@@ -23,7 +23,8 @@ _MONTH = r"(?=[adfjmnos])(?P<month>" + alternation(_MONTHS) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)\s*(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _SEP = r"[\s,]*"
-_PATTERNS = [re.compile(p, re.IGNORECASE) for p in (
+# Lower-case patterns, run over ``lowered(text)`` (case-blind, offsets unchanged).
+_PATTERNS = [re.compile(p) for p in (
     # April 18, 2001 / April 18th 2001 / Apr. 18 , 2001
     rf"\b{_MONTH}\s+{_DAY}{_SEP}{_YEAR}\b",
     # 18th day of April, 2001 / 18 April 2001 / the 18th of April 2001
@@ -36,6 +37,21 @@ _PATTERNS = [re.compile(p, re.IGNORECASE) for p in (
     rf"\b{_MONTH}{_SEP}{_YEAR}\b",
 )]
 _WEAK = len(_PATTERNS) - 1  # index of the month-and-year pattern
+# Where each pattern can begin: a month name (which starts with one of these) or the first digit
+# of a run of digits (``\b`` or the lookbehind rules out the middle of a run).
+_MONTH_PREFIXES = tuple(sorted({name[:3] for name in _MONTHS}))
+_DIGIT_RUN = re.compile(r"\d+")
+_BEGINS_WITH_MONTH = (True, False, False, False, True)
+
+
+def _month_starts(folded: str) -> list[int]:
+    starts = []
+    for prefix in _MONTH_PREFIXES:
+        at = folded.find(prefix)
+        while at >= 0:
+            starts.append(at)
+            at = folded.find(prefix, at + 1)
+    return sorted(starts)
 
 
 @dataclass(frozen=True)
@@ -63,8 +79,12 @@ def find_dates(text: str) -> list[DateMention]:
     """Every date in ``text`` in order of position; overlapping spellings keep the fullest."""
     found: list[DateMention] = []
     taken: list[tuple[int, int]] = []
+    folded = lowered(text)
+    month_starts = _month_starts(folded)
+    digit_starts = [match.start() for match in _DIGIT_RUN.finditer(folded)]
     for index, pattern in enumerate(_PATTERNS):
-        for match in pattern.finditer(text):
+        starts = month_starts if _BEGINS_WITH_MONTH[index] else digit_starts
+        for match in matches_at(pattern, folded, starts):
             start, end = match.span()
             if any(start < e and s < end for s, e in taken):
                 continue

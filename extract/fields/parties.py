@@ -44,15 +44,26 @@ _CONNECTORS = {"&", "and", "of", "the", "de", "du", "for"}
 _PERSON_NAME = (r"(?:(?:Mr|Ms|Mrs|Dr)\.\s+)?"
                 r"([A-Z][a-zA-Z'’\-]++(?:\s+[A-Z]\.)*(?:\s+[A-Z][a-zA-Z'’\-]++){1,2}"
                 r"(?:,?\s+(?:Jr\.?|Sr\.?|II|III|IV))?)(?:,?\s+(?:M\.D\.|Ph\.D\.))?")
-_PERSON_CONTEXTS = [(kind, re.compile(pattern)) for kind, pattern in (
-    ("defined", rf"(?=[A-Z]){_PERSON_NAME}\s*,?\s*\(\s*(?:the\s+|hereinafter\s+)?[“\"]?[A-Z]"),
-    ("individual", rf"(?=[A-Z]){_PERSON_NAME}\s*,\s*(?:an?\s+)?(?:individual|resident|residing|an employee)"),
-    ("between", rf"(?:between|and|by|with)\s+{_PERSON_NAME}\s*[,(“\"]"),
-    ("i_comma", rf"\bI\s*,\s+{_PERSON_NAME}\s*,"),
-    ("signed", rf"/s/\s*{_PERSON_NAME}"),
-    ("name_line", rf"(?:Name|Employee|Executive|Print(?:ed)?\s+Name)\s*:\s*{_PERSON_NAME}"),
-    ("salutation", rf"Dear\s+(?:Mr|Ms|Mrs|Dr)\.?\s+{_PERSON_NAME}"),
-    ("line", rf"(?m)^\s*{_PERSON_NAME}\s*$"),
+_I_COMMA = re.compile(r"I\s*,")  # a literal first: re finds it without trying every position
+
+
+def _always(text: str) -> bool:
+    return True
+
+
+# (kind, pattern, a cheap test that must pass for the pattern to match anywhere in the text):
+# a document without "individual", "resid..." or "an employee" skips that scan entirely.
+_PERSON_CONTEXTS = [(kind, re.compile(pattern), needed) for kind, pattern, needed in (
+    ("defined", rf"(?=[A-Z]){_PERSON_NAME}\s*,?\s*\(\s*(?:the\s+|hereinafter\s+)?[“\"]?[A-Z]",
+     _always),
+    ("individual", rf"(?=[A-Z]){_PERSON_NAME}\s*,\s*(?:an?\s+)?(?:individual|resident|residing|an employee)",
+     lambda text: "individual" in text or "resid" in text or "an employee" in text),
+    ("between", rf"(?:between|and|by|with)\s+{_PERSON_NAME}\s*[,(“\"]", _always),
+    ("i_comma", rf"\bI\s*,\s+{_PERSON_NAME}\s*,", lambda text: _I_COMMA.search(text) is not None),
+    ("signed", rf"/s/\s*{_PERSON_NAME}", _always),
+    ("name_line", rf"(?:Name|Employee|Executive|Print(?:ed)?\s+Name)\s*:\s*{_PERSON_NAME}", _always),
+    ("salutation", rf"Dear\s+(?:Mr|Ms|Mrs|Dr)\.?\s+{_PERSON_NAME}", _always),
+    ("line", rf"(?m)^\s*{_PERSON_NAME}\s*$", _always),
 )]
 _PERSON_STOP = re.compile(
     r"\b(?:Agreement|Company|Confidential|Information|Section|Board|Directors?|Inc|Corporation|"
@@ -99,7 +110,9 @@ def _company_mentions(text: str) -> list[tuple[str, int, int, str]]:
 
 def _person_mentions(text: str) -> list[tuple[str, int, int, str]]:
     found = []
-    for kind, pattern in _PERSON_CONTEXTS:
+    for kind, pattern, needed in _PERSON_CONTEXTS:
+        if not needed(text):
+            continue
         for match in pattern.finditer(text):
             name = " ".join(match.group(1).split())
             if _PERSON_STOP.search(name) or name.isupper() and kind == "line" and len(name) < 6:

@@ -45,7 +45,7 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
             strategy=message.strategy, schema_name=message.schema_name, reason="job_failed",
             message=f"the job failed ({job.failure_reason}); there is no text to extract from",
             at=utc_now())
-        ctx.notify()
+        ctx.results_stored()
         return
     if job.status is not JobStatus.SUCCEEDED:
         raise TransientError(f"job {job.job_id} is {job.status}, not finished yet",
@@ -68,7 +68,7 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
                 message=str(error) or repr(error),
                 processing_ms=1000 * (time.perf_counter() - started)),
                 claimant=claimant, at=utc_now())
-            ctx.notify()
+            ctx.results_stored()
         else:
             ctx.store.release_fields(job.job_id, message.strategy, claimant)
         raise
@@ -76,7 +76,7 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
     if not settle(ctx.store, result, claimant=claimant, at=utc_now()):
         log.warning("fields of %s/%s were settled by someone else while we worked; ours is "
                     "dropped", job.job_id, message.strategy)
-    ctx.notify()
+    ctx.results_stored()
 
 
 async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delivery: Delivery,
