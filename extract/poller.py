@@ -172,7 +172,7 @@ def send_index_messages(ctx: HandlerContext) -> int:
 
 
 def send_fields_messages(ctx: HandlerContext) -> int:
-    """Send the fields message of every job whose text is final (succeeded and indexed, or
+    """Send the fields message of every job whose text is final (succeeded, or
     failed: it gets a failed result) and whose run asked for fields, then flag it: the same
     outbox rule as the index message."""
     jobs = ctx.store.unsent_fields_jobs()

@@ -269,7 +269,7 @@ class JobStore(Protocol):
 
     def unsent_fields_jobs(self) -> list[Job]:
         """Jobs with a fields request whose message was never confirmed sent and whose text is
-        final: succeeded and indexed (or indexing given up), or failed."""
+        final: succeeded (indexing runs beside the extraction, not before it), or failed."""
         ...
 
     def mark_fields_sent(self, job_ids: Sequence[str]) -> None:

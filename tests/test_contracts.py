@@ -287,8 +287,7 @@ def test_job_store_fields_request_outbox_and_publication_settle_the_job(job_stor
     assert job_store.request_fields(["j", "k"], "nda", "rules") == 2
     assert job_store.request_fields(["j", "k"], "nda", "rules") == 0  # the same: no change
     assert not job_store.get_job("j").settled
-    assert job_store.unsent_fields_jobs() == []  # succeeded, but not indexed yet
-    job_store.mark_indexed("j", utc_now())
+    # Succeeded: its text is final, so the fields go out beside the index message ("k" waits).
     assert [j.job_id for j in job_store.unsent_fields_jobs()] == ["j"]
     job_store.mark_fields_sent(["j"])
     assert job_store.unsent_fields_jobs() == []
@@ -302,6 +301,8 @@ def test_job_store_fields_request_outbox_and_publication_settle_the_job(job_stor
     assert job_store.mark_result_published("j", "rules", utc_now())
     assert not job_store.mark_result_published("j", "rules", utc_now())  # once
     assert job_store.unpublished_results() == [] and job_store.fields_pending() == 0
+    assert not job_store.get_job("j").settled  # published, but its indexing is not over yet
+    job_store.mark_indexed("j", utc_now())
     assert job_store.get_job("j").settled
 
     # Asked again with another strategy: pending again; back to the first: already published.

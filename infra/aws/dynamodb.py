@@ -556,8 +556,7 @@ class DynamoJobStore:
 
     def unsent_fields_jobs(self) -> list[Job]:
         jobs = [job_from_item(d) for d in self._index(
-            "fields_due", filter_expression="#st = :failed OR (#st = :ok AND "
-            "(attribute_exists(indexed_at) OR attribute_exists(index_error)))",
+            "fields_due", filter_expression="#st = :failed OR #st = :ok",
             names={"#st": "status"}, values=_values(failed="failed", ok="succeeded"))]
         return sorted(jobs, key=lambda j: j.finished_at or j.created_at)
 

@@ -515,8 +515,8 @@ class SqliteJobStore:
     def unsent_fields_jobs(self) -> list[Job]:
         rows = self._db.execute(
             "SELECT * FROM jobs WHERE fields_strategy IS NOT NULL AND fields_sent_at IS NULL "
-            "AND fields_published_at IS NULL AND (status = 'failed' OR (status = 'succeeded' "
-            "AND (indexed_at IS NOT NULL OR index_error IS NOT NULL))) ORDER BY finished_at"
+            "AND fields_published_at IS NULL AND status IN ('succeeded', 'failed') "
+            "ORDER BY finished_at"
         ).fetchall()
         return [self._job(r) for r in rows]
 

@@ -18,9 +18,11 @@ from extract.fields.publish import publish_pending
 log = logging.getLogger(__name__)
 
 
-GATHER_S = 0.2
+GATHER_S = 0.05
 """After a nudge, wait this long for more results: one lake commit carries many, instead of two
-small Parquet files (results, result fields) for every document in the next flush."""
+small Parquet files (results, result fields) for every document. Short, because the run (and a
+caller polling the address) waits for the last result too, and the group committer already
+merges the publisher's events with the handlers' into one flush."""
 
 
 async def run_publisher(ctx: HandlerContext, wake: asyncio.Event, stop: asyncio.Event,
