@@ -82,7 +82,8 @@ def run(
     home: HomeOption = None,
     reader: Annotated[str, typer.Option(help="Who reads pages: auto (text layer, then OCR) "
                                         "or text; more as they are installed.")] = "auto",
-    fields: Annotated[str, typer.Option(help="nda|none|MODULE:CLASS")] = "none",
+    fields: Annotated[str, typer.Option(help="Structured fields to extract: nda (the built-in NDA "
+                                        "schema, offline), MODULE:CLASS, or none to skip.")] = "nda",
     strategy: Annotated[str, typer.Option(help="rules|single-pass|agentic")] = "rules",
     concurrency: Annotated[int | None, typer.Option(callback=at_least(1),
                                                     help="Messages handled at once.")] = None,
