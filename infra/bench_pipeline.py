@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -87,19 +86,20 @@ def compare(folder: Path, rounds: int, reader: str = "text") -> dict[str, float]
     """Median wall and CPU of the plain loop and of ``doclake run`` over ``folder``."""
     plain_wall, plain_cpu, run_wall, run_cpu = [], [], [], []
     pages = 0
-    for _ in range(rounds):
-        wall, cpu, out = _timed([sys.executable, "-c", PLAIN_LOOP, str(folder)])
-        plain_wall.append(wall)
-        plain_cpu.append(cpu)
-        pages = int(out.strip())
-        home = Path(tempfile.mkdtemp(prefix="doclake-bench-home-"))
-        try:
+    with tempfile.TemporaryDirectory(prefix="doclake-bench-homes-") as homes:
+        for round_number in range(rounds):
+            wall, cpu, out = _timed([sys.executable, "-c", PLAIN_LOOP, str(folder)])
+            plain_wall.append(wall)
+            plain_cpu.append(cpu)
+            pages = int(out.strip())
+            # Homes are removed after the last round, not before the next run: ext4 then
+            # searches long for a free inode among thousands deleted seconds before (perf: 1.4 s
+            # of kernel time in one run), a cost a user's run never meets.
+            home = Path(homes) / str(round_number)
             wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home", str(home),
                                    "--reader", reader, "--fields", "none"])
-        finally:
-            shutil.rmtree(home, ignore_errors=True)
-        run_wall.append(wall)
-        run_cpu.append(cpu)
+            run_wall.append(wall)
+            run_cpu.append(cpu)
     plain_s, run_s = statistics.median(plain_wall), statistics.median(run_wall)
     return {
         "pages": pages,
@@ -168,9 +168,7 @@ def compare_fields(folder: Path, rounds: int, reader: str = "text",
     with tempfile.TemporaryDirectory(prefix="doclake-bench-homes-") as homes:
         for round_number in range(rounds):
             for side in walls:
-                # Homes are removed after the last round, not between runs: ext4 searches
-                # long for a free inode among thousands deleted in the last seconds (measured:
-                # 1.4 s of kernel time in one run), which a user's run never meets.
+                # Kept until the last round ends, as in ``compare``.
                 home = Path(homes) / f"{round_number}-{side}"
                 wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home",
                                        str(home), "--reader", reader, "--fields", side])
