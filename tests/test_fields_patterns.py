@@ -92,3 +92,54 @@ def test_matches_at_resumes_after_a_match_as_finditer_does():
     starts = [i for i, c in enumerate(text) if c in "ab"]  # includes starts inside a match
     assert ([m.span() for m in matches_at(pattern, text, starts)]
             == [m.span() for m in pattern.finditer(text)])
+
+
+def test_jit_scans_find_exactly_what_re_finds():
+    """The party, state and duration scans run on PCRE2's JIT: the same spans and groups as
+    ``re`` on text built from the pieces these patterns care about (names, suffixes, brackets,
+    quotes, line breaks, and characters the engines class differently)."""
+    from extract.fields import candidates, parties
+    from extract.fields.patterns import JitScan, lowered
+
+    scans = [(parties._COMPANY, False), (candidates._STATE, True), (candidates._DURATION, True),
+             *((pattern, False) for _, pattern, _ in parties._PERSON_CONTEXTS)]
+    assert all(isinstance(scan, JitScan) for scan, _ in scans)  # PCRE2 is installed: not vacuous
+    pieces = ["Acme", "ACME", "Nike", "Inc", "Inc.", "Corp", "L.L.C.", "GmbH", "Co", "Company",
+              "and", "of", "the", "x.com", "&", "3M", "John", "Smith", "J.", "Mr. ", "Dear ",
+              "/s/", "Name:", "I, ", "individual", "(the “", "\"", "(", ")", ",", ", ", " ", "  ",
+              "\n", "\t", "\u00a0", "\u2028", "\x1c", "\x1f", "\u180e", "e\u0301", "\U00010d41",
+              "É", "Łódź", "½", "_", "New York", "two (2)", "years", "months", "Jr.", "between "]
+
+    def found(matches, groups: int):
+        return [(m.span(), " ".join(m.group(1).split()) if groups and m.group(1) else None)
+                for m in matches]
+
+    for text in _random_texts(pieces, seed=23, count=1500, length=18):
+        for scan, folded in scans:
+            subject = lowered(text) if folded else text
+            plain = re.compile(scan.pattern)
+            assert (found(scan.finditer(subject), plain.groups)
+                    == found(plain.finditer(subject), plain.groups)), (scan.pattern[:40], text)
+
+
+def test_every_character_the_engines_class_differently_gets_an_agreed_stand_in():
+    """Over all of Unicode: where ``re`` and PCRE2 disagree on whitespace, word characters or
+    digits, the stand-in is classed by both as ``re`` classes the original."""
+    import pcre2
+
+    from extract.fields.patterns import _stand_in
+
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    differ: set[str] = set()
+    for name in (r"\s", r"\w", r"\d"):
+        by_re = set(re.findall(name, every))
+        by_jit = {m.group() for m in pcre2.compile(name, flags=pcre2.UNICODE).finditer(every)}
+        differ |= by_re ^ by_jit
+    assert "\x1c" in differ and "\u0301" in differ  # the known cases are found
+    jit = [pcre2.compile(c, flags=pcre2.UNICODE) for c in (r"\s", r"\w", r"\d")]
+    for char in differ:
+        stand_in = _stand_in(char)
+        assert stand_in is not None, hex(ord(char))
+        wanted = [bool(re.fullmatch(c, char)) for c in (r"\s", r"\w", r"\d")]
+        assert [bool(re.fullmatch(c, stand_in)) for c in (r"\s", r"\w", r"\d")] == wanted
+        assert [bool(c.match(stand_in)) for c in jit] == wanted

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from extract.fields.dates import find_dates
-from extract.fields.patterns import alternation, lowered
+from extract.fields.patterns import alternation, compile_scan, lowered
 from extract.fields.schemas import US_STATES, kleister_value
 
 __all__ = ["Candidate", "group", "date_candidates", "jurisdiction_candidates", "term_candidates"]
@@ -57,7 +57,7 @@ def date_candidates(text: str) -> list[Candidate]:
 
 # The case-blind patterns below are lower-case and run over ``lowered(text)``; what a match
 # spelled is read back from ``text`` at the same offsets.
-_STATE = re.compile(r"\b(" + alternation(US_STATES) + r")\b")
+_STATE = compile_scan(r"\b(" + alternation(US_STATES) + r")\b")
 
 
 def jurisdiction_candidates(text: str) -> list[Candidate]:
@@ -79,7 +79,7 @@ _NUMBER_WORDS = {
 }
 _WORD = alternation(w for w in _NUMBER_WORDS if len(w) > 2)
 _FIRST_LETTERS = "".join(sorted({w[0] for w in _NUMBER_WORDS}))  # a lookahead, for speed only
-_DURATION = re.compile(
+_DURATION = compile_scan(
     rf"\b(?=[0-9{_FIRST_LETTERS}])(?:(?P<word>{_WORD}|an?)(?:[\s-]+\(\s*(?P<paren>\d+(?:\.\d+)?)\s*\))?|(?P<digits>\d+(?:\.\d+)?))"
     r"[\s-]*(?:full\s+|calendar\s+|consecutive\s+)?(?P<unit>year|month|day)s?\b")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from extract.fields.candidates import Candidate, group
+from extract.fields.patterns import compile_scan
 
 __all__ = ["party_candidates"]
 
@@ -25,7 +26,7 @@ _NAME_WORD = r"(?:[A-Z0-9][\w'’.\-!¢/]*|&|and|of|the|de|du|for|[a-z]+\.com)"
 # The same word, possessive: where whitespace must follow, giving characters back can never help,
 # so re need not try (the same matches, several times faster on a long exhibit).
 _NAME_WORD_FOLLOWED = r"(?:[A-Z0-9][\w'’.\-!¢/]*+|&|and|of|the|de|du|for|[a-z]++\.com)"
-_COMPANY = re.compile(
+_COMPANY = compile_scan(
     rf"(?<![\w])((?:{_NAME_WORD_FOLLOWED}[ \t]*,?[ \t\n]+){{0,6}}{_NAME_WORD}[ \t]*,?[ \t]*{_SUFFIX}"
     rf"(?:[ \t]*,?[ \t]*{_SUFFIX})?)")
 # Words that begin a line or sentence but never a company name.
@@ -53,7 +54,7 @@ def _always(text: str) -> bool:
 
 # (kind, pattern, a cheap test that must pass for the pattern to match anywhere in the text):
 # a document without "individual", "resid..." or "an employee" skips that scan entirely.
-_PERSON_CONTEXTS = [(kind, re.compile(pattern), needed) for kind, pattern, needed in (
+_PERSON_CONTEXTS = [(kind, compile_scan(pattern), needed) for kind, pattern, needed in (
     ("defined", rf"(?=[A-Z]){_PERSON_NAME}\s*,?\s*\(\s*(?:the\s+|hereinafter\s+)?[“\"]?[A-Z]",
      _always),
     ("individual", rf"(?=[A-Z]){_PERSON_NAME}\s*,\s*(?:an?\s+)?(?:individual|resident|residing|an employee)",
