@@ -143,3 +143,15 @@ def test_every_character_the_engines_class_differently_gets_an_agreed_stand_in()
         wanted = [bool(re.fullmatch(c, char)) for c in (r"\s", r"\w", r"\d")]
         assert [bool(re.fullmatch(c, stand_in)) for c in (r"\s", r"\w", r"\d")] == wanted
         assert [bool(c.match(stand_in)) for c in jit] == wanted
+
+
+def test_lowercase_words_answers_as_the_set_of_every_lowercase_word_would():
+    from extract.fields.features import _LowercaseWords
+
+    pieces = ["acme", "Acme", "inc", "including", "the", "The", "_the", "the1", "é", "x", " ",
+              ",", ".", "\n", "-", "co", "corp", "½", "e\u0301"]
+    words = ["acme", "inc", "the", "co", "corp", "x", "including", "Acme", "the1", "", "é"]
+    for text in _random_texts(pieces, seed=31, count=800, length=10):
+        every = set(re.findall(r"\b[a-z]+\b", text))
+        asked = _LowercaseWords(text)
+        assert {w for w in words if w in asked} == {w for w in words if w in every}, text

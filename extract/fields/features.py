@@ -58,7 +58,39 @@ def _position(candidate: Candidate, text: str, rank: int) -> dict[str, float]:
     return feats
 
 
-def _shape(candidate: Candidate, text: str, lowercase_words: set[str],
+_LOWER_WORD = re.compile(r"[a-z]+")
+
+
+class _LowercaseWords:
+    """Which words the text uses on their own in lower case (the words of
+    ``\\b[a-z]+\\b``), asked only for the words of party candidates: a few finds per word
+    instead of listing the document's every word (0.6 ms a document, the rules' largest scan)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, word: object) -> bool:
+        if not isinstance(word, str):
+            return False
+        if word not in self._known:
+            self._known[word] = self._alone_somewhere(word)
+        return self._known[word]
+
+    def _alone_somewhere(self, word: str) -> bool:
+        if not _LOWER_WORD.fullmatch(word):
+            return False
+        text, at = self.text, self.text.find(word)
+        while at >= 0:  # \b on both sides: re's word characters are isalnum() and "_"
+            end = at + len(word)
+            if ((at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"))
+                    and (end == len(text) or not (text[end].isalnum() or text[end] == "_"))):
+                return True
+            at = text.find(word, at + 1)
+        return False
+
+
+def _shape(candidate: Candidate, text: str, lowercase_words: _LowercaseWords | set[str],
            others: set[str]) -> dict[str, float]:
     value = candidate.value
     feats: dict[str, float] = {}
@@ -85,7 +117,7 @@ def _shape(candidate: Candidate, text: str, lowercase_words: set[str],
 def featurise(candidates: list[Candidate], text: str) -> list[dict[str, float]]:
     """One feature dict per candidate of one field; ``rank`` orders them by first mention."""
     parties = any(c.field == "party" for c in candidates)  # only party shapes read the words
-    lowercase_words = set(re.findall(r"\b[a-z]+\b", text)) if parties else set()
+    lowercase_words = _LowercaseWords(text) if parties else set()
     keys = {c.key for c in candidates}
     order = {id(c): rank for rank, c in enumerate(sorted(candidates, key=lambda c: c.first))}
     rows = []
