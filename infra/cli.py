@@ -315,7 +315,9 @@ def search(
 # --- SQL ----------------------------------------------------------------------------------------
 
 
-@app.command()
+# A query may begin with a comment ("-- ..."), as the dashboard's named queries do: a token that
+# looks like an unknown option is taken as the query, not refused.
+@app.command(context_settings={"ignore_unknown_options": True})
 def sql(
     query: Annotated[str | None, typer.Argument(help="SQL over the lake's tables; several "
                      "statements are separated by ';'. None: an interactive prompt.")] = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -60,6 +61,20 @@ def test_bad_sql_exits_non_zero_with_the_error(tmp_path):
     result = invoke("sql", "SELECT nope FROM jobs", "--home", str(tmp_path))
     assert result.exit_code == 1
     assert "nope" in result.output
+
+
+def test_a_query_that_begins_with_a_comment_runs(tmp_path, pdf_factory):
+    """The dashboard's named queries begin with "-- ..." comments and run as they are."""
+    home = str(tmp_path / "home")
+    pdf_factory("a.pdf", 1)
+    assert invoke("run", str(tmp_path / "docs"), "--home", home, "--fields", "none").exit_code == 0
+    query = (Path(__file__).parents[1] / "dashboards" / "queries" / "throughput.sql").read_text()
+    assert query.startswith("--")
+    result = invoke("sql", query, "--home", home, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)[-1]["documents_finished"] == 1
+    typo = invoke("sql", "SELECT 1", "--fromat", "json", "--home", home)
+    assert typo.exit_code != 0  # an unknown option after the query is still refused
 
 
 def test_lake_commands_on_a_finished_run(tmp_path, pdf_factory):
