@@ -48,3 +48,7 @@ def test_settled_count_agrees_with_job_settled_in_every_state(tmp_path):
     assert store.settled_count(ids) == 3
     assert store.settled_count([*ids, "indexed", "unknown"]) == 3  # repeats and strangers
     assert store.settled_count([]) == 0
+    # More ids than one SQL IN (...) takes: counted over every chunk.
+    many = [f"unknown-{n}" for n in range(1_200)] + ids
+    assert store.settled_count(many) == 3
+    assert {j.job_id for j in store.list_jobs(many)} == set(ids)

@@ -11,7 +11,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -125,6 +125,18 @@ _INTERNAL_JOB_COLUMNS = ("sha256", "split_sent_at", "index_sent_at", "status_eve
 
 
 
+SQL_IN_CHUNK = 500
+"""Ids bound in one ``IN (...)``: under SQLite's limit on host parameters (999 in old builds)."""
+
+
+def _in_chunks(ids: Sequence[str]) -> Iterator[tuple[list[str], str]]:
+    """``ids`` in chunks of ``SQL_IN_CHUNK``, each with its ``?,?,...`` placeholders."""
+    ids = list(ids)
+    for start in range(0, len(ids), SQL_IN_CHUNK):
+        chunk = ids[start:start + SQL_IN_CHUNK]
+        yield chunk, ",".join("?" * len(chunk))
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -202,10 +214,7 @@ class SqliteJobStore:
             rows = self._db.execute("SELECT * FROM jobs ORDER BY created_at").fetchall()
         else:
             rows = []
-            ids = list(job_ids)
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _in_chunks(job_ids):
                 rows += self._db.execute(f"SELECT * FROM jobs WHERE job_id IN ({marks})",
                                          chunk).fetchall()
         return [self._job(r) for r in rows]
@@ -498,11 +507,8 @@ class SqliteJobStore:
 
     def request_fields(self, job_ids: Sequence[str], schema: str, strategy: str) -> int:
         changed = 0
-        ids = list(job_ids)
         with transaction(self._db) as db:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in _in_chunks(job_ids):
                 changed += db.execute(
                     "UPDATE jobs SET fields_schema = ?, fields_strategy = ?, fields_sent_at = NULL, "
                     "fields_published_at = (SELECT c.published_at FROM field_claims c "
@@ -601,10 +607,7 @@ class SqliteJobStore:
         """How many of these jobs are settled (``Job.settled``), counted in SQL: a run's stop
         test asks after every poll, and building every job to ask costs more than the poll."""
         settled = 0
-        ids = list(dict.fromkeys(job_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks(list(dict.fromkeys(job_ids))):
             settled += self._db.execute(
                 f"SELECT count(*) FROM jobs WHERE job_id IN ({marks})"
                 " AND (fields_strategy IS NULL OR fields_published_at IS NOT NULL)"
@@ -616,10 +619,7 @@ class SqliteJobStore:
     def page_progress(self, job_ids: Sequence[str]) -> tuple[int, int]:
         """(pages planned, pages in finished units) over some jobs: for a progress bar."""
         total = done = 0
-        ids = list(job_ids)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in _in_chunks(job_ids):
             row = self._db.execute(
                 f"SELECT coalesce(sum(last_page - first_page + 1), 0),"
                 f" coalesce(sum(CASE WHEN status = 'done' THEN last_page - first_page + 1 END), 0)"
