@@ -23,17 +23,30 @@ from pathlib import Path
 
 from infra.bench_docs import latency_scale, make_documents
 
+# The jobs of one run: its documents are named ``<run_id>-NNNN.pdf``. Every query below starts
+# from it (``for_run`` fills it in).
+RUN_JOBS_SQL = """
+  SELECT j.job_id, j.dt, j.status, j.pages, j.created_at, j.finished_at
+  FROM jobs AS j
+  JOIN documents AS d ON d.dt = j.dt AND d.document_id = j.document_id
+  WHERE d.source_name LIKE '{run_id}-%'
+"""
+
+
+def for_run(template: str, run_id: str) -> str:
+    """``template`` with its ``{run_jobs}`` set to this run's jobs (run ids are generated:
+    letters, digits and dashes only, checked here because they go into SQL text)."""
+    if not all(c.isalnum() or c == "-" for c in run_id):
+        raise ValueError(f"not a run id: {run_id!r}")
+    return template.format(run_jobs=RUN_JOBS_SQL.format(run_id=run_id))
+
+
 # One row per job of the run: its end-to-end latency split into queue wait (created -> first
 # unit started: waiting for a worker, splitting included), read (first unit started -> last unit
 # finished: the model and storage) and publish (last unit finished -> the poller marks the job
 # succeeded). ``worker_ms`` is the workers' own time on its units (Little's law's S).
 PER_JOB_SQL = """
-WITH run_jobs AS (
-  SELECT j.job_id, j.dt, j.status, j.pages, j.created_at, j.finished_at
-  FROM jobs AS j
-  JOIN documents AS d ON d.dt = j.dt AND d.document_id = j.document_id
-  WHERE d.source_name LIKE '{run_id}-%'
-), calls AS (
+WITH run_jobs AS ({run_jobs}), calls AS (
   SELECT m.dt, m.job_id, sum(m.latency_ms) AS model_ms, count(*) AS model_calls,
          sum(m.cost_usd) AS cost_usd
   FROM model_calls AS m JOIN run_jobs AS r ON r.dt = m.dt AND r.job_id = m.job_id
@@ -81,12 +94,7 @@ FROM per_job
 # Where the C workers' time went, for ``worker_time``: the moments each unit of the run was
 # planned (its read message sent), started and finished, and each job created and finished.
 TIMELINE_SQL = """
-WITH run_jobs AS (
-  SELECT j.job_id, j.created_at, j.finished_at
-  FROM jobs AS j
-  JOIN documents AS d ON d.dt = j.dt AND d.document_id = j.document_id
-  WHERE d.source_name LIKE '{run_id}-%'
-)
+WITH run_jobs AS ({run_jobs})
 SELECT 'created' AS kind, epoch_ms(created_at) AS at_ms FROM run_jobs
 UNION ALL SELECT 'settled', epoch_ms(finished_at) FROM run_jobs
 UNION ALL SELECT 'planned', epoch_ms(min(p.occurred_at))
@@ -109,11 +117,9 @@ def worker_time(lake: str, run_id: str, concurrency: int, model_s: float) -> dic
     to give); ``publish`` to the last job's success."""
     from lake.catalog import query
 
-    if not all(c.isalnum() or c == "-" for c in run_id):
-        raise ValueError(f"not a run id: {run_id!r}")
     rank = {"finish": 0, "planned": 1, "start": 2, "created": 3, "settled": 4}
     events = sorted(((r["at_ms"] / 1000.0, r["kind"]) for r in query(
-        lake, TIMELINE_SQL.format(run_id=run_id)).to_pylist()), key=lambda e: (e[0], rank[e[1]]))
+        lake, for_run(TIMELINE_SQL, run_id)).to_pylist()), key=lambda e: (e[0], rank[e[1]]))
     first = min(t for t, k in events if k == "created")
     end = max(t for t, k in events if k == "settled")
     last_start = max(t for t, k in events if k == "start")
@@ -156,12 +162,7 @@ def worker_time(lake: str, run_id: str, concurrency: int, model_s: float) -> dic
 # Each document's hold at the provider (its model calls' latency), in arrival order: the workload
 # the drain is made of, without the runtime around it.
 HOLDS_SQL = """
-WITH run_jobs AS (
-  SELECT j.job_id, j.dt, j.created_at
-  FROM jobs AS j
-  JOIN documents AS d ON d.dt = j.dt AND d.document_id = j.document_id
-  WHERE d.source_name LIKE '{run_id}-%'
-)
+WITH run_jobs AS ({run_jobs})
 SELECT r.job_id, sum(m.latency_ms) / 1000.0 AS hold_s
 FROM run_jobs AS r JOIN model_calls AS m ON m.dt = r.dt AND m.job_id = r.job_id
 GROUP BY r.job_id, r.created_at
@@ -188,9 +189,7 @@ def schedule_bound(lake: str, run_id: str, concurrency: int, service_s: float) -
     against it, the share the runtime itself kept."""
     from lake.catalog import query
 
-    if not all(c.isalnum() or c == "-" for c in run_id):
-        raise ValueError(f"not a run id: {run_id!r}")
-    holds = [r["hold_s"] for r in query(lake, HOLDS_SQL.format(run_id=run_id)).to_pylist()]
+    holds = [r["hold_s"] for r in query(lake, for_run(HOLDS_SQL, run_id)).to_pylist()]
     if not holds:
         return {"ideal_drain_s": None, "ideal_ratio": None}
     ideal = list_schedule_s(holds, concurrency)
@@ -220,9 +219,7 @@ class LoopLag:
 
 def run_sql(run_id: str) -> str:
     """``RUN_SQL`` for one run (run ids are generated: letters, digits and dashes only)."""
-    if not all(c.isalnum() or c == "-" for c in run_id):
-        raise ValueError(f"not a run id: {run_id!r}")
-    return RUN_SQL.format(per_job=PER_JOB_SQL.format(run_id=run_id))
+    return RUN_SQL.format(per_job=for_run(PER_JOB_SQL, run_id))
 
 
 @dataclass(frozen=True)
