@@ -82,6 +82,13 @@ def _doclake_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "infra.cli"]
 
 
+def _timed_run(folder: Path, home: Path, reader: str, fields: str) -> tuple[float, float]:
+    """Wall and CPU seconds of ``doclake run`` over ``folder`` as a fresh process."""
+    wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home", str(home),
+                           "--reader", reader, "--fields", fields])
+    return wall, cpu
+
+
 def compare(folder: Path, rounds: int, reader: str = "text") -> dict[str, float]:
     """Median wall and CPU of the plain loop and of ``doclake run`` over ``folder``."""
     plain_wall, plain_cpu, run_wall, run_cpu = [], [], [], []
@@ -96,8 +103,7 @@ def compare(folder: Path, rounds: int, reader: str = "text") -> dict[str, float]
             # searches long for a free inode among thousands deleted seconds before (perf: 1.4 s
             # of kernel time in one run), a cost a user's run never meets.
             home = Path(homes) / str(round_number)
-            wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home", str(home),
-                                   "--reader", reader, "--fields", "none"])
+            wall, cpu = _timed_run(folder, home, reader, "none")
             run_wall.append(wall)
             run_cpu.append(cpu)
     plain_s, run_s = statistics.median(plain_wall), statistics.median(run_wall)
@@ -170,8 +176,7 @@ def compare_fields(folder: Path, rounds: int, reader: str = "text",
             for side in walls:
                 # Kept until the last round ends, as in ``compare``.
                 home = Path(homes) / f"{round_number}-{side}"
-                wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home",
-                                       str(home), "--reader", reader, "--fields", side])
+                wall, cpu = _timed_run(folder, home, reader, side)
                 walls[side].append(wall)
                 cpus[side].append(cpu)
     without, with_fields = statistics.median(walls["none"]), statistics.median(walls[fields])
