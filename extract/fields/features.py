@@ -61,6 +61,11 @@ def _position(candidate: Candidate, text: str, rank: int) -> dict[str, float]:
 _LOWER_WORD = re.compile(r"[a-z]+")
 
 
+def _is_word(char: str) -> bool:
+    """``re``'s ``\\w`` for one character of a ``str``: ``isalnum()`` or the underscore."""
+    return char.isalnum() or char == "_"
+
+
 class _LowercaseWords:
     """Which words the text uses on their own in lower case (the words of
     ``\\b[a-z]+\\b``), asked only for the words of party candidates: a few finds per word
@@ -81,10 +86,10 @@ class _LowercaseWords:
         if not _LOWER_WORD.fullmatch(word):
             return False
         text, at = self.text, self.text.find(word)
-        while at >= 0:  # \b on both sides: re's word characters are isalnum() and "_"
+        while at >= 0:  # \b on both sides
             end = at + len(word)
-            if ((at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"))
-                    and (end == len(text) or not (text[end].isalnum() or text[end] == "_"))):
+            before_ok = at == 0 or not _is_word(text[at - 1])
+            if before_ok and (end == len(text) or not _is_word(text[end])):
                 return True
             at = text.find(word, at + 1)
         return False

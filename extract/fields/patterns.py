@@ -45,14 +45,15 @@ class JitScan:
 
 # Characters outside printable ASCII: the only ones the engines may class differently.
 _UNUSUAL = re.compile(r"[^\x00-\x1b\x20-\x7e]")
-_RE_CLASSES = [re.compile(c) for c in (r"\s", r"\w", r"\d")]
+_CLASSES = (r"\s", r"\w", r"\d")  # what the scans' patterns lean on: whitespace, word, digit
+_RE_CLASSES = [re.compile(c) for c in _CLASSES]
 
 
 @lru_cache(maxsize=1)
 def _jit_classes() -> list:
     import pcre2
 
-    return [pcre2.compile(c, flags=pcre2.UNICODE) for c in (r"\s", r"\w", r"\d")]
+    return [pcre2.compile(c, flags=pcre2.UNICODE) for c in _CLASSES]
 
 
 @lru_cache(maxsize=4096)
