@@ -12,9 +12,10 @@ from __future__ import annotations
 import csv
 import random
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 
-__all__ = ["size_bucket", "stratified", "write_sheet", "SHEET_COLUMNS"]
+__all__ = ["size_bucket", "stratified", "write_sheet", "sample_candidates", "SHEET_COLUMNS"]
 
 SHEET_COLUMNS = ("document_id", "sha256", "source_name", "model_version", "strategy", "field",
                  "extracted", "value", "page_number")
@@ -69,3 +70,21 @@ def write_sheet(path: Path, picked: Iterable[dict], fields: Sequence[str]) -> in
                     writer.writerow([*base, name, value, value, "" if page is None else page])
             count += 1
     return count
+
+
+def sample_candidates(lake_uri: str, since: datetime | None = None, *,
+                      include_labelled: bool = False) -> list[dict]:
+    """Documents that may be drawn: each one's latest result (published since ``since``), with
+    the document's name, format and pages, leaving out labelled documents unless asked."""
+    from evals.lakeio import read_labels, read_results, read_rows
+
+    documents = {r["document_id"]: r for r in read_rows(lake_uri, """
+        SELECT d.document_id, d.sha256, d.source_name, d.detected_format, j.pages
+        FROM documents AS d LEFT JOIN jobs AS j ON j.dt = d.dt AND j.job_id = d.latest_job_id""")}
+    labelled = set() if include_labelled else {x.document_id for x in read_labels(lake_uri)}
+    latest = {}
+    for r in sorted(read_results(lake_uri), key=lambda r: r.published_at):
+        if (since is None or r.published_at >= since) and r.document_id not in labelled:
+            latest[r.document_id] = r
+    return [{**documents.get(d, {}), "document_id": d, "model_version": r.model_version,
+             "strategy": r.strategy, "values": r.values} for d, r in latest.items()]

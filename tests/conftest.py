@@ -5,16 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from support.pdfgen import make_pdf
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from pdfgen import make_pdf  # noqa: E402
-
-from infra.settings import Settings  # noqa: E402
+from infra.settings import Settings
 
 
 def _find_shared() -> Path:

@@ -7,7 +7,7 @@ import json
 
 from typer.testing import CliRunner
 
-from infra.cli import app
+from infra.cli.main import app
 from ingest.planner import expand_sources
 
 runner = CliRunner()
@@ -89,7 +89,7 @@ def test_failures_have_failure_reason_and_jobs_have_source_name(tmp_path, pdf_fa
 
 
 def test_the_schema_reference_lists_and_describes_the_new_columns():
-    from infra.schema_doc import table
+    from infra.cli.render.schema_doc import table
 
     def described(name: str) -> dict[str, str]:
         found = table(name)

@@ -15,7 +15,7 @@ wr = pytest.importorskip("awswrangler")
 def test_athena_engine_sends_each_statement_with_the_settings(monkeypatch):
     import pandas as pd
 
-    from infra.cli import app
+    from infra.cli.main import app
 
     calls = []
 
@@ -37,7 +37,7 @@ def test_athena_engine_sends_each_statement_with_the_settings(monkeypatch):
 
 
 def test_athena_engine_needs_a_query():
-    from infra.cli import app
+    from infra.cli.main import app
 
     result = CliRunner().invoke(app, ["sql", "--engine", "athena"])
     assert result.exit_code == 2

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-import awsmoto
 import pytest
-from awsflow import INGEST_QUEUE, Deployment, FakeContext
+from support import awsmoto
+from support.awsflow import INGEST_QUEUE, Deployment, FakeContext
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("aws_lambda_powertools")
@@ -142,7 +142,7 @@ def test_the_fields_stage_on_aws_publishes_extracted_fields_at_the_result_addres
     sends the fields message once the text is final, the extraction image's fields handler
     claims and settles the result in DynamoDB, and the publisher, fed the claim's stream
     record, writes the JSON and the lake's result events (the rules strategy: no network)."""
-    from pdfgen import make_pdf
+    from support.pdfgen import make_pdf
 
     monkeypatch.setenv("DOCLAKE_FIELDS_SCHEMA", "nda")
     monkeypatch.setenv("DOCLAKE_FIELDS_STRATEGY", "rules")

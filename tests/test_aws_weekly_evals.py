@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import awsmoto
+from support import awsmoto
 
 from lake import events as ev
 

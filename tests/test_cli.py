@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from infra.cli import app
-from infra.output import plain
+from infra.cli.main import app
+from infra.cli.render.output import plain
 
 runner = CliRunner()
 FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",

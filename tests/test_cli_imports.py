@@ -15,7 +15,7 @@ HEAVY = ("pyarrow", "duckdb", "pandas", "numpy", "great_expectations", "sqlglot"
 
 PROBE = """
 import json, sys
-from infra.cli import app
+from infra.cli.main import app
 try:
     app(sys.argv[1:])
 except SystemExit:

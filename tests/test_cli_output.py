@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from infra.cli import app
+from infra.cli.main import app
 
 runner = CliRunner()
 FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
@@ -153,7 +153,7 @@ def test_short_help_and_version():
 
 def test_an_interrupted_worker_exits_130_and_says_what_finished(tmp_path):
     env = {**os.environ, **FAST}
-    process = subprocess.Popen([sys.executable, "-m", "infra.cli", "worker", "--home",
+    process = subprocess.Popen([sys.executable, "-m", "infra.cli.main", "worker", "--home",
                                 str(tmp_path / "h"), "--format", "json"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     while not (tmp_path / "h" / "search.db").exists() and process.poll() is None:

@@ -368,7 +368,7 @@ def test_compaction_on_s3(s3_lake) -> None:
 
 
 def test_lake_benchmark_runs_at_small_scale(tmp_path: Path, capsys) -> None:
-    from benchmarks.lake_bench import main
+    from infra.bench.lake_bench import main
 
     results = main(["--events", "3000", "--write-events", "300", "--single-write-events", "50",
                     "--anchor-events", "300", "--repeats", "1", "--workdir", str(tmp_path),

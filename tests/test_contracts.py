@@ -12,9 +12,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import awsmoto
-import cpu_tasks
 import pytest
+from support import awsmoto, cpu_tasks
 
 from extract.errors import TransientError, WorkerTimeout
 from extract.handlers.split import plan_pdf_units

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import cpu_tasks
 import pytest
+from support import cpu_tasks
 
 from extract.errors import TransientError, WorkerTimeout
 from infra.local.cpu import ProcessPoolRunner

@@ -23,7 +23,7 @@ DOCS = {f"doc{i}.pdf": 20 + 7 * i for i in range(8)}  # 20..69 pages, 356 in all
 
 
 def _doclake(*args: str, home: Path) -> list[str]:
-    return [sys.executable, "-m", "infra.cli", *args, "--home", str(home)]
+    return [sys.executable, "-m", "infra.cli.main", *args, "--home", str(home)]
 
 
 def _stored_pages(home: Path) -> dict[str, tuple[int, int]]:

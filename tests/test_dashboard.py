@@ -18,8 +18,8 @@ import sqlglot
 
 from dashboards import queries
 from dashboards.report import CHARTS, render
-from infra.bench_load import LoadSpec, run_load
-from infra.bench_plan import plan
+from infra.bench.load import LoadSpec, run_load
+from infra.bench.plan import plan
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not (SPLIT / "expected.tsv").exists(),
 
 
 def doclake(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "infra.cli", *args], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "infra.cli.main", *args], capture_output=True,
                           text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from pdfgen import make_pdf
+from support.pdfgen import make_pdf
 from typer.testing import CliRunner
 
 from extract.fields.strategies import STRATEGIES
-from infra.cli import app
+from infra.cli.main import app
 
 runner = CliRunner()
 FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
@@ -79,7 +79,7 @@ def user_schema(tmp_path, monkeypatch):
         "    tags: list[str] = []\n\n"
         "NotASchema = 3\n")
     monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.setitem(STRATEGIES, "fake", "fields_fakes:build")
+    monkeypatch.setitem(STRATEGIES, "fake", "support.fields_fakes:build")
 
 
 def test_run_with_a_users_schema_fills_result_fields(tmp_path, user_schema):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_gemini import Call, FakeGemini, answer
-from helpers import Harness
+from support.fake_gemini import Call, FakeGemini, answer
+from support.helpers import Harness
 from test_fields_pipeline import fields_messages, finished_job
 
 from extract.context import Delivery
@@ -211,10 +211,10 @@ async def test_the_simulated_provider_serves_both_strategies_offline(tmp_path, s
 
 
 def test_run_with_single_pass_against_the_fake_server_fills_results_and_the_ledger(tmp_path):
-    from pdfgen import make_pdf
+    from support.pdfgen import make_pdf
     from test_fields_cli import FAST, runner, sql
 
-    from infra.cli import app
+    from infra.cli.main import app
 
     docs, home = tmp_path / "docs", str(tmp_path / "home")
     docs.mkdir()
@@ -250,7 +250,7 @@ def test_run_with_single_pass_against_the_fake_server_fills_results_and_the_ledg
 
 
 async def test_a_provider_that_stays_down_releases_the_claim_for_a_later_delivery(tmp_path):
-    from fake_gemini import error
+    from support.fake_gemini import error
 
     with FakeGemini(lambda call: error(503)) as fake:
         harness, doc, outcome, _ = await extract_fields_pending(tmp_path, models(fake))

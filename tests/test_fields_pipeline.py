@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-import fields_fakes
 import pytest
-from helpers import Harness
-from pdfgen import make_pdf
 from pydantic import BaseModel
+from support import fields_fakes
+from support.helpers import Harness
+from support.pdfgen import make_pdf
 
 from extract.errors import TerminalError, TransientError
 from extract.fields.publish import publish_pending, publish_results
@@ -26,8 +26,8 @@ from lake.layout import page_key, result_key
 @pytest.fixture(autouse=True)
 def fake_strategy(monkeypatch):
     """``fake`` and ``fake2`` answer through ``fields_fakes``; its counters start empty."""
-    monkeypatch.setitem(STRATEGIES, "fake", "fields_fakes:build")
-    monkeypatch.setitem(STRATEGIES, "fake2", "fields_fakes:build")
+    monkeypatch.setitem(STRATEGIES, "fake", "support.fields_fakes:build")
+    monkeypatch.setitem(STRATEGIES, "fake2", "support.fields_fakes:build")
     monkeypatch.setattr(fields_fakes, "CALLS", [])
     monkeypatch.setattr(fields_fakes, "BEHAVIOUR", None)
 

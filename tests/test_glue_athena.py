@@ -427,7 +427,7 @@ def test_athena_failure_and_timeout_stop_the_run():
 def test_the_aws_catalog_command_creates_the_catalog(moto_endpoint, glue):
     from typer.testing import CliRunner
 
-    from infra.cli import app
+    from infra.cli.main import app
 
     env = {"AWS_ENDPOINT_URL": moto_endpoint, "AWS_ACCESS_KEY_ID": "testing",
            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import Harness
+from support.helpers import Harness
 
 from extract.handlers.split import plan_pdf_units
 from extract.handling import Outcome, handle_message

@@ -6,7 +6,7 @@ import json
 import shutil
 
 import pytest
-from helpers import Harness
+from support.helpers import Harness
 
 from extract.state import JobStatus
 from ingest.planner import IngestOutcome, expand_paths

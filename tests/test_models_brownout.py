@@ -26,7 +26,7 @@ CALM = {"DOCLAKE_READER": "simulated", "DOCLAKE_SIMULATED_LATENCY_SCALE": "0.05"
 
 def _run(folder: Path, home: Path, **extra: str) -> None:
     env = {**os.environ, **CALM, **extra}
-    done = subprocess.run([sys.executable, "-m", "infra.cli", "run", str(folder), "--reader",
+    done = subprocess.run([sys.executable, "-m", "infra.cli.main", "run", str(folder), "--reader",
                            "simulated", "--home",
                            str(home)], env=env, capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]

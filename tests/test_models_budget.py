@@ -40,7 +40,7 @@ def test_the_budget_follows_the_settings():
 def test_status_config_prints_the_budget(tmp_path):
     env = {**os.environ, "DOCLAKE_GEMINI_API_KEY": "secret-value-123"}
     (tmp_path / "home").mkdir()
-    out = subprocess.run([sys.executable, "-m", "infra.cli", "status", "--config", "--home",
+    out = subprocess.run([sys.executable, "-m", "infra.cli.main", "status", "--config", "--home",
                           str(tmp_path / "home"), "--format", "json"],
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr

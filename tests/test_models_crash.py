@@ -23,7 +23,7 @@ WINDOW_S = 2.0  # answer -> ledger row durable -> page stored takes well under t
 
 
 def _cli(*args: str, home: Path) -> list[str]:
-    return [sys.executable, "-m", "infra.cli", *args, "--home", str(home)]
+    return [sys.executable, "-m", "infra.cli.main", *args, "--home", str(home)]
 
 
 def _stored(home: Path) -> int:

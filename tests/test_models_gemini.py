@@ -6,7 +6,7 @@ import asyncio
 import base64
 
 import pytest
-from fake_gemini import Call, FakeGemini, answer, blocked_prompt, error
+from support.fake_gemini import Call, FakeGemini, answer, blocked_prompt, error
 
 from extract.errors import TerminalError
 from extract.models import CallSite, Image, Ledger, ModelConfig, ModelFailed, Prompt

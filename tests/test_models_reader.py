@@ -3,8 +3,8 @@ whose one page keeps failing is retried for that page only (the others are not p
 
 from __future__ import annotations
 
-from fake_gemini import Call, FakeGemini, answer, error
-from helpers import Harness
+from support.fake_gemini import Call, FakeGemini, answer, error
+from support.helpers import Harness
 from test_handlers import _split_and_read
 
 from extract.handling import Outcome, handle_message

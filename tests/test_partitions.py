@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import sqlglot
-from lakegen import failed_job, succeeded_job, uuid7_at
 from sqlglot import exp
+from support.lakegen import failed_job, succeeded_job, uuid7_at
 
 from lake import events as ev
 from lake.athena import athena_views

@@ -126,7 +126,7 @@ def test_a_password_is_kept_only_while_its_job_runs(tmp_path):
 @needs_corpus()
 def test_serve_takes_a_password_with_the_upload(settings):
     httpx = pytest.importorskip("httpx")
-    from infra.serve import ServeApp
+    from infra.serve.server import ServeApp
 
     app = ServeApp(settings).start()
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from helpers import Harness
+from support.helpers import Harness
 
 from extract.state import JobStatus
 from ingest.planner import IngestOutcome

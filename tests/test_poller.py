@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from datetime import timedelta
 
-from helpers import Harness
+from support.helpers import Harness
 
 from extract.handling import handle_message
 from extract.messages import INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE

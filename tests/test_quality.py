@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from lakegen import failed_job, succeeded_job
+from support.lakegen import failed_job, succeeded_job
 
 from evals.quality import CheckResult, QualityReport, check_lake, to_events
 from lake import events as ev
@@ -233,7 +233,7 @@ def test_a_checkpoint_run_writes_data_docs_into_the_given_folder(healthy_lake, t
 def test_lake_check_docs_prints_where_the_data_docs_are(tmp_path):
     from typer.testing import CliRunner
 
-    from infra.cli import app
+    from infra.cli.main import app
 
     home = tmp_path / "home"
     write(str(home / "lake"), healthy_events())

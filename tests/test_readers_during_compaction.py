@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow.fs as pafs
 import pytest
-from lakegen import uuid7_at
+from support.lakegen import uuid7_at
 
 from lake.catalog import connect, query, stable_listing
 from lake.compaction import compact

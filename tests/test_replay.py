@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 import pytest
-from lakegen import failed_job as lakegen_failed_job
-from lakegen import succeeded_job
+from support.lakegen import failed_job as lakegen_failed_job
+from support.lakegen import succeeded_job
 
 from lake import events as ev
 from lake.replay import Difference, JobState, ReplayState, UnitState, diff, replay

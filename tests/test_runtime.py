@@ -126,7 +126,7 @@ def test_a_two_page_letter_does_not_wait_behind_a_long_agreement(settings, pdf_f
 def test_one_parse_past_its_limit_retries_only_its_own_message(settings, pdf_factory):
     """The first read of one unit hangs (a hostile page, say) among many normal reads on two
     processes: it is killed at its limit, only its message is retried, and the run ends."""
-    import cpu_tasks
+    from support import cpu_tasks
 
     from extract.formats.pdf import read_text_layer
 

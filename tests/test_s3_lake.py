@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pyarrow.parquet as pq
 import pytest
-from lakegen import uuid7_at
+from support.lakegen import uuid7_at
 
 from lake import events as ev
 from lake.catalog import query

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from infra.serve import ServeApp
-from infra.serve_signing import ExpiredError, SignatureError, sign, verify
+from infra.serve.server import ServeApp
+from infra.serve.signing import ExpiredError, SignatureError, sign, verify
 
 httpx = pytest.importorskip("httpx")
 

@@ -1,7 +1,7 @@
 """Office files to PDF with headless LibreOffice, and encrypted Office files decrypted.
 
 Each conversion is a fresh ``soffice`` process (measured against a warm unoserver in
-``benchmarks/formats_bench.py``; see the README): a cold start costs about a second with a
+``infra/bench/formats_bench.py``; see the README): a cold start costs about a second with a
 ready profile, and no state survives from one file to the next, so a file that crashes or
 wedges LibreOffice cannot poison the one after it. What makes that cheap and safe:
 

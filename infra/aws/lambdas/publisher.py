@@ -15,7 +15,7 @@ reaches here (a replayed batch, a same-status update) is skipped:
   ``unpublished`` outbox (``gsi_unpublished``). Re-read with a consistent read and skipped once
   ``published_at`` is set, so a replayed stream batch publishes nothing twice;
 - a job item whose ``status`` changed to succeeded or failed and whose run asked for **no**
-  fields: its status is published with empty fields (``infra.serve_results``), so a caller
+  fields: its status is published with empty fields (``extract.result_json``), so a caller
   polling the address learns that the document is done. A job that asked for fields is left to
   its fields result (which a failed job gets too: ``job_failed``), as ``doclake serve`` does.
 """
@@ -28,10 +28,10 @@ from aws_lambda_powertools import Logger
 
 from extract.context import HandlerContext
 from extract.fields.publish import publish_results
+from extract.result_json import TERMINAL, publish_result
 from extract.state import FieldClaim
 from infra.aws.dynamodb import claim_from_item, decode_item
 from infra.aws.runtime import DirectSink, shared
-from infra.serve_results import TERMINAL, publish_result
 
 logger = Logger(service="doclake-publisher")
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from infra.errors import UserError
-from infra.home import Access, open_settings
+from infra.cli.errors import UserError
+from infra.cli.home import Access, open_settings
 
 HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
                        "(default $DOCLAKE_HOME, else ./.doclake).", show_default=False)]

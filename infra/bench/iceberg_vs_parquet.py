@@ -1,10 +1,10 @@
 """Compacted tables as Iceberg or as plain Parquet: the numbers behind docs/lake-decisions.md.
 
-    python -m benchmarks.iceberg_vs_parquet [--events 1000000] [--format table|json]
+    python -m infra.bench.iceberg_vs_parquet [--events 1000000] [--format table|json]
 
 Optional: needs ``pip install "pyiceberg[sql-sqlite,pyarrow]"`` and says so (exit 0) without it.
 
-The same events (``benchmarks.lake_data``, the rows compaction would produce) are stored twice:
+The same events (``infra.bench.lake_data``, the rows compaction would produce) are stored twice:
 
 - plain: one zstd Parquet file per (event_type, UTC day), row groups as ``lake.compaction``
   writes them, in the lake's own layout, read by ``lake.catalog`` (DuckDB ``read_parquet``);
@@ -12,7 +12,7 @@ The same events (``benchmarks.lake_data``, the rows compaction would produce) ar
   ``day(occurred_at)``, one append per day (as a daily compaction would commit), read through
   pyiceberg's Arrow scan and registered in DuckDB under the same views (``lake.views``).
 
-Measured: write time, the analyst queries of ``benchmarks.lake_bench`` end to end, a projected
+Measured: write time, the analyst queries of ``infra.bench.lake_bench`` end to end, a projected
 single-table query (Iceberg's best case), the cost of small appends (if raw events went straight
 to Iceberg), and the moving parts (files, metadata, packages).
 """
@@ -32,8 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.lake_bench import QUERIES
-from benchmarks.lake_data import build_stream
+from infra.bench.lake_bench import QUERIES
+from infra.bench.lake_data import build_stream
 from lake.catalog import connect
 from lake.compaction import ROW_GROUP_ROWS
 from lake.events import EVENT_TYPES
@@ -228,7 +228,7 @@ def render(r: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict | None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.iceberg_vs_parquet",
+    parser = argparse.ArgumentParser(prog="python -m infra.bench.iceberg_vs_parquet",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)

@@ -1,8 +1,8 @@
 """``doclake evals ...``: labels in, scores out, failures, fine-tuning sets and the weekly report.
 
-The work is in ``evals`` (which imports only ``lake``); this module wires it: the home and its
-lake, the time window, and the schema knowledge ``evals`` must not import (how a schema's values
-become benchmark tokens, which fields are lists, how to read a stored page).
+The work is in ``evals`` (which imports only ``lake``) and the schema knowledge it must not
+import is in ``infra.evals_wiring``; this module parses arguments (the home, the time window),
+calls them and prints.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from infra.errors import UserError, at_least
-from infra.home import Access, open_settings
-from infra.output import FormatOption, print_object, print_records, resolve_format
+from infra import evals_wiring
+from infra.cli.errors import UserError, at_least
+from infra.cli.home import Access, open_settings
+from infra.cli.render.output import FormatOption, print_object, print_records, resolve_format
 
 evals_app = typer.Typer(no_args_is_help=True, help="Label documents, score field accuracy over "
                         "live traffic, read failures, export fine-tuning sets.")
@@ -55,18 +56,6 @@ def parse_moment(value: str | None, now: datetime, option: str) -> datetime | No
 
 def _lake(home: Path | None) -> str:
     return open_settings(home, Access.READ).lake
-
-
-def _kleister_normalizer(field: str, value: str) -> str:
-    from extract.fields.schemas import kleister_value
-
-    return kleister_value(value)
-
-
-def normalizers() -> dict:
-    """How each schema's values become tokens: the NDA schema in the benchmark's form; other
-    schemas (MODULE:CLASS) get ``evals.scoring.plain_value``."""
-    return {"nda": _kleister_normalizer}
 
 
 def _now() -> datetime:
@@ -151,10 +140,10 @@ def score(
               "until": parse_moment(until, now, "--until") or now}
     settings = open_settings(home, Access.READ if dry_run else Access.WRITE)
     if dry_run:
-        run = score_lake(settings.lake, **window, normalizers=normalizers(),
+        run = score_lake(settings.lake, **window, normalizers=evals_wiring.normalizers(),
                          resamples=resamples, seed=seed)
     else:
-        run = run_scoring(settings.lake, **window, now=now, normalizers=normalizers(),
+        run = run_scoring(settings.lake, **window, now=now, normalizers=evals_wiring.normalizers(),
                           resamples=resamples, seed=seed)
     if output_format == "json":
         print_object(run.to_dict(), "json")
@@ -197,18 +186,10 @@ def score_rows(run) -> list[tuple]:
 
 
 def page_reader(settings):
-    """(document_id, job_id) -> the job's stored pages, in order, from the home's objects."""
+    """(document_id, job_id) -> the job's stored pages, from the home's objects."""
     from infra.local.objectstore import FolderObjectStore
-    from lake.layout import pages_prefix
 
-    store = FolderObjectStore(settings.home / "objects")
-
-    def read(document_id: str, job_id: str) -> list[tuple[int, str]]:
-        keys = sorted(store.list(pages_prefix(document_id, job_id)))
-        return [(int(key.rsplit("/", 1)[-1].split(".")[0]), store.get(key).decode("utf-8"))
-                for key in keys if key.endswith(".md")]
-
-    return read
+    return evals_wiring.page_reader(FolderObjectStore(settings.home / "objects"))
 
 
 @evals_app.command()
@@ -231,7 +212,7 @@ def failures(
     settings = open_settings(home, Access.READ)
     run = score_lake(settings.lake, since=parse_moment(since, now, "--since"),
                      until=parse_moment(until, now, "--until") or now,
-                     normalizers=normalizers(), resamples=0)
+                     normalizers=evals_wiring.normalizers(), resamples=0)
     rows = found.failures(run.scored, page_reader(settings), field=field)
     if out is not None:
         out.write_text(found.markdown(rows), encoding="utf-8")
@@ -257,7 +238,7 @@ def export_finetune(
 ) -> None:
     """Fine-tuning JSONL (Gemini or OpenAI), split by content hash, duplicates removed."""
     from evals.finetune import FORMATS, build_examples, write_set
-    from evals.lakeio import read_labels, read_results
+    from evals.finetune_sources import finetune_documents
 
     if file_format not in FORMATS:
         raise UserError(f"--format {file_format!r} is not a fine-tuning format",
@@ -265,20 +246,8 @@ def export_finetune(
     if include not in ("labelled", "agreement"):
         raise UserError(f"--include {include!r} is not a rule", "use labelled or agreement")
     settings = open_settings(home, Access.READ)
-    read_pages = page_reader(settings)
-    labels = read_labels(settings.lake)
-    results = read_results(settings.lake)
-    latest = {}
-    for result in sorted(results, key=lambda r: r.published_at):
-        if result.status == "succeeded":
-            latest[result.document_id] = result
-    documents = [(label.document_id, "labelled",
-                  read_pages(label.document_id, latest[label.document_id].job_id),
-                  label.values, label.value_format)
-                 for label in labels if label.document_id in latest]
-    if include == "agreement":
-        documents += _agreeing(results, {label.document_id for label in labels}, read_pages)
-    examples = build_examples(documents, list_fields=_list_fields(), max_chars=max_chars)
+    documents = finetune_documents(settings.lake, page_reader(settings), include)
+    examples = build_examples(documents, list_fields=evals_wiring.list_fields(), max_chars=max_chars)
     if not examples:
         raise UserError("nothing to export: no labelled document has a result with text",
                         "import labels first (doclake evals import-labels)")
@@ -287,35 +256,6 @@ def export_finetune(
                          validation_percent=validation_percent)
     print_object({**manifest.counts, "manifest": str(out.with_name(f"{out.stem}.manifest.json"))},
                  resolve_format(None))
-
-
-def _list_fields() -> tuple[str, ...]:
-    """List fields of the built-in schema (a user schema's lists are read from its labels)."""
-    from extract.fields.schemas import NdaFields
-
-    return tuple(name for name, info in NdaFields.model_fields.items()
-                 if getattr(info.annotation, "__origin__", None) is list)
-
-
-def _agreeing(results, labelled: set[str], read_pages) -> list[tuple]:
-    """Unlabelled documents whose latest result per (model_version, strategy), two or more of
-    them, carry the same values (case-insensitively): a confirmation by agreement."""
-    from evals.scoring import group_of
-
-    by_document: dict[str, dict] = {}
-    for r in sorted(results, key=lambda r: r.published_at):
-        if r.status == "succeeded" and r.document_id not in labelled:
-            by_document.setdefault(r.document_id, {})[group_of(r)] = r
-    chosen = []
-    for document_id, groups in sorted(by_document.items()):
-        answers = {tuple(sorted((k, tuple(v.upper() for v, _ in vs))
-                                for k, vs in r.values.items())) for r in groups.values()}
-        if len(groups) >= 2 and len(answers) == 1:
-            newest = max(groups.values(), key=lambda r: r.published_at)
-            chosen.append((document_id, "confirmed", read_pages(document_id, newest.job_id),
-                           {k: tuple(v for v, _ in vs) for k, vs in newest.values.items()},
-                           "text"))
-    return chosen
 
 
 @evals_app.command()
@@ -328,7 +268,7 @@ def report(
     from evals.weekly import write_weekly_report
 
     settings = open_settings(home, Access.READ)
-    written = write_weekly_report(settings.lake, out, _now(), normalizers=normalizers())
+    written = write_weekly_report(settings.lake, out, _now(), normalizers=evals_wiring.normalizers())
     console.print("wrote " + " and ".join(written.values()))
 
 
@@ -345,28 +285,12 @@ def sample(
 ) -> None:
     """Pick documents to label (stratified by model version, strategy, format and size) and
     write a sheet with the extracted values prefilled; import it with --format csv."""
-    from evals.lakeio import read_labels, read_results, read_rows
-    from evals.sample import stratified, write_sheet
+    from evals.sample import sample_candidates, stratified, write_sheet
 
     now = _now()
     settings = open_settings(home, Access.READ)
-    start = parse_moment(since, now, "--since")
-    documents = {r["document_id"]: r for r in read_rows(settings.lake, """
-        SELECT d.document_id, d.sha256, d.source_name, d.detected_format, j.pages
-        FROM documents AS d LEFT JOIN jobs AS j ON j.dt = d.dt AND j.job_id = d.latest_job_id""")}
-    labelled = set() if include_labelled else {x.document_id for x in read_labels(settings.lake)}
-    latest = {}
-    for r in sorted(read_results(settings.lake), key=lambda r: r.published_at):
-        if (start is None or r.published_at >= start) and r.document_id not in labelled:
-            latest[r.document_id] = r
-    candidates = [{**documents.get(d, {}), "document_id": d, "model_version": r.model_version,
-                   "strategy": r.strategy, "values": r.values} for d, r in latest.items()]
+    candidates = sample_candidates(settings.lake, parse_moment(since, now, "--since"),
+                                   include_labelled=include_labelled)
     picked = stratified(candidates, n, seed)
-    written = write_sheet(out, picked, _schema_fields())
+    written = write_sheet(out, picked, evals_wiring.schema_fields())
     console.print(f"wrote {written} documents of {len(candidates)} candidates to {out}")
-
-
-def _schema_fields() -> tuple[str, ...]:
-    from extract.fields.schemas import NdaFields
-
-    return tuple(NdaFields.model_fields)

@@ -79,7 +79,7 @@ def _timed(command: list[str]) -> tuple[float, float, str]:
 
 def _doclake_command() -> list[str]:
     script = Path(sys.executable).with_name("doclake")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "infra.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "infra.cli.main"]
 
 
 def _timed_run(folder: Path, home: Path, reader: str, fields: str) -> tuple[float, float]:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from infra.errors import UserError
-from infra.output import print_records, print_rows
+from infra.cli.errors import UserError
+from infra.cli.render.output import print_records, print_rows
 
 stderr = Console(stderr=True, highlight=False)
 
@@ -146,7 +146,7 @@ def _enable_readline() -> None:
 
 def _dot_command(line: str, output_format: str) -> bool:
     """Run a dot command; False for ``.quit``."""
-    from infra import schema_doc
+    from infra.cli.render import schema_doc
 
     command, _, argument = line.partition(" ")
     argument = argument.strip().rstrip(";")
@@ -166,14 +166,14 @@ def _dot_command(line: str, output_format: str) -> bool:
 
 
 def print_tables(output_format: str) -> None:
-    from infra import schema_doc
+    from infra.cli.render import schema_doc
 
     print_records(("table", "description"),
                   ((t.name, t.description) for t in schema_doc.tables()), output_format)
 
 
 def print_schema(name: str, output_format: str) -> bool:
-    from infra import schema_doc
+    from infra.cli.render import schema_doc
 
     doc = schema_doc.table(name)
     if doc is None:
@@ -186,7 +186,7 @@ def print_schema(name: str, output_format: str) -> bool:
 
 def print_reference(output_format: str) -> None:
     """Every table and column in one listing (``doclake schema``)."""
-    from infra import schema_doc
+    from infra.cli.render import schema_doc
 
     print_records(("table", "column", "type", "description"),
                   ((t.name, c.name, c.type, c.description)

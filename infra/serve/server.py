@@ -13,7 +13,7 @@ Refusals are 4xx with a JSON ``error`` and store nothing: 403 for a wrong or exp
 409 for a second upload to a used slot, 411 without a Content-Length, 413 over the slot's
 limit (decided from the header, before a byte is read; a body longer than announced is never
 read past it). The embedded runtime works the jobs in a background thread, as ``doclake worker``
-would, and a small loop publishes each finished job's result (``infra.serve_results``).
+would, and a small loop publishes each finished job's result (``extract.result_json``).
 Binds 127.0.0.1 unless told otherwise: this is a development door, with no TLS and no accounts.
 """
 
@@ -32,8 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from infra.serve_results import publish_result
-from infra.serve_signing import ExpiredError, SignatureError, sign, verify
+from extract.result_json import publish_result
+from infra.serve.signing import ExpiredError, SignatureError, sign, verify
 from infra.settings import Settings
 from ingest.uploads import Slot, Upload, new_slot, plan_upload
 from lake.layout import result_key

@@ -1,4 +1,4 @@
-"""``doclake serve``'s command line (the server itself: ``infra.serve``)."""
+"""``doclake serve``'s command line (the server itself: ``infra.serve.server``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from infra.errors import at_least
-from infra.home import Access, open_settings
+from infra.cli.errors import at_least
+from infra.cli.home import Access, open_settings
 
 
 def serve(
@@ -24,8 +24,8 @@ def serve(
                          "max_file_bytes setting).")] = None,
 ) -> None:
     """The front door on one machine: POST /uploads, PUT the file, GET its result JSON."""
-    from infra.errors import UserError
-    from infra.serve import serve_command
+    from infra.cli.errors import UserError
+    from infra.serve.server import serve_command
 
     if expiry_s > 900:
         raise UserError(f"--expiry-s {expiry_s} is over 15 minutes", "use at most 900")

@@ -12,9 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-import awsmoto
-
 from extract.messages import FIELDS_QUEUE, INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE
+from support import awsmoto
 
 INGEST_QUEUE = "ingest"
 PIPELINE_QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE, FIELDS_QUEUE)

@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from infra.errors import UserError, settings_error
+from infra.cli.errors import UserError, settings_error
 
 HOME_HINT = "pass --home DIR or set DOCLAKE_HOME to the folder `doclake run` used"
 

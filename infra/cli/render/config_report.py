@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from extract.models.budget import RetryBudget, retry_budget
 from extract.models.config import ModelConfig
-from infra.output import print_records, print_table
+from infra.cli.render.output import print_records, print_table
 
 __all__ = ["ConfigReport", "read_config"]
 

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
-from infra.errors import UserError
+from infra.cli.errors import UserError
 
 FORMATS = ("table", "csv", "json")
 

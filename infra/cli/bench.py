@@ -2,7 +2,7 @@
 
 ``pipeline`` times ``doclake run`` on a folder of PDFs (the Kleister NDA train split by default,
 plus one long document) beside a plain single-process pypdfium2 loop, both as fresh processes
-(``infra.bench_pipeline``), and breaks the run's time down by stage.
+(``infra.bench.pipeline``), and breaks the run's time down by stage.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def pipeline(
 ) -> None:
     """`doclake run` against a plain single-process pypdfium2 loop: same pages, start-up counted,
     median of alternating rounds; then where the time goes, stage by stage."""
-    from infra.bench_pipeline import build_set, compare, stage_breakdown
-    from infra.output import print_object, resolve_format
+    from infra.bench.pipeline import build_set, compare, stage_breakdown
+    from infra.cli.render.output import print_object, resolve_format
 
     output_format = resolve_format(output_format)
     if not folder.is_dir():
@@ -64,8 +64,8 @@ def fields(
 ) -> None:
     """What the fields stage adds: `doclake run` with `--fields none` and with `--fields nda`
     (the offline rules), fresh processes and homes, median of alternating rounds."""
-    from infra.bench_pipeline import compare_fields
-    from infra.output import print_object, resolve_format
+    from infra.bench.pipeline import compare_fields
+    from infra.cli.render.output import print_object, resolve_format
 
     output_format = resolve_format(output_format)
     if not folder.is_dir():
@@ -79,7 +79,7 @@ HomeOption = Annotated[Path | None, typer.Option(
 
 
 def _load(spec, home: Path | None) -> dict:
-    from infra.bench_load import run_load
+    from infra.bench.load import run_load
 
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
@@ -110,8 +110,8 @@ def burst(
 ) -> None:
     """A burst (or a steady stream) of simulated documents against Little's law: throughput
     beside C/S, drain beside N*S/C, latency split into queue wait, read and publish."""
-    from infra.bench_load import LoadSpec
-    from infra.output import print_object, resolve_format
+    from infra.bench.load import LoadSpec
+    from infra.cli.render.output import print_object, resolve_format
 
     output_format = resolve_format(output_format)
     if cap not in ("read", "all"):
@@ -137,9 +137,9 @@ def fanout(
 ) -> None:
     """One long document at high concurrency, against its slowest unit plus one poll interval
     (a job cannot finish before its slowest unit; the poller notices within one interval)."""
-    from infra.bench_docs import expected_hold_s
-    from infra.bench_load import LoadSpec
-    from infra.output import print_object, resolve_format
+    from infra.bench.load import LoadSpec
+    from infra.bench.load_docs import expected_hold_s
+    from infra.cli.render.output import print_object, resolve_format
 
     output_format = resolve_format(output_format)
     spec = LoadSpec(docs=1, concurrency=concurrency, pages=pages, cap="all",
@@ -172,10 +172,10 @@ def plan(
 ) -> None:
     """What concurrency drains DOCS within WITHIN seconds, from the lake's measured service
     times, and what it costs."""
-    from infra.bench_plan import plan as make_plan
-    from infra.errors import UserError
-    from infra.home import Access, open_settings
-    from infra.output import print_object, resolve_format
+    from infra.bench.plan import plan as make_plan
+    from infra.cli.errors import UserError
+    from infra.cli.home import Access, open_settings
+    from infra.cli.render.output import print_object, resolve_format
 
     output_format = resolve_format(output_format)
     settings = open_settings(home, Access.READ)

@@ -53,7 +53,7 @@ def athena_sql(query: str, output_format: str, *, environ=None) -> None:
     """Run the same SQL on Athena through awswrangler and print it like the DuckDB engine."""
     import awswrangler as wr
 
-    from infra.output import print_records
+    from infra.cli.render.output import print_records
 
     settings = athena_settings(environ)
     for statement in [s.strip() for s in query.split(";") if s.strip()]:

@@ -1,6 +1,6 @@
 """What small files cost the lake, and what compaction buys back.
 
-    python -m benchmarks.lake_bench [--events 1000000] [--format table|json]
+    python -m infra.bench.lake_bench [--events 1000000] [--format table|json]
 
 One run measures, each figure labelled with the number of events (N) it used:
 
@@ -15,7 +15,7 @@ One run measures, each figure labelled with the number of events (N) it used:
     one-file-per-event time to ``--events`` (an extrapolation, labelled so: a million files take
     longer to write than this benchmark's budget).
 
-The lakes in (b) and (c) are written by ``benchmarks.lake_data.write_lake``: the same rows and the
+The lakes in (b) and (c) are written by ``infra.bench.lake_data.write_lake``: the same rows and the
 same files the writer would make, without pydantic and fsync, because a million events through
 pydantic would take most of the budget; the write figures in (a) are the real writer's.
 """
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.lake_data import build_stream, flush_events, iter_flushes, write_lake
+from infra.bench.lake_data import build_stream, flush_events, iter_flushes, write_lake
 from lake.catalog import connect
 from lake.compaction import compact
 from lake.writer import ParquetEventWriter
@@ -322,7 +322,7 @@ def render(results: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.lake_bench", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m infra.bench.lake_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the big lake")
     parser.add_argument("--write-events", type=int, default=50_000,

@@ -2,7 +2,7 @@
 conversion per file (cold soffice as the pipeline runs it; warm unoserver when installed), OCR
 per page with every core busy, and a 14-sheet workbook through the whole runtime.
 
-    .venv/bin/python benchmarks/formats_bench.py [--corpus ../shared/corpus] [--skip office,ocr]
+    .venv/bin/python -m infra.bench.formats_bench [--corpus ../shared/corpus] [--skip office,ocr]
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from extract.formats.office import ConvertLimits, convert_to_pdf  # noqa: E402
-from extract.formats.sniff import sniff_file  # noqa: E402
-from extract.formats.spreadsheet import SheetLimits, plan_workbook, read_sheet  # noqa: E402
+from extract.formats.office import ConvertLimits, convert_to_pdf
+from extract.formats.sniff import sniff_file
+from extract.formats.spreadsheet import SheetLimits, plan_workbook, read_sheet
 
 OFFICE = ["doc/poi_SampleDoc.doc", "docx/python-docx_comments.docx",
           "docx/python-docx_having_images.docx", "odt/sample-files_libreoffice_source.odt",

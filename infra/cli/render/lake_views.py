@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infra.errors import UserError
+from infra.cli.errors import UserError
 
 DIALECTS = ("duckdb", "athena")
 

@@ -2,7 +2,7 @@
 
 A run makes ``docs`` PDFs named ``<run_id>-NNNN.pdf``, lets them arrive (all at once, like a
 dropped data room, or at a steady rate), reads them with the simulated provider at the latency
-scale that holds each document about ``service_s`` seconds (``infra.bench_docs``), and runs the
+scale that holds each document about ``service_s`` seconds (``infra.bench.load_docs``), and runs the
 same ``LocalRuntime`` as ``doclake run`` with ``concurrency`` workers. Nothing is timed from
 Python for the figures: they are computed by ``RUN_SQL`` over the lake the run wrote, so anyone
 can recompute them with ``doclake sql`` (the README shows how).
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from infra.bench_docs import latency_scale, make_documents
+from infra.bench.load_docs import latency_scale, make_documents
 
 # The jobs of one run: its documents are named ``<run_id>-NNNN.pdf``. Every query below starts
 # from it (``for_run`` fills it in).

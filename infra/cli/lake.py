@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from infra.errors import at_least
+from infra.cli.errors import at_least
 
 lake_app = typer.Typer(no_args_is_help=True, help="Maintain and verify the event lake.")
 
@@ -20,8 +20,8 @@ HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
 
 
 def _settings(home: Path | None, access=None):
-    """Settings over an existing home (``infra.home``): these commands never create one."""
-    from infra.home import Access, open_settings
+    """Settings over an existing home (``infra.cli.home``): these commands never create one."""
+    from infra.cli.home import Access, open_settings
 
     return open_settings(home, access or Access.WRITE)
 
@@ -59,7 +59,7 @@ def replay(
                      "exit 1 on any difference.")] = False,
 ) -> None:
     """Rebuild job and unit state from the events alone."""
-    from infra.home import Access
+    from infra.cli.home import Access
     from infra.local.jobstore import SqliteJobStore
     from lake.replay import diff
     from lake.replay import replay as rebuild
@@ -92,7 +92,7 @@ def check(
 ) -> None:
     """Run the data-quality checkpoint over the tables; exit 1 if an expectation fails."""
     from evals.quality import check_lake, to_events
-    from infra.output import print_records, resolve_format
+    from infra.cli.render.output import print_records, resolve_format
     from lake.writer import ParquetEventWriter
 
     output_format = resolve_format(output_format)
@@ -132,8 +132,8 @@ def views(
                    "views instead of printing them.")] = None,
 ) -> None:
     """The CREATE VIEW statements of every table over this lake, for any SQL client."""
-    from infra.home import Access
-    from infra.lake_views import view_statements, write_database
+    from infra.cli.home import Access
+    from infra.cli.render.lake_views import view_statements, write_database
 
     lake = _settings(home, Access.READ).lake if dialect == "duckdb" else ""
     statements = view_statements(lake, dialect)

@@ -3,11 +3,11 @@
 Conventions every command follows (later ones inherit them):
 
 - a user's mistake is a ``UserError``: one message naming the value and what is allowed, exit 2
-  (``infra.errors``); ``--debug`` shows the traceback instead;
+  (``infra.cli.errors``); ``--debug`` shows the traceback instead;
 - ``run``, ``worker`` and ``serve`` create the home; commands that read refuse a missing one
-  (``infra.home``);
+  (``infra.cli.home``);
 - data goes to stdout in ``--format table|csv|json``, a table only on a terminal
-  (``infra.output``); progress and notes go to stderr;
+  (``infra.cli.render.output``); progress and notes go to stderr;
 - heavy libraries (pyarrow, duckdb, pandas, sqlglot, boto3) are imported inside the commands that
   use them, so ``doclake --help`` and small commands start fast.
 """
@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from infra.bench import bench_app
-from infra.cli_aws import aws_app
-from infra.cli_dashboard import dashboard as dashboard_command
-from infra.cli_evals import evals_app
-from infra.cli_fields import fields_app
-from infra.cli_lake import lake_app
-from infra.errors import DoclakeGroup, UserError, at_least, set_debug
-from infra.home import Access, open_settings
-from infra.output import FormatOption, print_object, print_records, resolve_format
-from infra.serve_cli import serve as serve_command
+from infra.cli.aws import aws_app
+from infra.cli.bench import bench_app
+from infra.cli.dashboard import dashboard as dashboard_command
+from infra.cli.errors import DoclakeGroup, UserError, at_least, set_debug
+from infra.cli.evals import evals_app
+from infra.cli.fields import fields_app
+from infra.cli.home import Access, open_settings
+from infra.cli.lake import lake_app
+from infra.cli.render.output import FormatOption, print_object, print_records, resolve_format
+from infra.cli.serve import serve as serve_command
 
 if TYPE_CHECKING:
     from infra.local.runtime import LocalRuntime
@@ -114,8 +114,8 @@ def run(
     per_file = _per_file_passwords(passwords, files, paths)
     settings = open_settings(home, Access.CREATE, options={"concurrency": "--concurrency"},
                              concurrency=concurrency, password=password, reader=reader)
+    from infra.cli.render.run_report import RunReport, progress_bar
     from infra.local.runtime import LocalRuntime
-    from infra.run_report import RunReport, progress_bar
 
     runtime = LocalRuntime(settings)
     started = time.perf_counter()
@@ -232,8 +232,8 @@ def worker(
     """Resume and drain pending work (after a crash, say)."""
     output_format = resolve_format(output_format)
     settings = open_settings(home, Access.CREATE, password=password)
+    from infra.cli.render.run_report import WorkerReport
     from infra.local.runtime import LocalRuntime
-    from infra.run_report import WorkerReport
 
     runtime = LocalRuntime(settings)
     recovered = runtime.recover()
@@ -263,11 +263,11 @@ def status(
     output_format: FormatOption = None,
 ) -> None:
     """Documents by the status of their latest job, failure reasons, queue depths."""
-    from infra.status import read_status
+    from infra.cli.render.status import read_status
 
     output_format = resolve_format(output_format)
     if config:
-        from infra.config_report import read_config
+        from infra.cli.render.config_report import read_config
 
         report_config = read_config(open_settings(home, Access.READ))
         if output_format == "json":
@@ -329,7 +329,7 @@ def sql(
                       "with a description of each, and exit.")] = False,
 ) -> None:
     """Query the lake with DuckDB; no query opens an interactive prompt."""
-    from infra import sqlshell
+    from infra.cli import sqlshell
 
     output_format = resolve_format(output_format)
     if tables:
@@ -338,7 +338,7 @@ def sql(
     if engine == "athena":
         if query is None:
             raise UserError("--engine athena needs a query", "give the SQL as an argument")
-        from infra.cli_aws import athena_sql
+        from infra.cli.aws import athena_sql
 
         athena_sql(query, output_format)
         return
@@ -360,7 +360,8 @@ def schema(
     output_format: FormatOption = None,
 ) -> None:
     """The tables an analyst queries, their columns and what each means."""
-    from infra import schema_doc, sqlshell
+    from infra.cli import sqlshell
+    from infra.cli.render import schema_doc
 
     output_format = resolve_format(output_format)
     if table is None:

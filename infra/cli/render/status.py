@@ -13,7 +13,7 @@ from typing import Any
 
 from extract.messages import QUEUES
 from extract.state import Job, JobStatus
-from infra.output import print_table
+from infra.cli.render.output import print_table
 
 
 @dataclass(frozen=True)

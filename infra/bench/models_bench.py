@@ -5,7 +5,7 @@ cannot finish before its slowest unit, and the poller notices within one interva
 pages and the fallback share come from the ledger (``daily_costs``, ``pages``), as an analyst would
 get them. Everything goes through ``doclake run`` in a fresh process, like a user's run.
 
-    .venv/bin/python -m benchmarks.models_bench [--pages 300] [--concurrency 64] [--scale 1.0]
+    .venv/bin/python -m infra.bench.models_bench [--pages 300] [--concurrency 64] [--scale 1.0]
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from pathlib import Path
 
 
 def _make_pdf(path: Path, pages: int) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from pdfgen import make_pdf
+    """Blank pages: the simulated provider reads images, so content makes no difference."""
+    from infra.bench.load_docs import make_documents
 
-    make_pdf(path, [f"benchmark page {n} of {pages}" for n in range(1, pages + 1)])
+    made = make_documents(path.parent, path.stem, 1, pages)[0]
+    made.rename(path)
 
 
 def main() -> None:
@@ -47,7 +48,7 @@ def main() -> None:
                "DOCLAKE_POLL_INTERVAL_S": str(args.poll_interval),
                "DOCLAKE_CONCURRENCY": str(args.concurrency)}
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "infra.cli", "run", str(folder), "--reader",
+        subprocess.run([sys.executable, "-m", "infra.cli.main", "run", str(folder), "--reader",
                         "simulated", "--home", str(home)], env=env, check=True,
                        stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - started

@@ -1,0 +1,1 @@
+"""The `doclake` command: one module per command group; what it prints is in `render/`."""

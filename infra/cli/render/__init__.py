@@ -1,0 +1,1 @@
+"""What the `doclake` command prints: tables, run summaries, status, schema and view listings."""
