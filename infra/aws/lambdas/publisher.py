@@ -29,7 +29,7 @@ from aws_lambda_powertools import Logger
 from extract.context import HandlerContext
 from extract.fields.publish import publish_results
 from extract.state import FieldClaim
-from infra.aws.dynamodb import claim_from_item, decode_item
+from infra.aws.dynamo_items import claim_from_item, decode_item
 from infra.aws.runtime import DirectSink, shared
 from infra.serve_results import TERMINAL, publish_result
 
