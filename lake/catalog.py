@@ -42,12 +42,11 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lake.events import EVENT_TYPES
-from lake.layout import EVENTS_PREFIX, event_type_prefix, name_fingerprint
+from lake.files import open_lake
+from lake.layout import COMPACTED_PREFIX, EVENTS_PREFIX, event_type_prefix, name_fingerprint
 from lake.schema import arrow_fingerprint, arrow_schema, columns
 from lake.views import DERIVED_VIEWS, dedup_sql, dedup_view, events_sql, raw_view
-from lake.writer import open_lake
 
-COMPACTED_PREFIX = "compacted-"  # lake.compaction.OUTPUT_PREFIX (compaction imports this module)
 DEFAULT_RETRIES = 8
 LISTING_ATTEMPTS = 10
 BACKOFF_S = 0.05

@@ -12,6 +12,8 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 
 EVENTS_PREFIX = "events"
+COMPACTED_PREFIX = "compacted-"
+"""The name of every file compaction writes (the catalog tells compactions from new data by it)."""
 
 DOCUMENT_EVENT_TYPES = frozenset({"document_registered", "format_detected", "result_published",
                                   "result_field"})

@@ -30,6 +30,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from lake.events import Event
+from lake.files import fsync_directory, open_lake
 from lake.layout import (
     DOCUMENT_EVENT_TYPES,
     data_file_name,
@@ -40,19 +41,6 @@ from lake.layout import (
 from lake.schema import arrow_fingerprint, arrow_schema, to_table
 
 logger = logging.getLogger(__name__)
-
-
-def open_lake(uri: str) -> tuple[pafs.FileSystem, str]:
-    """A filesystem and root path for a lake URI: a local folder or ``s3://bucket/prefix``."""
-    if "://" not in uri:
-        os.makedirs(uri, exist_ok=True)
-        return pafs.LocalFileSystem(), os.path.abspath(uri)
-    if uri.startswith("s3://"):
-        from lake.s3 import open_s3  # honours DOCLAKE_S3_ENDPOINT / AWS_ENDPOINT_URL
-
-        return open_s3(uri)
-    fs, path = pafs.FileSystem.from_uri(uri)
-    return fs, path
 
 
 @dataclass
@@ -185,7 +173,7 @@ class ParquetEventWriter:
         self._compaction = self._compactor.submit(self._compact, due)
 
     def _compact(self, folders: list[str]) -> None:
-        from lake.compaction import compact  # compaction imports this module
+        from lake.compaction import compact  # loaded only when a compaction runs (numpy)
 
         for folder in folders:
             event_type = folder.rsplit("/", 2)[-2].removeprefix("event_type=")
@@ -288,15 +276,6 @@ def _make_folders(folder: str, root: str) -> set[str]:
         path = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     return {os.path.dirname(p) for p in missing}
-
-
-def fsync_directory(path: str) -> None:
-    """Make a folder's entries (renames, new files, new sub-folders) durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from lake import compaction
+from lake import compaction_files
 from lake.catalog import connect
 from lake.compaction import PartitionReport, compact
 from lake.events import EVENT_TYPES, Event, JobCreated, PageRead, UnitDone, UnitStarted
@@ -226,7 +226,7 @@ def test_a_failed_write_leaves_inputs_and_no_temporary_file(tmp_path: Path, monk
     def broken_close(self) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(compaction._RollingWriter, "_close_file", broken_close)
+    monkeypatch.setattr(compaction_files.RollingWriter, "_close_file", broken_close)
     report = compact(str(tmp_path))
 
     assert report.partitions == [] and len(report.errors) == 4

@@ -80,7 +80,7 @@ def test_events_round_trip_through_an_s3_lake_with_the_endpoint_from_env(aws_env
     """``AWS_ENDPOINT_URL`` alone must carry both the writer and ``lake.catalog.query``.
 
     If this fails on another pyarrow build, that build ignores the variable: use
-    ``lake.s3.open_s3`` (explicit ``endpoint_override``) in ``lake.writer.open_lake``.
+    ``lake.s3.open_s3`` (explicit ``endpoint_override``) in ``lake.files.open_lake``.
     """
     aws_env.setenv("AWS_ENDPOINT_URL", moto_endpoint)
     uri = f"s3://{bucket}/prod"

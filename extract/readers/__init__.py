@@ -7,12 +7,13 @@ is one new module and one entry in ``READERS``.
 
 from __future__ import annotations
 
-from extract.readers.base import PageReader, PageText, ReaderChain, ReaderUnavailable
+from extract.readers.base import PageReader, PageText, ReaderChain, ReaderContext, ReaderUnavailable
 from extract.readers.ocr import OcrReader
 from extract.readers.text import TextLayerReader
 from extract.readers.vision import GeminiReader, SimulatedReader
 
-__all__ = ["READERS", "PageReader", "PageText", "ReaderChain", "ReaderUnavailable", "resolve"]
+__all__ = ["READERS", "PageReader", "PageText", "ReaderChain", "ReaderContext", "ReaderUnavailable",
+           "resolve"]
 
 # name -> the chain it means. ``auto`` stays offline: the text layer, then OCR (tesseract) for
 # the pages left without text.

@@ -3,11 +3,16 @@
 A reader runs its CPU work through ``ctx.cpu`` (a process that can be killed at a time limit)
 and its network work on the event loop; it raises the pipeline's errors (``extract.errors``) so
 the handler sorts retries and failures the same way for every reader.
+
+A reader takes a ``ReaderContext``: the few things it uses of the handler's context (the CPU
+runner, the event sink, the settings, the unit being read), stated here as protocols so that the
+readers do not import ``extract.context`` (which imports the readers to resolve its chain).
+``extract.context.HandlerContext`` and its ``ReadScope`` satisfy them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -15,7 +20,8 @@ from typing import TYPE_CHECKING, Protocol
 from extract.errors import TerminalError
 
 if TYPE_CHECKING:
-    from extract.context import HandlerContext
+    from extract.config import ExtractConfig
+    from extract.ports import CpuRunner, EventSink
 
 
 class ReaderUnavailable(TerminalError):
@@ -37,10 +43,48 @@ class PageText:
         return bool(self.text.strip())
 
 
+class Envelope(Protocol):
+    """Whose reading this is, for the reader's ledger rows (``extract.context.Delivery``)."""
+
+    @property
+    def document_id(self) -> str | None: ...
+    @property
+    def job_id(self) -> str | None: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def worker(self) -> str: ...
+
+
+class ReaderScope(Protocol):
+    """The unit being read (``extract.context.ReadScope``): its envelope, and ``save_page``,
+    which stores one page the moment it is read."""
+
+    @property
+    def delivery(self) -> Envelope: ...
+    @property
+    def unit_id(self) -> str: ...
+    @property
+    def save_page(self) -> Callable[[PageText], Awaitable[None]]: ...
+
+
+class ReaderContext(Protocol):
+    """What a reader uses of the handler's context (``extract.context.HandlerContext``)."""
+
+    @property
+    def cpu(self) -> CpuRunner: ...
+    @property
+    def sink(self) -> EventSink: ...
+    @property
+    def config(self) -> ExtractConfig: ...
+    @property
+    def scope(self) -> ReaderScope | None: ...
+
+
 class PageReader(Protocol):
     name: str
 
-    async def read(self, ctx: HandlerContext, path: Path,
+    async def read(self, ctx: ReaderContext, path: Path,
                    pages: Sequence[int]) -> list[PageText]: ...
 
 
@@ -50,7 +94,7 @@ class ReaderChain:
     def __init__(self, readers: Sequence[PageReader]):
         self.readers = list(readers)
 
-    async def read(self, ctx: HandlerContext, path: Path, pages: Sequence[int]) -> list[PageText]:
+    async def read(self, ctx: ReaderContext, path: Path, pages: Sequence[int]) -> list[PageText]:
         results: dict[int, PageText] = {}
         wanted = list(pages)
         for reader in self.readers:

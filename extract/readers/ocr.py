@@ -25,14 +25,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from extract.errors import LimitExceeded
 from extract.formats.pdf import _open_documents, normalise, render_pages
-from extract.readers.base import PageText, ReaderUnavailable
-
-if TYPE_CHECKING:
-    from extract.context import HandlerContext
+from extract.readers.base import PageText, ReaderContext, ReaderUnavailable
 
 READER = "ocr"
 MIN_ROTATION_CONFIDENCE = 1.5
@@ -162,7 +158,7 @@ class OcrReader:
 
     name = READER
 
-    async def read(self, ctx: HandlerContext, path: Path,
+    async def read(self, ctx: ReaderContext, path: Path,
                    pages: Sequence[int]) -> list[PageText]:
         import asyncio
 

@@ -5,19 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from extract.formats.pdf import read_text_layer
-from extract.readers.base import PageText
-
-if TYPE_CHECKING:
-    from extract.context import HandlerContext
+from extract.readers.base import PageText, ReaderContext
 
 
 class TextLayerReader:
     name = "text"
 
-    async def read(self, ctx: HandlerContext, path: Path,
+    async def read(self, ctx: ReaderContext, path: Path,
                    pages: Sequence[int]) -> list[PageText]:
         started = time.perf_counter()
         texts = await ctx.cpu.run(read_text_layer, path, list(pages), ctx.config.password_value,

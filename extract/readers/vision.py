@@ -17,16 +17,13 @@ import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from extract.formats.pdf import RenderedPage, normalise, render_pages
 from extract.models.base import CallSite, Image, Ledger, Prompt
 from extract.models.clients import ModelsUnavailable, build_models
 from extract.models.fallback import FallbackModels
-from extract.readers.base import PageText, ReaderUnavailable
-
-if TYPE_CHECKING:
-    from extract.context import HandlerContext
+from extract.readers.base import PageText, ReaderContext, ReaderUnavailable
 
 __all__ = ["PAGE_PROMPT", "GeminiReader", "SimulatedReader"]
 
@@ -53,7 +50,7 @@ class _VisionReader:
         self._models: FallbackModels | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def models(self, ctx: HandlerContext) -> FallbackModels:
+    def models(self, ctx: ReaderContext) -> FallbackModels:
         """Built on first use, on the loop that calls (its limiter is that loop's)."""
         loop = asyncio.get_running_loop()
         if self._models is None or self._loop is not loop:
@@ -64,7 +61,7 @@ class _VisionReader:
             self._loop = loop
         return self._models
 
-    async def read(self, ctx: HandlerContext, path: Path,
+    async def read(self, ctx: ReaderContext, path: Path,
                    pages: Sequence[int]) -> list[PageText]:
         models = self.models(ctx)
         config = ctx.config.models

@@ -16,7 +16,8 @@ from infra.aws.routing import RoutedObjectStore
 from infra.aws.s3 import S3ObjectStore
 from infra.aws.sqs import SqsQueue
 from infra.settings import Settings
-from lake.writer import ParquetEventWriter, open_lake
+from lake.files import open_lake
+from lake.writer import ParquetEventWriter
 
 
 class AwsRuntime:

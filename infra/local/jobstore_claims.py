@@ -1,0 +1,165 @@
+"""The SQLite job store's side records: a job's own password, the poller's lease, and field
+extraction requests, claims and their publication. Each lives in a table of its own (or in the
+``fields_*`` columns only it writes), apart from the job and unit transitions in
+``infra.local.jobstore``; ``SqliteJobStore`` inherits them.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+from extract.state import ClaimStatus, FieldClaim, Job
+from infra.local.jobstore_sql import claim_from_row, in_chunks, job_from_row, now_iso
+from infra.local.processes import process_alive
+from infra.local.sqlite import transaction
+
+
+class SqliteClaims:
+    """Passwords, the lease and field claims, on the store's connection."""
+
+    _db: sqlite3.Connection
+    _host: str
+
+    # --- a job's own password (a table of its own: never in a Job, a snapshot or an event) -------
+
+    def set_job_password(self, job_id: str, password: str) -> bool:
+        with transaction(self._db) as db:
+            live = db.execute(
+                "SELECT 1 FROM jobs WHERE job_id = ? AND status IN ('queued', 'extracting')",
+                (job_id,)).fetchone()
+            if live is None:
+                return False
+            db.execute("INSERT INTO job_passwords (job_id, password) VALUES (?, ?) "
+                       "ON CONFLICT (job_id) DO UPDATE SET password = excluded.password",
+                       (job_id, password))
+        return True
+
+    def job_password(self, job_id: str) -> str | None:
+        row = self._db.execute(
+            "SELECT p.password FROM job_passwords p JOIN jobs j USING (job_id) "
+            "WHERE p.job_id = ? AND j.status IN ('queued', 'extracting')", (job_id,)).fetchone()
+        return row["password"] if row else None
+
+    # --- the poller's lease --------------------------------------------------------------------
+
+    def acquire_lease(self, name: str, holder: str, ttl_s: float) -> bool:
+        """Take or renew ``name`` for ``holder``; False while another live holder has it.
+
+        A lease expires ``ttl_s`` after its last renewal; on this host, a holder whose process
+        has died loses it at once (no wait after ``kill -9``).
+        """
+        now = time.time()
+        with transaction(self._db) as db:
+            row = db.execute("SELECT * FROM leases WHERE name = ?", (name,)).fetchone()
+            if row is not None and row["holder"] != holder and row["expires_at"] > now:
+                alive = row["holder_host"] != self._host or process_alive(row["holder_pid"])
+                if alive:
+                    return False
+            db.execute(
+                "INSERT INTO leases (name, holder, holder_host, holder_pid, expires_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                "holder_host = excluded.holder_host, holder_pid = excluded.holder_pid, "
+                "expires_at = excluded.expires_at",
+                (name, holder, self._host, os.getpid(), now + ttl_s),
+            )
+        return True
+
+    def release_lease(self, name: str, holder: str) -> None:
+        self._db.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
+
+    # --- fields: request, claim, result, publication ---------------------------------------------
+
+    def request_fields(self, job_ids: Sequence[str], schema: str, strategy: str) -> int:
+        changed = 0
+        with transaction(self._db) as db:
+            for chunk, marks in in_chunks(job_ids):
+                changed += db.execute(
+                    "UPDATE jobs SET fields_schema = ?, fields_strategy = ?, fields_sent_at = NULL, "
+                    "fields_published_at = (SELECT c.published_at FROM field_claims c "
+                    "  WHERE c.job_id = jobs.job_id AND c.strategy = ?) "
+                    f"WHERE job_id IN ({marks}) "
+                    "AND (fields_schema IS NOT ? OR fields_strategy IS NOT ?)",
+                    (schema, strategy, strategy, *chunk, schema, strategy)).rowcount
+        return changed
+
+    def unsent_fields_jobs(self) -> list[Job]:
+        rows = self._db.execute(
+            "SELECT * FROM jobs WHERE fields_strategy IS NOT NULL AND fields_sent_at IS NULL "
+            "AND fields_published_at IS NULL AND status IN ('succeeded', 'failed') "
+            "ORDER BY finished_at"
+        ).fetchall()
+        return [job_from_row(r) for r in rows]
+
+    def mark_fields_sent(self, job_ids: Sequence[str]) -> None:
+        now = now_iso()
+        with transaction(self._db) as db:
+            db.executemany("UPDATE jobs SET fields_sent_at = ? WHERE job_id = ?",
+                           [(now, job_id) for job_id in job_ids])
+
+    def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
+                     at: datetime) -> bool:
+        cursor = self._db.execute(
+            "INSERT INTO field_claims (job_id, strategy, document_id, status, claimant, claimed_at) "
+            "VALUES (?, ?, ?, 'claimed', ?, ?) ON CONFLICT (job_id, strategy) DO NOTHING",
+            (job_id, strategy, document_id, claimant, at.isoformat()))
+        return cursor.rowcount == 1
+
+    def get_field_claim(self, job_id: str, strategy: str) -> FieldClaim | None:
+        row = self._db.execute("SELECT * FROM field_claims WHERE job_id = ? AND strategy = ?",
+                               (job_id, strategy)).fetchone()
+        return claim_from_row(row) if row else None
+
+    def release_fields(self, job_id: str, strategy: str, claimant: str) -> bool:
+        cursor = self._db.execute(
+            "DELETE FROM field_claims WHERE job_id = ? AND strategy = ? AND status = 'claimed' "
+            "AND claimant = ?", (job_id, strategy, claimant))
+        return cursor.rowcount == 1
+
+    def settle_fields(self, job_id: str, strategy: str, *, document_id: str,
+                      status: ClaimStatus, result: str, claimant: str | None,
+                      at: datetime) -> bool:
+        if not status.terminal:
+            raise ValueError(f"settle_fields needs a terminal status, not {status}")
+        stamp = at.isoformat()
+        if claimant is not None:
+            cursor = self._db.execute(
+                "UPDATE field_claims SET status = ?, result = ?, finished_at = ? "
+                "WHERE job_id = ? AND strategy = ? AND status = 'claimed' AND claimant = ?",
+                (status.value, result, stamp, job_id, strategy, claimant))
+        else:
+            cursor = self._db.execute(
+                "INSERT INTO field_claims (job_id, strategy, document_id, status, result, "
+                "finished_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, strategy) DO UPDATE "
+                "SET status = excluded.status, result = excluded.result, "
+                "finished_at = excluded.finished_at WHERE field_claims.status = 'claimed'",
+                (job_id, strategy, document_id, status.value, result, stamp))
+        return cursor.rowcount == 1
+
+    def unpublished_results(self, limit: int = 100) -> list[FieldClaim]:
+        rows = self._db.execute(
+            "SELECT * FROM field_claims WHERE published_at IS NULL AND status != 'claimed' "
+            "ORDER BY finished_at LIMIT ?", (limit,)).fetchall()
+        return [claim_from_row(r) for r in rows]
+
+    def mark_result_published(self, job_id: str, strategy: str, at: datetime) -> bool:
+        stamp = at.isoformat()
+        with transaction(self._db) as db:
+            cursor = db.execute(
+                "UPDATE field_claims SET published_at = ? WHERE job_id = ? AND strategy = ? "
+                "AND published_at IS NULL AND status != 'claimed'", (stamp, job_id, strategy))
+            if cursor.rowcount == 0:
+                return False
+            db.execute("UPDATE jobs SET fields_published_at = ? WHERE job_id = ? "
+                       "AND fields_strategy = ? AND fields_published_at IS NULL",
+                       (stamp, job_id, strategy))
+        return True
+
+    def fields_pending(self) -> int:
+        row = self._db.execute(
+            "SELECT count(*) FROM jobs WHERE fields_strategy IS NOT NULL "
+            "AND fields_published_at IS NULL AND status IN ('succeeded', 'failed')").fetchone()
+        return int(row[0])

@@ -1,0 +1,45 @@
+"""The lake's files as files: opening a lake URI, and fsync for the local folder.
+
+The writer and compaction both need them; they live below both so that neither imports the
+other for them (compaction used to import ``open_lake`` from the writer, which starts
+compactions, a circle).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow.fs as pafs
+
+__all__ = ["fsync_directory", "fsync_file", "open_lake"]
+
+
+def open_lake(uri: str) -> tuple[pafs.FileSystem, str]:
+    """A filesystem and root path for a lake URI: a local folder or ``s3://bucket/prefix``."""
+    if "://" not in uri:
+        os.makedirs(uri, exist_ok=True)
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    if uri.startswith("s3://"):
+        from lake.s3 import open_s3  # honours DOCLAKE_S3_ENDPOINT / AWS_ENDPOINT_URL
+
+        return open_s3(uri)
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return fs, path
+
+
+def fsync_file(path: str) -> None:
+    """Make a file's contents durable (before it is renamed into place)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_directory(path: str) -> None:
+    """Make a folder's entries (renames, new files, new sub-folders) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
