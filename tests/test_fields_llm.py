@@ -12,13 +12,13 @@ from support.helpers import Harness
 from test_fields_pipeline import fields_messages, finished_job
 
 from extract.context import Delivery
-from extract.fields.agentic import step_schema
 from extract.fields.base import PageText
-from extract.fields.llm import call_site, models_for
-from extract.fields.prompts import document_text, gemini_schema
+from extract.fields.llm.agentic import step_schema
+from extract.fields.llm.prompts import document_text, gemini_schema
+from extract.fields.llm.shared import call_site, models_for
+from extract.fields.llm.single_pass import SinglePass
 from extract.fields.result import FieldResult
 from extract.fields.schemas import NdaFields
-from extract.fields.single_pass import SinglePass
 from extract.handling import Outcome, handle_message
 from extract.models import ModelConfig
 from extract.models.simulated import structured_answer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import re
 
-from extract.fields.patterns import alternation
+from extract.fields.rules.patterns import alternation
 from extract.fields.schemas import US_STATES
 
 MONTHS = ["january", "jan", "september", "sept", "sep", "march", "mar", "may"]
@@ -38,7 +38,7 @@ def test_prefix_tree_finds_the_same_matches_as_the_plain_alternation():
 # --- case-blind patterns over lowered text, and dates tried only where they can begin ----------
 
 def test_lowered_keeps_every_offset_even_where_lower_would_not():
-    from extract.fields.patterns import lowered
+    from extract.fields.rules.patterns import lowered
 
     assert lowered("Governed by NEW YORK law") == "governed by new york law"
     text = "İSTANBUL, New York"  # 'İ'.lower() is two characters: only ASCII is lowered then
@@ -53,8 +53,8 @@ def _random_texts(pieces: list[str], seed: int, count: int = 600, length: int = 
 
 
 def test_case_blind_patterns_find_what_ignorecase_finds():
-    from extract.fields.candidates import _ANNIVERSARY, _DURATION, _STATE
-    from extract.fields.patterns import lowered
+    from extract.fields.rules.candidates import _ANNIVERSARY, _DURATION, _STATE
+    from extract.fields.rules.patterns import lowered
 
     pieces = ["New York", "NEW  YORK", "new\njersey", "Delaware", "Texas", "two (2)", "Two",
               "years", "YEAR", "Months", "day", "second", "Anniversary", "X", "x", " ", "-",
@@ -67,8 +67,8 @@ def test_case_blind_patterns_find_what_ignorecase_finds():
 
 
 def test_dates_tried_only_at_months_and_digit_runs_match_a_full_scan():
-    from extract.fields import dates
-    from extract.fields.patterns import lowered, matches_at
+    from extract.fields.rules import dates
+    from extract.fields.rules.patterns import lowered, matches_at
 
     pieces = ["April", "APR.", "sept", "May", "mar", "x", "summary", "18", "2001", "01", "4",
               "/", "-", ".", ",", " ", "\n", "th", "day of ", "of", "in the year ", "a1", "_",
@@ -85,7 +85,7 @@ def test_dates_tried_only_at_months_and_digit_runs_match_a_full_scan():
 
 
 def test_matches_at_resumes_after_a_match_as_finditer_does():
-    from extract.fields.patterns import matches_at
+    from extract.fields.rules.patterns import matches_at
 
     pattern = re.compile(r"[ab]+")
     text = "abbb ab xab"
@@ -98,8 +98,8 @@ def test_jit_scans_find_exactly_what_re_finds():
     """The party, state and duration scans run on PCRE2's JIT: the same spans and groups as
     ``re`` on text built from the pieces these patterns care about (names, suffixes, brackets,
     quotes, line breaks, and characters the engines class differently)."""
-    from extract.fields import candidates, parties
-    from extract.fields.patterns import JitScan, lowered
+    from extract.fields.rules import candidates, parties
+    from extract.fields.rules.patterns import JitScan, lowered
 
     scans = [(parties._COMPANY, False), (candidates._STATE, True), (candidates._DURATION, True),
              *((pattern, False) for _, pattern, _ in parties._PERSON_CONTEXTS)]
@@ -127,7 +127,7 @@ def test_every_character_the_engines_class_differently_gets_an_agreed_stand_in()
     digits, the stand-in is classed by both as ``re`` classes the original."""
     import pcre2
 
-    from extract.fields.patterns import _stand_in
+    from extract.fields.rules.patterns import _stand_in
 
     every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
     differ: set[str] = set()
@@ -146,7 +146,7 @@ def test_every_character_the_engines_class_differently_gets_an_agreed_stand_in()
 
 
 def test_lowercase_words_answers_as_the_set_of_every_lowercase_word_would():
-    from extract.fields.features import _LowercaseWords
+    from extract.fields.rules.features import _LowercaseWords
 
     pieces = ["acme", "Acme", "inc", "including", "the", "The", "_the", "the1", "é", "x", " ",
               ",", ".", "\n", "-", "co", "corp", "½", "e\u0301"]

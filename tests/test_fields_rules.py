@@ -9,9 +9,9 @@ from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import PageText
-from extract.fields.candidates import date_candidates, term_candidates
-from extract.fields.dates import find_dates
-from extract.fields.rules import MODEL_PATH, RulesStrategy
+from extract.fields.rules.candidates import date_candidates, term_candidates
+from extract.fields.rules.dates import find_dates
+from extract.fields.rules.strategy import MODEL_PATH, RulesStrategy
 from extract.fields.schemas import NdaFields
 
 PREAMBLE = """EXHIBIT 10.7
@@ -132,7 +132,7 @@ needs_kleister = pytest.mark.skipif(not (SPLIT / "expected.tsv").exists(),
 
 @pytest.fixture(scope="module")
 def kleister(tmp_path_factory):
-    from extract.fields.kleister import load_split
+    from extract.fields.rules.kleister import load_split
 
     return load_split(SPLIT, tmp_path_factory.mktemp("pages"))
 
@@ -141,7 +141,7 @@ def kleister(tmp_path_factory):
 def test_cross_validated_f1_on_the_train_split(kleister):
     pytest.importorskip("sklearn", reason="scikit-learn is a dev dependency (pip install -e '.[dev]')")
     from evals.kleister_metric import score
-    from extract.fields.training import cross_validate
+    from extract.fields.rules.training import cross_validate
 
     predictions = cross_validate(kleister, folds=5, seed=0)
     report = score(predictions, [d.gold for d in kleister])
@@ -153,7 +153,7 @@ def test_cross_validated_f1_on_the_train_split(kleister):
 @needs_kleister
 def test_shipped_model_is_what_train_rebuilds(kleister):
     pytest.importorskip("sklearn", reason="scikit-learn is a dev dependency (pip install -e '.[dev]')")
-    from extract.fields.training import fit
+    from extract.fields.rules.training import fit
 
     assert fit(kleister).to_json() + "\n" == MODEL_PATH.read_text(), \
         "the shipped model is stale: run `doclake fields train`"

@@ -27,9 +27,9 @@ __all__ = ["STRATEGIES", "StrategyUnavailable", "available", "build_strategy", "
 StrategyFactory = Callable[["HandlerContext", "Delivery"], Strategy]
 
 STRATEGIES: dict[str, str] = {
-    "rules": "extract.fields.offline:build",
-    "single-pass": "extract.fields.single_pass:build",
-    "agentic": "extract.fields.agentic:build",
+    "rules": "extract.fields.rules.offline:build",
+    "single-pass": "extract.fields.llm.single_pass:build",
+    "agentic": "extract.fields.llm.agentic:build",
 }
 
 

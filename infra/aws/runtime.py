@@ -11,7 +11,7 @@ from extract.context import HandlerContext
 from extract.ports import EventSink
 from infra.aws.config import AwsSettings
 from infra.aws.cpu import ThreadRunner
-from infra.aws.dynamodb import DynamoJobStore
+from infra.aws.dynamo.store import DynamoJobStore
 from infra.aws.routing import RoutedObjectStore
 from infra.aws.s3 import S3ObjectStore
 from infra.aws.sqs import SqsQueue

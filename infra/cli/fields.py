@@ -40,7 +40,7 @@ def _split(data: Path | None) -> Path:
 
 
 def _load(data: Path | None, cache: Path):
-    from extract.fields.kleister import load_split
+    from extract.fields.rules.kleister import load_split
 
     folder = _split(data)
     if not (folder / "expected.tsv").exists():
@@ -63,7 +63,7 @@ def cv(
 ) -> None:
     """Cross-validated precision, recall and F1 (Kleister micro F1), overall and per field."""
     from evals.kleister_metric import score
-    from extract.fields.training import cross_validate
+    from extract.fields.rules.training import cross_validate
 
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"format {output_format!r}: use table or json")
@@ -91,8 +91,8 @@ def train(
                                              "one the package ships).", show_default=False)] = None,
 ) -> None:
     """Fit the rules model on the whole train split and write it as JSON (deterministic)."""
-    from extract.fields.rules import MODEL_PATH
-    from extract.fields.training import fit
+    from extract.fields.rules.strategy import MODEL_PATH
+    from extract.fields.rules.training import fit
 
     documents, _ = _load(data, cache)
     model = fit(documents)

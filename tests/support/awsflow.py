@@ -39,7 +39,7 @@ class Deployment:
     prefix: str = field(default_factory=lambda: awsmoto.unique("dl") + "-")
 
     def __post_init__(self):
-        from infra.aws.dynamo_table import create_table
+        from infra.aws.dynamo.table import create_table
         from infra.aws.sqs import create_queues
 
         self.s3 = awsmoto.client("s3")

@@ -74,7 +74,7 @@ def sqs_queue(tmp, *, max_receives: int = 2):
 
 
 def dynamo_job_store(tmp):
-    from infra.aws.dynamodb import DynamoJobStore, create_table
+    from infra.aws.dynamo.store import DynamoJobStore, create_table
 
     table = unique("jobs")
     dynamodb = client("dynamodb")

@@ -30,7 +30,7 @@ from extract.context import HandlerContext
 from extract.fields.publish import publish_results
 from extract.result_json import TERMINAL, publish_result
 from extract.state import FieldClaim
-from infra.aws.dynamo_items import claim_from_item, decode_item
+from infra.aws.dynamo.items import claim_from_item, decode_item
 from infra.aws.runtime import DirectSink, shared
 
 logger = Logger(service="doclake-publisher")

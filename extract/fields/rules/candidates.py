@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from extract.fields.dates import find_dates
-from extract.fields.patterns import alternation, compile_scan, lowered
+from extract.fields.rules.dates import find_dates
+from extract.fields.rules.patterns import alternation, compile_scan, lowered
 from extract.fields.schemas import US_STATES, kleister_value
 
 __all__ = ["Candidate", "group", "date_candidates", "jurisdiction_candidates", "term_candidates"]

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from extract.fields.patterns import alternation, lowered, matches_at
+from extract.fields.rules.patterns import alternation, lowered, matches_at
 
 __all__ = ["DateMention", "find_dates"]
 

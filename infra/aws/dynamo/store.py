@@ -8,9 +8,9 @@ progress (``last_progress_at``, the unit counters the poller reads) are one ``Tr
 so the poller never sees a unit done that its job does not count. Layout and indexes:
 ``infra.aws.tables``. Only ``infra.aws.errors`` decides what is transient.
 
-The store is in parts: item keys and encoding (``infra.aws.dynamo_items``, shared with the
-publisher Lambda), the table and its low-level operations (``infra.aws.dynamo_table``), the side
-records, claims, lease and passwords (``infra.aws.dynamo_claims``), and here the documents, jobs
+The store is in parts: item keys and encoding (``infra.aws.dynamo.items``, shared with the
+publisher Lambda), the table and its low-level operations (``infra.aws.dynamo.table``), the side
+records, claims, lease and passwords (``infra.aws.dynamo.claims``), and here the documents, jobs
 and units, whose transitions are the heart of it.
 
 Two places where DynamoDB differs and the adapter says how it copes:
@@ -32,8 +32,8 @@ from typing import Any
 
 from extract.ports import NewVersion
 from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitStatus
-from infra.aws.dynamo_claims import DynamoClaims
-from infra.aws.dynamo_items import (
+from infra.aws.dynamo.claims import DynamoClaims
+from infra.aws.dynamo.items import (
     ONE,
     attr_values,
     claim_from_item,
@@ -46,7 +46,7 @@ from infra.aws.dynamo_items import (
     password_key,
     unit_key,
 )
-from infra.aws.dynamo_table import create_table
+from infra.aws.dynamo.table import create_table
 from infra.aws.errors import mapped
 
 __all__ = ["DynamoJobStore", "claim_from_item", "create_table", "decode_item"]

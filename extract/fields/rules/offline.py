@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText
-from extract.fields.rules import RulesStrategy
+from extract.fields.rules.strategy import RulesStrategy
 from extract.fields.schemas import NdaFields
 from extract.ports import CpuRunner
 

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extract.fields.candidates import Candidate
+from extract.fields.rules.candidates import Candidate
 
 __all__ = ["FieldModel", "LinearModel", "select"]
 

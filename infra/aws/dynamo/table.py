@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from extract.state import Job
-from infra.aws.dynamo_items import ONE, decode_item, job_from_item, job_key
+from infra.aws.dynamo.items import ONE, decode_item, job_from_item, job_key
 from infra.aws.errors import error_code, is_condition_failure, mapped
 from infra.aws.tables import (
     INDEXES,

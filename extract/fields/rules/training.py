@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from extract.fields.document import JoinedText
-from extract.fields.kleister import KleisterDocument
-from extract.fields.linear import FieldModel, LinearModel
-from extract.fields.rules import GENERATORS, Proposals, RulesStrategy, propose
+from extract.fields.rules.kleister import KleisterDocument
+from extract.fields.rules.linear import FieldModel, LinearModel
+from extract.fields.rules.strategy import GENERATORS, Proposals, RulesStrategy, propose
 
 __all__ = ["SELECTION", "cross_validate", "fit"]
 

@@ -1,9 +1,9 @@
 """How our records look as DynamoDB items: the keys of each kind of item, and values to and from
 DynamoDB's typed JSON.
 
-Apart from the store (``infra.aws.dynamodb``) because the publisher Lambda decodes stream images
-with the same functions, and the store's parts (``infra.aws.dynamo_table``,
-``infra.aws.dynamo_claims``) all build the same keys. No I/O here.
+Apart from the store (``infra.aws.dynamo.store``) because the publisher Lambda decodes stream images
+with the same functions, and the store's parts (``infra.aws.dynamo.table``,
+``infra.aws.dynamo.claims``) all build the same keys. No I/O here.
 """
 
 from __future__ import annotations

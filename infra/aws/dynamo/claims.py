@@ -1,7 +1,7 @@
 """The job store's side records on DynamoDB: field-extraction claims and their publication, the
 poller's lease, and a job's own password. Each is an item of its own beside a job's items, never
 an attribute of the job, so it neither widens the job's stream image nor races the job's own
-transitions; ``DynamoJobStore`` (``infra.aws.dynamodb``) inherits them.
+transitions; ``DynamoJobStore`` (``infra.aws.dynamo.store``) inherits them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from extract.state import ClaimStatus, FieldClaim, Job
-from infra.aws.dynamo_items import (
+from infra.aws.dynamo.items import (
     ONE,
     PASSWORD_TTL_S,
     attr_values,
@@ -24,7 +24,7 @@ from infra.aws.dynamo_items import (
     now_iso,
     password_key,
 )
-from infra.aws.dynamo_table import DynamoTable
+from infra.aws.dynamo.table import DynamoTable
 from infra.aws.errors import is_condition_failure, mapped
 from infra.aws.tables import TTL_ATTRIBUTE
 

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic import BaseModel, ValidationError
 
 from extract.fields.base import Extraction, PageText
-from extract.fields.llm import (
+from extract.fields.llm.prompts import AGENT_SYSTEM, gemini_schema, locate_values, page_block
+from extract.fields.llm.shared import (
     DEFAULT_ATTEMPTS,
     DEFAULT_MAX_CHARS,
     InvalidOutput,
@@ -38,7 +39,6 @@ from extract.fields.llm import (
     problems,
     validate,
 )
-from extract.fields.prompts import AGENT_SYSTEM, gemini_schema, locate_values, page_block
 from extract.models.base import CallSite, Prompt
 from extract.models.fallback import FallbackModels
 from extract.ports import EventSink

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from extract.fields.candidates import Candidate, group
-from extract.fields.patterns import compile_scan
+from extract.fields.rules.candidates import Candidate, group
+from extract.fields.rules.patterns import compile_scan
 
 __all__ = ["party_candidates"]
 

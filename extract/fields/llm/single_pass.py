@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ValidationError
 
 from extract.fields.base import Extraction, PageText
-from extract.fields.llm import (
+from extract.fields.llm.prompts import SINGLE_PASS_SYSTEM, document_text, gemini_schema, locate_values
+from extract.fields.llm.shared import (
     DEFAULT_ATTEMPTS,
     DEFAULT_MAX_CHARS,
     InvalidOutput,
@@ -29,7 +30,6 @@ from extract.fields.llm import (
     problems,
     validate,
 )
-from extract.fields.prompts import SINGLE_PASS_SYSTEM, document_text, gemini_schema, locate_values
 from extract.models.base import CallSite, Prompt
 from extract.models.fallback import FallbackModels
 from extract.ports import EventSink

@@ -16,16 +16,16 @@ from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText, Source
-from extract.fields.candidates import (
+from extract.fields.document import JoinedText
+from extract.fields.rules.candidates import (
     Candidate,
     date_candidates,
     jurisdiction_candidates,
     term_candidates,
 )
-from extract.fields.document import JoinedText
-from extract.fields.features import featurise
-from extract.fields.linear import LinearModel, select
-from extract.fields.parties import party_candidates
+from extract.fields.rules.features import featurise
+from extract.fields.rules.linear import LinearModel, select
+from extract.fields.rules.parties import party_candidates
 from extract.fields.schemas import NdaFields
 
 __all__ = ["GENERATORS", "MODEL_PATH", "Proposals", "RulesStrategy", "propose"]

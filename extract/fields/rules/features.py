@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 
-from extract.fields.candidates import Candidate
+from extract.fields.rules.candidates import Candidate
 
 __all__ = ["featurise"]
 

@@ -1,0 +1,1 @@
+"""The LLM strategies (single-pass, agentic), their prompts and what they share."""
