@@ -7,7 +7,11 @@
     ├── ConditionalCheckFailed / a transaction cancelled by a  -> False from the adapter (a
     │   condition                                                 redelivered message finds the
     │                                                             work done: not an error)
-    └── anything else (access denied, a missing table)         -> raised as it is: a bug or a
+    ├── AccessDenied (a grant missing from the deployment)      -> TerminalError "access_denied":
+    │                                                             the job fails at once, naming
+    │                                                             the call, instead of spending
+    │                                                             every delivery on a 403
+    └── anything else (a missing table)                         -> raised as it is: a bug or a
                                                                   deployment mistake, which the
                                                                   handler's last delivery turns
                                                                   into a failed job
@@ -30,7 +34,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from extract.errors import TransientError
+from extract.errors import TerminalError, TransientError
 
 THROTTLING_CODES = frozenset({
     "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottled",
@@ -40,6 +44,8 @@ THROTTLING_CODES = frozenset({
     "ServiceUnavailable", "LimitExceededException", "KMSThrottlingException",
 })
 CONDITION_CODES = frozenset({"ConditionalCheckFailedException"})
+ACCESS_DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "403", "Forbidden",
+                                 "UnauthorizedOperation", "AuthorizationError"})
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchBucket"})
 
 _NETWORK = (ConnectionClosedError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError)
@@ -72,12 +78,23 @@ def is_not_found(error: BaseException) -> bool:
                                                or http_status(error) == 404)
 
 
+def is_access_denied(error: BaseException) -> bool:
+    """The caller's role lacks a grant (S3 answers a HEAD without one with a bare 403)."""
+    return isinstance(error, ClientError) and (error_code(error) in ACCESS_DENIED_CODES
+                                               or http_status(error) == 403)
+
+
 @contextlib.contextmanager
 def mapped(what: str) -> Iterator[None]:
-    """Run an AWS call; a transient failure leaves as ``TransientError`` naming ``what``."""
+    """Run an AWS call; a transient failure leaves as ``TransientError`` naming ``what``, a
+    denied one as ``TerminalError`` (``access_denied``): retrying cannot grant it."""
     try:
         yield
     except (ClientError, *_NETWORK) as error:
         if is_transient(error):
             raise TransientError(f"{what}: {error}", error_type="aws_transient") from error
+        if is_access_denied(error):
+            raise TerminalError(f"{what}: access denied ({error_code(error)}): a grant is "
+                                "missing from the deployment's role", error_type="access_denied"
+                                ) from error
         raise

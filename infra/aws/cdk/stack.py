@@ -222,6 +222,10 @@ class DoclakeStack(Stack):
             if name not in ("compaction", "publisher"):
                 self.uploads.grant_read(function, "uploads/*")
                 self.results.grant_read_write(function, "converted/*")
+                # The decrypted copy of an encrypted Office upload: every step that reads an
+                # upload asks for it first (``readable_key``), and without the grant S3
+                # answers that HEAD with 403, not 404.
+                self.results.grant_read_write(function, "decrypted/*")
             for prefix in RESULTS_ACCESS.get(name, ("pages/*",)):
                 self.results.grant_read_write(function, prefix)
             if name == "compaction":
