@@ -125,3 +125,73 @@ def test_the_template_deployed_with_iam_enforced_runs_every_kind_of_document(
         results = query(deployed.lake_uri(), "SELECT count(*) AS n FROM results").to_pylist()
     assert rows == [{"source_name": n, "status": "succeeded"} for n in sorted(files)]
     assert results == [{"n": len(files)}]
+
+
+def _jobs(deployed: StackDeployment) -> dict:
+    with deployed.running_as("poller"):
+        from infra.aws.runtime import shared
+
+        return {j.source_name: j for j in shared().store.list_jobs()}
+
+
+def test_a_message_whose_worker_keeps_dying_ends_in_the_dlq_and_fails_its_job(
+        deployed, pdf_factory):
+    slot = _slot(deployed, "poison.pdf", "application/pdf")
+    _upload(slot, pdf_factory("poison.pdf", 3).read_bytes(), "application/pdf")
+    deployed.drain("ingest")
+    deployed.drain("split")
+
+    # The read worker dies (timeout, out of memory) on every delivery: never an answer. It
+    # receives with its own role, as Lambda's poller does, as often as the redrive allows.
+    read = deployed.mapping_of("read")
+    sqs = deployed.client("sqs", deployed.functions["read"].role)
+    url = deployed.queue_url(read.source_arn)
+    redrive = deployed.client("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]["RedrivePolicy"]
+    receives = int(json.loads(redrive)["maxReceiveCount"])  # the template's, 5
+    for _ in range(receives):
+        assert len(sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]) == 1
+    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []  # redriven to the DLQ
+
+    deployed.poll()  # the DLQ pass fails the unit (the poller's role reads the DLQs)...
+    deployed.poll()  # ...and the next pass the job
+    _run(deployed, skip=("read",))  # the fields message of a failed job: a failed result
+    (job,) = _jobs(deployed).values()
+    assert (job.status.value, job.failure_reason) == ("failed", "dead_letter")
+    assert deployed.publish() == 1
+    body = httpx.get(slot["result_url"]).json()
+    assert (body["status"], body["extracted_fields"], body["error"]["reason"]) == (
+        "failed", None, "job_failed")
+
+
+def _without(template: dict, resource_suffix: str) -> dict:
+    """The template with every policy statement on ``*<resource_suffix>`` taken out."""
+    import copy
+
+    template = copy.deepcopy(template)
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy":
+            document = resource["Properties"]["PolicyDocument"]
+            document["Statement"] = [s for s in document["Statement"]
+                                     if resource_suffix not in json.dumps(s["Resource"])]
+    return template
+
+
+def test_without_the_decrypted_grant_a_spreadsheet_fails_as_access_denied(server, tmp_path):
+    """Finding 1: the HEAD on ``decrypted/<doc>/<job>`` every upload reader makes is a 403 on a
+    role without the grant; it fails the job at once as ``access_denied`` (not five deliveries
+    of an unknown error ending in the DLQ). With the stack's grant the same file succeeds (the
+    end-to-end test above)."""
+    import openpyxl
+
+    deployed = StackDeployment(_without(synth(), "/decrypted/*"), server)
+    book = openpyxl.Workbook()
+    book.active.append(["party", "Acme Corp"])
+    book.save(tmp_path / "one.xlsx")
+    content_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    _upload(_slot(deployed, "one.xlsx", content_type), (tmp_path / "one.xlsx").read_bytes(),
+            content_type)
+    deployed.drain("ingest")
+    _run(deployed)
+    (job,) = _jobs(deployed).values()
+    assert (job.status.value, job.failure_reason) == ("failed", "access_denied")

@@ -476,11 +476,16 @@ class StackDeployment:
 
 
 def _forget_clients() -> None:
+    """Drop every client a handler kept: its runtime, the presigner's client, and boto3's
+    default session (it caches the credentials it first read from the environment)."""
+    import boto3
+
     from infra.aws import runtime
     from infra.aws.lambdas import presigner
 
     runtime.shared.cache_clear()
     presigner._client = None
+    boto3.DEFAULT_SESSION = None
 
 
 def matches(pattern: Any, value: Any) -> bool:
