@@ -1,5 +1,5 @@
-"""The CDK app's synthesized template, without an AWS account or Docker: resources, reserved
-concurrency, redrive and the retry budget, partition projection, IAM scoping, cfn-lint."""
+"""The CDK app's synthesized template, without an AWS account or Docker: resources, concurrency
+caps, redrive and the retry budget, partition projection, IAM scoping, cfn-lint."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("aws_cdk", reason="the cdk extra is not installed (pip install -e '.[cdk]')")
+
+from infra.aws.cdk.settings import DeploySettings  # noqa: E402
 
 BROWNOUT_S = 25 * 60
 BUDGET_FLOOR_S = 30 * 60
@@ -50,13 +52,30 @@ def test_buckets_block_public_access_encrypt_and_expire(synth):
     assert not _resources(tj, "Custom::S3BucketNotifications")  # no custom-resource Lambda
 
 
-def test_reserved_concurrency_per_function_from_the_write_up(synth):
-    _, tj, stack, _ = synth
-    reserved = {name: stack.resolve(f.node.default_child.reserved_concurrent_executions)
-                for name, f in stack.functions.items()}
-    assert {k: reserved[k] for k in ("split", "read", "convert", "sheet")} == {
-        "split": 100, "read": 500, "convert": 100, "sheet": 100}
-    assert sum(v for v in reserved.values() if v) <= 900  # room left in a 1,000 account
+def test_concurrency_is_capped_on_the_event_sources_and_nothing_is_reserved(synth):
+    """Finding 4: no function reserves concurrency (a reservation is taken from the account's
+    quota, and a throttled receive counts toward maxReceiveCount); each SQS event source caps
+    its own with ``ScalingConfig.MaximumConcurrency``, small by default."""
+    _, tj, _, _ = synth
+    functions = _resources(tj, "AWS::Lambda::Function").values()
+    assert not [f for f in functions if "ReservedConcurrentExecutions" in f["Properties"]]
+    caps = {m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]:
+            m["Properties"].get("ScalingConfig", {}).get("MaximumConcurrency")
+            for m in _resources(tj, "AWS::Lambda::EventSourceMapping").values()
+            if "StartingPosition" not in m["Properties"]}
+    assert len(caps) == 7 and all(isinstance(c, int) and 2 <= c <= 1000 for c in caps.values())
+    assert sum(caps.values()) <= 20  # the defaults run in an account with a small quota
+    read = next(v for k, v in caps.items() if k.startswith("ReadQueue"))
+    assert read == DeploySettings().concurrency_read
+
+
+def test_a_large_account_takes_the_write_ups_figures_with_one_setting():
+    settings = DeploySettings.from_context({"size": "large", "concurrency_read": "300"}.get)
+    specs = settings.functions()
+    assert {k: specs[k].concurrency for k in ("split", "read", "convert", "sheet")} == {
+        "split": 100, "read": 300, "convert": 100, "sheet": 100}
+    with pytest.raises(ValueError, match="small or large"):
+        DeploySettings.from_context({"size": "huge"}.get)
 
 
 def test_every_queue_redrives_to_its_dlq_and_outlasts_a_brownout(synth):
@@ -77,8 +96,6 @@ def test_every_queue_redrives_to_its_dlq_and_outlasts_a_brownout(synth):
 
 
 def settings_functions():
-    from infra.aws.cdk.settings import DeploySettings
-
     return DeploySettings().functions()
 
 

@@ -1,5 +1,13 @@
-"""The deployment's knobs, with the write-up's defaults; each overridable with ``cdk -c
-name=value`` (e.g. ``-c reserved_read=200``)."""
+"""The deployment's knobs; each overridable with ``cdk -c name=value`` (e.g.
+``-c concurrency_read=200``).
+
+Concurrency is capped per SQS event source (``maximum_concurrency``), not by reserving it: a
+reservation is taken from the account's quota whether used or not (the write-up's 894 fit only
+a 1,000 account; a new one often has 10), and a reserved function that is throttled returns
+its messages to the queue, where each throttled receive counts toward ``maxReceiveCount``.
+The defaults are small, so the stack deploys into a small account; ``-c size=large`` is the
+write-up's figures for an account whose quota allows them.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +20,8 @@ class FunctionSpec:
     handler: str
     memory_mb: int
     timeout_s: int
-    reserved: int | None
+    concurrency: int | None
+    """The most concurrent invocations its SQS event source starts (2..1000); None: no queue."""
     image: str = "extraction"
     batch_size: int = 10
 
@@ -23,13 +32,15 @@ class DeploySettings:
     max_receives: int = 5
     visibility_factor: int = 6
     """Queue visibility = this x the function's timeout (AWS's advice for batched SQS sources)."""
-    reserved_split: int = 100
-    reserved_read: int = 500
-    reserved_convert: int = 100
-    reserved_sheet: int = 100
-    reserved_index: int = 20
-    reserved_fields: int = 50
-    reserved_ingest: int = 20
+    size: str = "small"
+    """``small`` (the defaults below) or ``large`` (``LARGE``: the write-up's concurrency)."""
+    concurrency_split: int = 2
+    concurrency_read: int = 4
+    concurrency_convert: int = 2
+    concurrency_sheet: int = 2
+    concurrency_index: int = 2
+    concurrency_fields: int = 2
+    concurrency_ingest: int = 2
     upload_expiry_s: int = 300
     max_upload_bytes: int = 512 * 1024 * 1024
     upload_retention_days: int = 30
@@ -46,8 +57,12 @@ class DeploySettings:
 
     @classmethod
     def from_context(cls, get) -> DeploySettings:
-        """``get(name)`` is the CDK context lookup; unset names keep their defaults."""
-        values = {}
+        """``get(name)`` is the CDK context lookup; unset names keep their defaults (those of
+        ``LARGE`` with ``-c size=large``)."""
+        size = get("size") or "small"
+        if size not in ("small", "large"):
+            raise ValueError(f"-c size={size}: small or large")
+        values: dict = dict(LARGE) if size == "large" else {}
         for f in fields(cls):
             raw = get(f.name)
             if raw is not None:
@@ -58,19 +73,28 @@ class DeploySettings:
         extraction = "infra.aws.lambdas.extraction.handler"
         return {
             "ingest": FunctionSpec("ingest", "infra.aws.lambdas.ingest.handler", 512, 90,
-                                   self.reserved_ingest),
-            "split": FunctionSpec("split", extraction, 2048, 120, self.reserved_split),
-            "read": FunctionSpec("read", extraction, 2048, 300, self.reserved_read),
-            "sheet": FunctionSpec("sheet", extraction, 3008, 300, self.reserved_sheet),
-            "convert": FunctionSpec("convert", extraction, 3008, 300, self.reserved_convert,
+                                   self.concurrency_ingest),
+            "split": FunctionSpec("split", extraction, 2048, 120, self.concurrency_split),
+            "read": FunctionSpec("read", extraction, 2048, 300, self.concurrency_read),
+            "sheet": FunctionSpec("sheet", extraction, 3008, 300, self.concurrency_sheet),
+            "convert": FunctionSpec("convert", extraction, 3008, 300, self.concurrency_convert,
                                     image="convert", batch_size=1),
-            "index": FunctionSpec("index", extraction, 1024, 120, self.reserved_index),
-            "fields": FunctionSpec("fields", extraction, 1024, 300, self.reserved_fields),
-            "poller": FunctionSpec(None, "infra.aws.lambdas.poller.handler", 512, 70, 2),
-            "compaction": FunctionSpec(None, "infra.aws.lambdas.compaction.handler", 3008, 900, 1),
+            "index": FunctionSpec("index", extraction, 1024, 120, self.concurrency_index),
+            "fields": FunctionSpec("fields", extraction, 1024, 300, self.concurrency_fields),
+            # Scheduled: one at a time by their schedules and the poller's DynamoDB lease.
+            "poller": FunctionSpec(None, "infra.aws.lambdas.poller.handler", 512, 70, None),
+            "compaction": FunctionSpec(None, "infra.aws.lambdas.compaction.handler", 3008, 900,
+                                       None),
             "weekly_evals": FunctionSpec(None, "infra.aws.lambdas.weekly_evals.handler", 3008,
-                                         900, 1),
-            # The DynamoDB stream's consumer (one concurrent batch per shard: nothing to reserve).
+                                         900, None),
+            # The DynamoDB stream's consumer (one concurrent batch per shard: nothing to cap).
             "publisher": FunctionSpec(None, "infra.aws.lambdas.publisher.handler", 1024, 120,
                                       None),
         }
+
+
+# The write-up's figures (894 concurrent functions at most): for an account whose Lambda quota is
+# at least 1,000 (``-c size=large``).
+LARGE = {"concurrency_split": 100, "concurrency_read": 500, "concurrency_convert": 100,
+         "concurrency_sheet": 100, "concurrency_index": 20, "concurrency_fields": 50,
+         "concurrency_ingest": 20}

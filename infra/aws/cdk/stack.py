@@ -1,6 +1,7 @@
-"""The whole deployment in one stack: buckets, queues with their DLQs, functions with reserved
-concurrency, the EventBridge rules, the table with its stream, the Glue catalog with partition
-projection, the Athena workgroup, alarms, and IAM scoped to what each function touches.
+"""The whole deployment in one stack: buckets, queues with their DLQs, functions whose SQS event
+sources cap their concurrency (``maximum_concurrency``, no reservation), the EventBridge rules,
+the table with its stream, the Glue catalog with partition projection, the Athena workgroup,
+alarms, and IAM scoped to what each function touches.
 
 Synthesizes without an AWS account and without Docker: the images' folders are only staged,
 the thin zips are plain folders (``zips.stage``), and S3's EventBridge switch is a property
@@ -166,7 +167,7 @@ class DoclakeStack(Stack):
     def _image_function(self, name: str, spec: FunctionSpec, code) -> lambda_.DockerImageFunction:
         function = lambda_.DockerImageFunction(
             self, f"{name.title()}Function", code=code, memory_size=spec.memory_mb,
-            timeout=Duration.seconds(spec.timeout_s), reserved_concurrent_executions=spec.reserved,
+            timeout=Duration.seconds(spec.timeout_s),
             environment=self._environment(), architecture=lambda_.Architecture.X86_64,
             ephemeral_storage_size=None, retry_attempts=0 if spec.queue is None else None)
         self._function_alarms(name, function)
@@ -192,7 +193,7 @@ class DoclakeStack(Stack):
                     threshold=0, description=f"{name} invocations failed")
         self._alarm(f"{name.title()}Throttles",
                     function.metric_throttles(period=Duration.minutes(5)), threshold=0,
-                    description=f"{name} was throttled (reserved concurrency reached)")
+                    description=f"{name} was throttled (the account's concurrency quota reached)")
 
     def _alarm(self, name: str, metric: cloudwatch.Metric, *, threshold: float,
                description: str) -> None:
@@ -209,7 +210,7 @@ class DoclakeStack(Stack):
                 self.functions[name].add_event_source(sources.SqsEventSource(
                     self.queues[spec.queue], batch_size=spec.batch_size,
                     max_batching_window=Duration.seconds(1) if spec.batch_size > 1 else None,
-                    report_batch_item_failures=True))
+                    report_batch_item_failures=True, max_concurrency=spec.concurrency))
 
     def _grant(self) -> None:
         for name, function in self.functions.items():
