@@ -297,3 +297,63 @@ def test_cfn_lint_finds_nothing_but_cdks_own_depends_on(synth):
     result = subprocess.run([lint, "--ignore-checks", "W3005", "--",
                              str(out / "Doclake.template.json")], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _dockerfile_packages(text: str) -> set[str]:
+    """The packages of a Dockerfile's (or a shell script's) ``apt-get install`` lines."""
+    import re
+    import shlex
+
+    joined = text.replace("\\\n", " ")
+    packages: set[str] = set()
+    for match in re.finditer(r"apt-get install ([^&;>\n]*)", joined):
+        packages |= {w for w in shlex.split(match[1]) if not w.startswith("-")}
+    return packages
+
+
+def _dockerfile(path: Path) -> dict[str, list[str]]:
+    """FROM, ENTRYPOINT and CMD of a Dockerfile (the exec forms as lists)."""
+    text = path.read_text().replace("\\\n", " ")
+    lines = [line.split(None, 1) for line in text.splitlines()
+             if line.strip() and not line.startswith("#")]
+    found: dict[str, list[str]] = {}
+    for instruction, value in lines:
+        if instruction in ("ENTRYPOINT", "CMD"):
+            found[instruction] = json.loads(value)
+        elif instruction == "FROM":
+            found["FROM"] = [value.strip()]
+    return found
+
+
+def test_images_build_from_debian_packages_with_the_runtime_client_and_the_templates_handlers(
+        synth):
+    """Finding 3: each function's image (the asset manifest names its Dockerfile) is Debian with
+    the packages CI installs (tesseract everywhere, LibreOffice in the convert image), runs
+    awslambdaric, and every handler the template names imports. No Docker here: not built."""
+    import importlib
+
+    from infra.aws.cdk.zips import ROOT
+
+    _, tj, _, out = synth
+    assets = json.loads((out / "Doclake.assets.json").read_text())["dockerImages"]
+    ci = _dockerfile_packages((ROOT / ".ci" / "run").read_text())
+    ocr = {p for p in ci if p.startswith("tesseract")}
+    office = {p for p in ci if p.startswith("libreoffice")}
+    assert ocr and office
+    for logical, function in _resources(tj, "AWS::Lambda::Function").items():
+        props = function["Properties"]
+        if props.get("PackageType") != "Image":
+            continue
+        tag = json.dumps(props["Code"]["ImageUri"]).rsplit(":", 1)[-1].strip('"}')
+        dockerfile = ROOT / assets[tag]["source"]["dockerFile"]
+        image = _dockerfile(dockerfile)
+        packages = _dockerfile_packages(dockerfile.read_text())
+        assert image["FROM"] == ["python:3.11-slim-bookworm"], dockerfile
+        assert image["ENTRYPOINT"] == ["python", "-m", "awslambdaric"], dockerfile
+        assert "awslambdaric" in dockerfile.read_text().split("pip install", 1)[1]
+        assert ocr <= packages, (logical, ocr - packages)
+        if logical.startswith("ConvertFunction"):
+            assert office <= packages, office - packages
+        for handler in [*props["ImageConfig"]["Command"], *image["CMD"]]:
+            module, name = handler.rsplit(".", 1)
+            assert callable(getattr(importlib.import_module(module), name)), handler
