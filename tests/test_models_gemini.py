@@ -168,3 +168,29 @@ async def test_the_limiter_shrinks_under_429_and_recovers():
                                for n in range(200)))
     assert limiter.limit >= 4 * low and limiter.limit > 16
     assert sum(e.outcome == "ok" for e in sink.events) == 260
+
+
+@pytest.mark.parametrize(("model", "setting", "sent"), [
+    ("gemini-2.5-flash", None, {"thinking_budget": 0}),
+    ("gemini-2.5-pro", None, {"thinking_budget": 128}),  # 0 is refused by this model
+    ("gemini-2.5-pro", "-1", {"thinking_budget": -1}),
+    ("gemini-3-pro-preview", None, {"thinking_level": "LOW"}),
+    ("gemini-3-flash-preview", "minimal", {"thinking_level": "MINIMAL"}),
+])
+async def test_thinking_is_set_per_model_in_the_request_the_sdk_sends(model, setting, sent):
+    """Finding 8: not one budget of 0 for every model; each family gets its own form."""
+    thinking = {model: setting} if setting else {}
+    with FakeGemini(lambda call: answer("# Page", 10, 2)) as fake:
+        await read(fake, primary_model=model, fallback_model="", model_thinking=thinking)
+    [call] = fake.calls
+    assert call.body["generationConfig"]["thinkingConfig"] == sent
+
+
+@pytest.mark.parametrize(("model", "setting"), [
+    ("gemini-2.5-pro", "0"), ("gemini-3-pro-preview", "minimal"), ("gemini-3-pro-preview", "512"),
+    ("gemini-2.5-flash", "high")])
+async def test_a_thinking_setting_the_model_refuses_fails_before_any_call(model, setting):
+    with (FakeGemini(lambda call: answer("# Page", 10, 2)) as fake,
+          pytest.raises(ModelsUnavailable, match="DOCLAKE_MODEL_THINKING")):
+        await read(fake, primary_model=model, fallback_model="", model_thinking={model: setting})
+    assert fake.calls == []

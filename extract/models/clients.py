@@ -68,8 +68,13 @@ def build_models(config: ModelConfig,
 
 
 def _gemini(config: ModelConfig, key: str, base_url: str | None, label: str) -> ModelProvider:
-    from extract.models.gemini import GeminiProvider
+    from extract.models.gemini import GeminiProvider, thinking_for
 
-    return GeminiProvider(key, base_url=base_url, provider=label,
+    for model in filter(None, (config.primary_model, config.fallback_model)):
+        try:  # a setting the API would refuse fails here, not on every page
+            thinking_for(model, config.model_thinking.get(model))
+        except ValueError as error:
+            raise ModelsUnavailable(f"DOCLAKE_MODEL_THINKING: {error}") from None
+    return GeminiProvider(key, base_url=base_url, provider=label, thinking=config.model_thinking,
                           sdk_attempts=config.model_sdk_attempts,
                           max_connections=config.model_max_in_flight)

@@ -41,6 +41,10 @@ class ModelConfig(BaseModel):
     model_sdk_attempts: int = Field(
         1, ge=1, description="Attempts inside google-genai per call (1: doclake retries instead, "
                              "so every try is on the ledger and seen by the limiter).")
+    model_thinking: dict[str, str] = Field(
+        default_factory=dict, description="Thinking per model, JSON: a budget in tokens for "
+        "Gemini 2.5 (-1: dynamic), a level for Gemini 3 (minimal, low, medium, high); unset: "
+        "off where the model allows it, else its least (extract.models.gemini.thinking_for).")
     model_max_in_flight: int = Field(
         512, ge=1, description="Most model calls in flight in one process (the AIMD ceiling).")
     model_min_in_flight: int = Field(1, ge=1, description="The AIMD floor.")

@@ -16,13 +16,49 @@ from typing import Any
 
 from extract.models.base import Outcome, Prompt, ProviderError, Reply
 
-__all__ = ["BLOCKING_FINISH_REASONS", "GeminiProvider"]
+__all__ = ["BLOCKING_FINISH_REASONS", "GeminiProvider", "thinking_for"]
+
+THINKING_LEVELS = ("minimal", "low", "medium", "high")
 
 # Finish reasons that mean the model refused (or was stopped from) answering: a fallback may not.
 BLOCKING_FINISH_REASONS = frozenset({
     "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
     "LANGUAGE", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION",
 })
+
+
+def thinking_for(model: str, setting: str | None = None) -> dict[str, Any] | None:
+    """``ThinkingConfig``'s arguments for ``model`` (None: send none), from ``setting`` (a
+    budget in tokens or a level name) or the model's default. Thinking is per model family:
+
+    - Gemini 3 takes a level (``thinking_level``; a budget is refused); its Pro cannot stop
+      thinking and takes only ``low`` or ``high``. Default ``low``: reading a page needs little.
+    - Gemini 2.5 takes a budget: Flash and Flash-Lite may be 0 (off, the default); Pro cannot be
+      off (0 is a 400), so its default is 128, its least (-1 lets it decide).
+    - Any other model gets no thinking setting unless one is given.
+    """
+    name = model.rsplit("/", 1)[-1].lower()
+    given = (setting or "").strip().lower() or None
+    if name.startswith("gemini-3"):
+        level = given or "low"
+        allowed = ("low", "high") if "-pro" in name else THINKING_LEVELS
+        if level not in allowed:
+            raise ValueError(f"{model} takes a thinking level ({', '.join(allowed)}), "
+                             f"not {setting!r}")
+        return {"thinking_level": level.upper()}
+    if given in THINKING_LEVELS and not name.startswith("gemini-2.5"):
+        return {"thinking_level": given.upper()}
+    if given is None and not name.startswith("gemini-2.5"):
+        return None
+    try:
+        budget = int(given) if given is not None else (128 if "-pro" in name else 0)
+    except ValueError:
+        raise ValueError(f"{model} takes a thinking budget in tokens (-1: dynamic), "
+                         f"not {setting!r}") from None
+    if "-pro" in name and budget == 0:
+        raise ValueError(f"{model} cannot turn thinking off (a budget of 0 is refused): use "
+                         "-1 (dynamic) or 128 and up")
+    return {"thinking_budget": budget}
 
 
 def _enum_name(value: Any) -> str | None:
@@ -35,14 +71,14 @@ class GeminiProvider:
     """``ModelProvider`` on google-genai's async client (one client, one connection pool)."""
 
     def __init__(self, api_key: str, *, base_url: str | None = None, provider: str = "gemini",
-                 sdk_attempts: int = 1, thinking_budget: int | None = 0,
+                 sdk_attempts: int = 1, thinking: dict[str, str] | None = None,
                  temperature: float | None = 0.0, max_connections: int = 512):
         from google import genai
         from google.genai import types
 
         self.provider = provider
         self._types = types
-        self.thinking_budget = thinking_budget
+        self.thinking = dict(thinking or {})  # model -> a budget or a level (thinking_for)
         self.temperature = temperature
         options = types.HttpOptions(
             base_url=base_url,
@@ -53,14 +89,15 @@ class GeminiProvider:
         )
         self._client = genai.Client(api_key=api_key, http_options=options)
 
-    def _config(self, prompt: Prompt, timeout_s: float) -> Any:
+    def _config(self, model: str, prompt: Prompt, timeout_s: float) -> Any:
         types = self._types
         config: dict[str, Any] = {
             "http_options": types.HttpOptions(timeout=int(timeout_s * 1000)),
             "temperature": self.temperature,
         }
-        if self.thinking_budget is not None:
-            config["thinking_config"] = types.ThinkingConfig(thinking_budget=self.thinking_budget)
+        thinking = thinking_for(model, self.thinking.get(model))
+        if thinking is not None:
+            config["thinking_config"] = types.ThinkingConfig(**thinking)
         if prompt.system:
             config["system_instruction"] = prompt.system
         if prompt.max_output_tokens:
@@ -80,7 +117,7 @@ class GeminiProvider:
         try:
             response = await self._client.aio.models.generate_content(
                 model=model, contents=[types.Content(role="user", parts=parts)],
-                config=self._config(prompt, timeout_s))
+                config=self._config(model, prompt, timeout_s))
         except errors.APIError as error:
             raise ProviderError(f"HTTP {error.code} {error.status or ''}: {error.message}"[:500],
                                 http_status=error.code) from error
