@@ -195,3 +195,32 @@ def test_without_the_decrypted_grant_a_spreadsheet_fails_as_access_denied(server
     _run(deployed)
     (job,) = _jobs(deployed).values()
     assert (job.status.value, job.failure_reason) == ("failed", "access_denied")
+
+
+def test_a_vision_page_is_read_by_the_model_with_its_key_from_secrets_manager(
+        server, pdf_factory):
+    """Finding 2: ``-c reader=gemini`` makes the key's secret; only the functions that call the
+    model know it and may read it; a read function's container takes the key from Secrets
+    Manager with its role (no key in any environment) and reads the page through the model."""
+    from support.fake_gemini import FakeGemini, answer
+
+    with FakeGemini(lambda call: answer("# Vision page\n\nRead by the model.", 1290, 9)) as fake:
+        deployed = StackDeployment(synth((("reader", "gemini"),)), server,
+                                   environment={"DOCLAKE_GEMINI_BASE_URL": fake.url})
+        read_env = deployed.functions["read"].environment
+        assert read_env["DOCLAKE_READER"] == "gemini"
+        assert not any(k.removeprefix("DOCLAKE_") == "GEMINI_API_KEY" for k in read_env)
+        assert "DOCLAKE_GEMINI_API_KEY_SECRET" not in deployed.functions["split"].environment
+        deployed.client("secretsmanager").put_secret_value(
+            SecretId=read_env["DOCLAKE_GEMINI_API_KEY_SECRET"], SecretString="key-from-sm")
+        slot = _slot(deployed, "vision.pdf", "application/pdf")
+        _upload(slot, pdf_factory("vision.pdf", 1).read_bytes(), "application/pdf")
+        deployed.drain("ingest")
+        _run(deployed)
+    (job,) = _jobs(deployed).values()
+    assert (job.status.value, job.failure_reason) == ("succeeded", None)
+    assert [c.model for c in fake.calls] == ["gemini-2.5-flash"]
+    page = deployed.client("s3").get_object(
+        Bucket=read_env["DOCLAKE_RESULTS_BUCKET"],
+        Key=f"pages/{job.document_id}/{job.job_id}/00001.md")["Body"].read().decode()
+    assert "Read by the model." in page

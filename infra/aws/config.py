@@ -31,6 +31,9 @@ class AwsSettings(BaseSettings):
         "MODULE:CLASS); unset: no fields stage, the result JSON carries the job's status only.")
     fields_strategy: str = Field("rules", description="The fields strategy (rules, "
                                  "single-pass, agentic...).")
+    gemini_api_key_secret: str | None = Field(
+        None, description="The Secrets Manager secret (ARN or name) holding the Gemini API key; "
+        "read once per container, never put in the environment.")
     upload_expiry_s: int = Field(300, ge=1, le=MAX_UPLOAD_EXPIRY_S)
     max_upload_bytes: int = Field(512 * 1024 * 1024, ge=1)
 

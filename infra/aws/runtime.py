@@ -25,7 +25,7 @@ class AwsRuntime:
                  session: boto3.session.Session | None = None):
         session = session or boto3.session.Session()
         self.settings = settings
-        self.pipeline = pipeline or Settings()
+        self.pipeline = pipeline or Settings(**secret_settings(session, settings))
         self.s3 = session.client("s3")
         self.sqs = session.client("sqs")
         self.dynamodb = session.client("dynamodb")
@@ -50,6 +50,19 @@ class AwsRuntime:
             if url.rstrip("/").rsplit("/", 1)[-1] == physical:
                 return name
         raise KeyError(f"no configured queue for {arn}")
+
+
+def secret_settings(session: boto3.session.Session, settings: AwsSettings) -> dict[str, str]:
+    """The pipeline settings kept in Secrets Manager (the Gemini API key), read with the
+    function's role; an empty dict when the stack made no secret."""
+    if not settings.gemini_api_key_secret:
+        return {}
+    from infra.aws.errors import mapped
+
+    with mapped("secretsmanager get the Gemini API key"):
+        value = session.client("secretsmanager").get_secret_value(
+            SecretId=settings.gemini_api_key_secret)["SecretString"]
+    return {"gemini_api_key": value.strip()}
 
 
 @functools.cache

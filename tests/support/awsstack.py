@@ -143,8 +143,10 @@ def key_of(logical: str) -> str:
 
 
 class StackDeployment:
-    def __init__(self, template: dict, server: IamMoto, *, prefix: str | None = None):
+    def __init__(self, template: dict, server: IamMoto, *, prefix: str | None = None,
+                 environment: dict[str, str] | None = None):
         self.template = template
+        self.environment = dict(environment or {})  # what AWS has and moto lacks (endpoints)
         self.server = server
         self.prefix = prefix or f"dl{uuid.uuid4().hex[:8]}"
         self.resources: dict[str, dict] = template["Resources"]
@@ -371,7 +373,8 @@ class StackDeployment:
         values = {**spec.environment, "AWS_ACCESS_KEY_ID": key_id,
                   "AWS_SECRET_ACCESS_KEY": secret, "AWS_ENDPOINT_URL": self.server.endpoint,
                   "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
-                  "AWS_EC2_METADATA_DISABLED": "true", "POWERTOOLS_DEV": "false"}
+                  "AWS_EC2_METADATA_DISABLED": "true", "POWERTOOLS_DEV": "false",
+                  **self.environment}
         saved = {k: os.environ.get(k) for k in [*values, "AWS_SESSION_TOKEN"]}
         os.environ.pop("AWS_SESSION_TOKEN", None)
         os.environ.update(values)

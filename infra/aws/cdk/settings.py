@@ -50,6 +50,13 @@ class DeploySettings:
     fields_schema: str = ""
     """Every upload's fields schema (``nda``, or MODULE:CLASS in the image); empty: no fields."""
     fields_strategy: str = "rules"
+    reader: str = "auto"
+    """Who reads pages: ``auto`` (the text layer, then OCR: tesseract is in the image), ``text``,
+    ``ocr``, or ``gemini`` (a vision model: the stack then makes the ``GeminiApiKey`` secret,
+    whose value the operator puts after the deploy; functions read it at start)."""
+    primary_model: str = ""
+    """The vision model (empty: the pipeline's default); ``fallback_model`` likewise."""
+    fallback_model: str = ""
     weekly_evals_day: str = "MON"
     """The weekly evals report's schedule: this day (EventBridge's names), at this UTC hour."""
     weekly_evals_hour: int = 6

@@ -23,6 +23,7 @@ from aws_cdk import aws_glue as glue
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
@@ -44,6 +45,7 @@ SENDS = {"ingest": ("split",), "split": ("read", "sheet", "convert"), "convert":
 # What each function reads and writes in the results bucket, beyond the lake's events.
 RESULTS_ACCESS = {"fields": ("pages/*", "results/*"), "poller": ("pages/*", "results/*"),
                   "publisher": ("results/*",), "compaction": ()}
+MODEL_USERS = ("read", "fields")  # the functions that call a model (the Gemini key's readers)
 ATHENA_RESULTS = "athena-results/"
 REPORTS_PREFIX = "reports/"  # the weekly evals reports, in the results bucket
 
@@ -64,6 +66,7 @@ class DoclakeStack(Stack):
         self.alarms = sns.Topic(self, "Alarms", display_name="doclake alarms")
         if settings.alarm_email:
             self.alarms.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
+        self.gemini_key = self._gemini_key()
         specs = settings.functions()
         self.queues = {name: self._queue(name, spec) for name, spec in specs.items() if spec.queue}
         self.functions: dict[str, lambda_.Function] = {}
@@ -144,13 +147,25 @@ class DoclakeStack(Stack):
         self.__dict__.setdefault("dlqs", {})[name] = dlq
         return queue
 
+    def _gemini_key(self) -> secretsmanager.Secret | None:
+        """The Gemini API key, never a plain environment variable: a secret whose value the
+        operator sets once (``aws secretsmanager put-secret-value``); each container reads it
+        at start with its role (``infra.aws.runtime``). Made only when a vision model reads."""
+        uses_models = self.settings.reader == "gemini" or self.settings.fields_strategy not in (
+            "rules", "")
+        if not uses_models:
+            return None
+        return secretsmanager.Secret(self, "GeminiApiKey", description="doclake: the Gemini API "
+                                     "key (put its value after the first deploy)",
+                                     removal_policy=RemovalPolicy.RETAIN)
+
     # --- functions -----------------------------------------------------------------------------
 
-    def _environment(self) -> dict[str, str]:
+    def _environment(self, name: str = "") -> dict[str, str]:
         urls = {}
-        for name, queue in self.queues.items():
-            urls[name] = queue.queue_url
-            urls[dead_letter_queue(name)] = self.dlqs[name].queue_url  # type: ignore[attr-defined]
+        for queue_name, queue in self.queues.items():
+            urls[queue_name] = queue.queue_url
+            urls[dead_letter_queue(queue_name)] = self.dlqs[queue_name].queue_url  # type: ignore[attr-defined]
         return {
             "DOCLAKE_TABLE": self.table.table_name,
             "DOCLAKE_UPLOADS_BUCKET": self.uploads.bucket_name,
@@ -159,16 +174,24 @@ class DoclakeStack(Stack):
             "DOCLAKE_QUEUE_URLS": self.to_json_string(urls),
             "DOCLAKE_MAX_RECEIVES": str(self.settings.max_receives),
             "POWERTOOLS_METRICS_NAMESPACE": "doclake",
+            "DOCLAKE_READER": self.settings.reader,
+            **({"DOCLAKE_PRIMARY_MODEL": self.settings.primary_model}
+               if self.settings.primary_model else {}),
+            **({"DOCLAKE_FALLBACK_MODEL": self.settings.fallback_model}
+               if self.settings.fallback_model else {}),
             **({"DOCLAKE_FIELDS_SCHEMA": self.settings.fields_schema,
                 "DOCLAKE_FIELDS_STRATEGY": self.settings.fields_strategy}
                if self.settings.fields_schema else {}),
+            # Only the functions that call the model know the key's secret (and may read it).
+            **({"DOCLAKE_GEMINI_API_KEY_SECRET": self.gemini_key.secret_arn}
+               if self.gemini_key is not None and name in MODEL_USERS else {}),
         }
 
     def _image_function(self, name: str, spec: FunctionSpec, code) -> lambda_.DockerImageFunction:
         function = lambda_.DockerImageFunction(
             self, f"{name.title()}Function", code=code, memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_s),
-            environment=self._environment(), architecture=lambda_.Architecture.X86_64,
+            environment=self._environment(name), architecture=lambda_.Architecture.X86_64,
             ephemeral_storage_size=None, retry_attempts=0 if spec.queue is None else None)
         self._function_alarms(name, function)
         return function
@@ -242,6 +265,9 @@ class DoclakeStack(Stack):
             dlq.grant_consume_messages(self.functions["poller"])
         for queue in self.queues.values():
             queue.grant(self.functions["poller"], "sqs:GetQueueAttributes")
+        if self.gemini_key is not None:
+            for name in MODEL_USERS:
+                self.gemini_key.grant_read(self.functions[name])
         weekly = self.functions["weekly_evals"]
         self.lake.grant_read(weekly, "events/*")
         self.results.grant_put(weekly, f"{REPORTS_PREFIX}*")
