@@ -224,3 +224,21 @@ def test_a_vision_page_is_read_by_the_model_with_its_key_from_secrets_manager(
         Bucket=read_env["DOCLAKE_RESULTS_BUCKET"],
         Key=f"pages/{job.document_id}/{job.job_id}/00001.md")["Body"].read().decode()
     assert "Read by the model." in page
+
+
+def test_results_the_stream_never_published_are_published_by_the_poller(server, tmp_path):
+    """Finding 5: the stream's publisher is not the only road: a settled result still in the
+    unpublished outbox after the grace is published by the poller's pass (with the poller's
+    role), and the stream's late record then publishes nothing twice."""
+    from support.pdfgen import make_pdf
+
+    deployed = StackDeployment(synth((("fields_schema", "nda"),)), server,
+                               environment={"DOCLAKE_PUBLISH_GRACE_S": "0"})
+    slot = _slot(deployed, "nda.pdf", "application/pdf")
+    _upload(slot, make_pdf(tmp_path / "nda.pdf", NDA).read_bytes(), "application/pdf")
+    deployed.drain("ingest")
+    _run(deployed)  # its passes publish the settled claim: no stream record was delivered
+    body = httpx.get(slot["result_url"]).json()
+    assert (body["status"], body["extracted_fields"]["jurisdiction"]) == ("succeeded",
+                                                                            "New York")
+    assert deployed.publish() == 0  # the stream's records, late: already published

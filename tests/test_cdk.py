@@ -150,7 +150,7 @@ def test_glue_tables_use_partition_projection_and_athena_has_limits(synth):
 def test_alarms_cover_dlqs_queue_age_throttles_and_errors(synth):
     _, tj, _, _ = synth
     metrics = [a["Properties"]["MetricName"] for a in _resources(tj, "AWS::CloudWatch::Alarm").values()]
-    assert metrics.count("ApproximateNumberOfMessagesVisible") == 7
+    assert metrics.count("ApproximateNumberOfMessagesVisible") == 8  # 7 DLQs, stream failures
     assert metrics.count("ApproximateAgeOfOldestMessage") == 7
     assert metrics.count("Throttles") == metrics.count("Errors") == 12
 
@@ -197,7 +197,10 @@ def test_the_publisher_reads_the_stream_and_writes_only_results_and_lake_events(
     assert "/results/*" in resources and "/events/*" in resources
     assert "/uploads/*" not in resources and "/pages/*" not in resources
     actions = json.dumps([s["Action"] for s in statements])
-    assert "dynamodb:GetRecords" in actions and "sqs:SendMessage" not in actions
+    assert "dynamodb:GetRecords" in actions
+    sends = [s["Resource"] for s in statements if "sqs:SendMessage" in _actions(s)]
+    failures = stack.resolve(stack.publisher_failures.queue_arn)
+    assert sends == [failures]  # only what the stream mapping gives up on (finding 5)
 
 
 def _role_statements(tj, stack, function) -> list[dict]:
@@ -357,3 +360,16 @@ def test_images_build_from_debian_packages_with_the_runtime_client_and_the_templ
         for handler in [*props["ImageConfig"]["Command"], *image["CMD"]]:
             module, name = handler.rsplit(".", 1)
             assert callable(getattr(importlib.import_module(module), name)), handler
+
+
+def test_the_stream_mapping_sends_what_it_gives_up_on_to_a_queue(synth):
+    """Finding 5: a stream batch that fails past its retries is described in a queue (with an
+    alarm), not dropped; the publisher's role may send there."""
+    _, tj, stack, _ = synth
+    (stream,) = [m["Properties"] for m in _resources(tj, "AWS::Lambda::EventSourceMapping").values()
+                 if "StartingPosition" in m["Properties"]]
+    destination = stream["DestinationConfig"]["OnFailure"]["Destination"]
+    assert destination["Fn::GetAtt"][0].startswith("PublisherFailures")
+    sends = [s for s in _role_statements(tj, stack, stack.publisher)
+             if "sqs:SendMessage" in _actions(s)]
+    assert [s["Resource"] for s in sends] == [destination]

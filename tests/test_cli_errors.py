@@ -117,3 +117,31 @@ def test_unknown_format_reader_and_table(tmp_path, pdf_factory):
     assert_user_error(invoke("run", str(pdf_factory("a.pdf", 1)), "--reader", "magic",
                              "--home", str(tmp_path)), "--reader 'magic'", "auto, ", "simulated, text")
     assert_user_error(invoke("schema", "nope"), "no table 'nope'", "documents")
+
+
+def test_athena_without_a_region_or_credentials_is_an_error_with_a_hint(monkeypatch):
+    """Finding 7: no region, no credentials: ``error:`` and ``hint:`` lines, not a traceback."""
+    pytest.importorskip("awswrangler")
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
+                 "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    result = invoke("sql", "--engine", "athena", "SELECT 1")
+    assert_user_error(result, "no AWS region", "--region")
+    assert "hint" in result.output.lower()
+    result = invoke("sql", "--engine", "athena", "--region", "us-east-1", "SELECT 1")
+    assert_user_error(result, "no AWS credentials")
+
+
+def test_athena_statements_are_split_by_a_sql_parser_not_on_every_semicolon():
+    from infra.cli.aws import split_statements
+
+    query = ("SELECT 'a;b' AS x; -- a comment; still a comment\nSELECT \"odd;name\" FROM t;"
+             "SELECT 3;")
+    assert split_statements(query) == [
+        "SELECT 'a;b' AS x", "-- a comment; still a comment\nSELECT \"odd;name\" FROM t",
+        "SELECT 3"]
+    assert_user_error(invoke("sql", "--engine", "athena", "--region", "us-east-1",
+                             "SELECT 'unclosed"), "cannot be read")

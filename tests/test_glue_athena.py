@@ -480,3 +480,36 @@ def test_raw_tables_and_database_are_written_by_awswrangler_with_projection(glue
     assert args["parameters"]["projection.dt.interval.unit"] == "DAYS"
     assert not any(k.startswith("projection.") and k != "projection.dt.interval.unit"
                    for k in args["parameters"])
+
+
+def test_a_database_the_stack_made_keeps_its_raw_tables_to_the_stack(glue):
+    """Finding 7: one owner. The CDK stack marks its database; ``create_catalog`` (``doclake
+    aws catalog``) then writes only the views and never a raw table the template also defines."""
+    from infra.aws.glue_catalog import OWNER_PARAMETER, create_catalog
+
+    glue.create_database(DatabaseInput={"Name": "stack_db", "Parameters": {
+        OWNER_PARAMETER: "cloudformation"}})
+    changes = create_catalog(glue, "stack_db", "doclake-lake")
+    tables = _all_tables(glue, "stack_db")
+    assert changes.owned_by_stack
+    assert not RAW_TABLES & set(tables)
+    assert {"jobs", "pages", "failures"} <= set(tables)
+
+
+def test_the_catalog_command_prints_its_definitions_without_calling_aws():
+    import json
+
+    from typer.testing import CliRunner
+
+    from infra.cli.main import app
+
+    env = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "",
+           "AWS_DEFAULT_REGION": ""}  # nothing listens there: a call would fail
+    result = CliRunner().invoke(app, ["aws", "catalog", "--bucket", "print-lake", "--print"], env=env)
+    assert result.exit_code == 0, result.output
+    blob, views = result.output.split("\nCREATE", 1)
+    definitions = json.loads(blob)
+    assert set(definitions["raw_tables"]) >= RAW_TABLES
+    assert definitions["raw_tables"]["raw_job_created"]["StorageDescriptor"]["Location"] == (
+        "s3://print-lake/events/event_type=job_created/")
+    assert "VIEW" in views.split("\n", 1)[0]

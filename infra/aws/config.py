@@ -26,6 +26,9 @@ class AwsSettings(BaseSettings):
     max_receives: int = Field(5, ge=1, description="The queues' maxReceiveCount.")
     poll_loop_s: float = Field(50.0, gt=0, description="How long one poller invocation loops.")
     poll_interval_s: float = Field(5.0, gt=0, description="The poller's period inside it.")
+    publish_grace_s: float = Field(
+        300.0, ge=0, description="A settled result unpublished for this long is published by "
+        "the poller (the stream's publisher normally does it within seconds).")
     fields_schema: str | None = Field(
         None, description="The schema every upload's fields are extracted with (nda, or "
         "MODULE:CLASS); unset: no fields stage, the result JSON carries the job's status only.")

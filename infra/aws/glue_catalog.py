@@ -40,6 +40,9 @@ from lake.glue import (
 )
 
 ATHENA_CATALOG = "AwsDataCatalog"
+OWNER_PARAMETER = "doclake_owner"
+"""A database whose parameters say ``cloudformation`` here is the CDK stack's: its raw tables
+are the stack's alone, and ``create_catalog`` writes only the views (one owner, no drift)."""
 
 
 class CatalogError(Exception):
@@ -59,6 +62,29 @@ class CatalogChanges:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     athena_queries: list[str] = field(default_factory=list)
+    owned_by_stack: bool = False
+    """The database and raw tables are the CDK stack's: only the views were written."""
+
+
+def stack_owned(glue_client, database: str) -> bool:
+    """Whether the CDK stack made ``database`` (and so owns its raw tables)."""
+    try:
+        existing = glue_client.get_database(Name=database)["Database"]
+    except ClientError as error:
+        if _code(error) != "EntityNotFoundException":
+            raise
+        return False
+    return existing.get("Parameters", {}).get(OWNER_PARAMETER) == "cloudformation"
+
+
+def catalog_definitions(database: str, bucket: str, prefix: str = "", *,
+                        projection_start: str = DEFAULT_PROJECTION_START) -> dict[str, Any]:
+    """What ``create_catalog`` would write, computed without an AWS call: the database, the raw
+    tables (Glue ``TableInput``) and the views (Glue's, and Athena's ``CREATE VIEW``)."""
+    return {"database": database_input(database),
+            "raw_tables": raw_table_inputs(bucket, prefix, projection_start=projection_start),
+            "views": view_table_inputs(database),
+            "athena_views": create_view_statements(database)}
 
 
 def _code(error: ClientError) -> str:
@@ -206,11 +232,14 @@ def create_catalog(
     """
     changes = CatalogChanges(database=database)
     try:
-        with _wrangler(glue_client, boto3_session) as (wr, session):
-            _ensure_database(glue_client, wr, session, database, replace, changes)
-            for table in raw_table_inputs(bucket, prefix,
-                                          projection_start=projection_start).values():
-                _put_raw_table(glue_client, wr, session, database, table, replace, changes)
+        if stack_owned(glue_client, database):
+            changes.owned_by_stack = True
+        else:
+            with _wrangler(glue_client, boto3_session) as (wr, session):
+                _ensure_database(glue_client, wr, session, database, replace, changes)
+                for table in raw_table_inputs(bucket, prefix,
+                                              projection_start=projection_start).values():
+                    _put_raw_table(glue_client, wr, session, database, table, replace, changes)
         if athena_client is None:
             for view in view_table_inputs(database, owner=owner).values():
                 _put_table(glue_client, database, view, replace, changes)

@@ -327,6 +327,8 @@ def sql(
                       "DOCLAKE_ATHENA_DATABASE/WORKGROUP/OUTPUT)")] = "duckdb",
     tables: Annotated[bool, typer.Option("--tables", help="List the tables and their columns, "
                       "with a description of each, and exit.")] = False,
+    region: Annotated[str | None, typer.Option(help="AWS region of --engine athena (default: "
+                      "the environment's).")] = None,
 ) -> None:
     """Query the lake with DuckDB; no query opens an interactive prompt."""
     from infra.cli import sqlshell
@@ -340,7 +342,7 @@ def sql(
             raise UserError("--engine athena needs a query", "give the SQL as an argument")
         from infra.cli.aws import athena_sql
 
-        athena_sql(query, output_format)
+        athena_sql(query, output_format, region=region)
         return
     if engine != "duckdb":
         raise UserError(f"--engine {engine!r} is not an engine", "use duckdb or athena")

@@ -33,6 +33,7 @@ from extract.messages import dead_letter_queue
 from infra.aws.cdk.dashboard import OperationsDashboard
 from infra.aws.cdk.settings import DeploySettings, FunctionSpec
 from infra.aws.cdk.zips import ROOT, stage
+from infra.aws.glue_catalog import OWNER_PARAMETER
 from infra.aws.tables import INDEXES, PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
 from lake.glue import database_input, raw_table_inputs
 
@@ -297,9 +298,21 @@ class DoclakeStack(Stack):
                                                   "status": {"S": ["succeeded", "failed"]}}}}
         settled_claim = {"dynamodb": {"NewImage": {"sk": {"S": [{"prefix": "claim#"}]},
                                                    "gsi_unpublished": {"S": ["1"]}}}}
+        # A batch that still fails after its retries is described here (its shard and
+        # sequence numbers) instead of vanishing; its results stay in the unpublished outbox,
+        # which the poller drains (``infra.aws.lambdas.poller.drain_unpublished``).
+        failed = sqs.Queue(self, "PublisherFailures", retention_period=Duration.days(14),
+                           encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True)
+        self.publisher_failures = failed
+        self._alarm("PublisherFailuresNotEmpty",
+                    failed.metric_approximate_number_of_messages_visible(
+                        period=Duration.minutes(1)), threshold=0,
+                    description="stream batches the publisher gave up on (the poller publishes "
+                                "their results after the grace)")
         self.publisher.add_event_source(sources.DynamoEventSource(
             self.table, starting_position=lambda_.StartingPosition.LATEST, batch_size=100,
             bisect_batch_on_error=True, retry_attempts=10, report_batch_item_failures=False,
+            on_failure=sources.SqsDlq(failed),
             filters=[lambda_.FilterCriteria.filter(terminal_job),
                      lambda_.FilterCriteria.filter(settled_claim)]))
 
@@ -320,7 +333,10 @@ class DoclakeStack(Stack):
         db = glue.CfnDatabase(self, "LakeDatabase", catalog_id=self.account,
                               database_input={"Name": database["Name"],
                                               "Description": database["Description"],
-                                              "Parameters": database["Parameters"]})
+                                              # the raw tables are this stack's alone:
+                                              # ``doclake aws catalog`` writes only views
+                                              "Parameters": {**database["Parameters"],
+                                                             OWNER_PARAMETER: "cloudformation"}})
         # Partition projection tables, generated from the event schemas (lake.glue); the
         # bucket name is a token, so the location strings are built by CloudFormation.
         for name, table in raw_table_inputs("placeholder-bucket", "",

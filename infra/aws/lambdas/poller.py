@@ -4,7 +4,10 @@ seconds inside the invocation, the only writer of job status (a DynamoDB lease m
 Each pass: ``poll_once`` (status transitions, their events, the index messages: the same code as
 locally), then the dead-letter queues (a message that used up its deliveries fails its unit or
 job at once; it stays in the DLQ, hidden for 12 hours, for an operator and the DLQ alarm), then
-the ingest outbox (jobs planned but whose split message was never confirmed sent).
+the ingest outbox (jobs planned but whose split message was never confirmed sent), then the
+results outbox: a fields result settled more than ``publish_grace_s`` ago and still unpublished
+(the DynamoDB stream's publisher gave up on it, or its record aged out of the stream's 24 hours)
+is published here, by the same code.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import time
 
 from aws_lambda_powertools import Logger
 
+from extract.fields.publish import publish_results
 from extract.handling import handle_dead_letter
 from extract.poller import poll_once
 from infra.aws.runtime import AwsRuntime, DirectSink, shared
@@ -50,6 +54,19 @@ async def drain_dead_letters(runtime: AwsRuntime, ctx) -> int:
     return handled
 
 
+async def drain_unpublished(runtime: AwsRuntime, ctx, *, batch: int = 100) -> int:
+    """Publish the oldest settled results the stream's publisher left behind (older than the
+    grace, so the two do not race on a fresh one); returns how many were published."""
+    from datetime import timedelta
+
+    from lake.events import utc_now
+
+    cutoff = utc_now() - timedelta(seconds=runtime.settings.publish_grace_s)
+    rows = [c for c in runtime.store.unpublished_results(batch)
+            if c.finished_at is not None and c.finished_at <= cutoff]
+    return await publish_results(ctx, rows) if rows else 0
+
+
 async def run_passes(runtime: AwsRuntime, *, holder: str, loop_s: float, interval_s: float,
                      sleep=asyncio.sleep) -> int:
     """Poll until ``loop_s`` has passed; returns the passes made under the lease."""
@@ -65,10 +82,12 @@ async def run_passes(runtime: AwsRuntime, *, holder: str, loop_s: float, interva
                 decisions = await poll_once(ctx, elapsed_s=clock.tick())
                 dead = await drain_dead_letters(runtime, ctx)
                 resent = planner.resend_unsent()
+                published = await drain_unpublished(runtime, ctx)
                 passes += 1
-                if decisions or dead or resent:
+                if decisions or dead or resent or published:
                     logger.info("pass", extra={"transitions": len(decisions),
-                                               "dead_letters": dead, "resent_splits": resent})
+                                               "dead_letters": dead, "resent_splits": resent,
+                                               "published": published})
             else:
                 clock = PollClock(cap_s=clock.cap_s)  # another poller holds it: start afresh
             if time.monotonic() + interval_s > deadline:
