@@ -29,7 +29,13 @@ from infra.cli.evals import evals_app
 from infra.cli.fields import fields_app
 from infra.cli.home import Access, open_settings
 from infra.cli.lake import lake_app
-from infra.cli.render.output import FormatOption, print_object, print_records, resolve_format
+from infra.cli.render.output import (
+    FormatOption,
+    print_object,
+    print_records,
+    resolve_format,
+    terminal_safe,
+)
 from infra.cli.serve import serve as serve_command
 
 if TYPE_CHECKING:
@@ -96,16 +102,19 @@ def run(
 ) -> None:
     """Ingest files and folders and process them to a terminal state."""
     from extract.readers import READERS
-    from ingest.planner import expand_sources
+    from ingest.planner import walk_sources
 
     if reader not in READERS:
         raise UserError(f"--reader {reader!r} is not available in this build",
                         f"use one of: {', '.join(sorted(READERS))}")
     schema_name = _fields_request(fields, strategy)
     try:
-        sources = expand_sources(paths)
+        walk = walk_sources(paths)
     except FileNotFoundError as error:
         raise UserError(str(error), "check the path; nothing was ingested") from None
+    sources = walk.files
+    if (skipped := walk.skipped_summary()) is not None:
+        console.print(f"[yellow]warning:[/yellow] {terminal_safe(skipped)}")
     files = [file for file, _ in sources]
     if not files:
         console.print(f"[yellow]warning:[/yellow] no files in {', '.join(map(str, paths))}; "

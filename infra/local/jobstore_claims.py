@@ -38,6 +38,16 @@ class SqliteClaims:
                        (job_id, password))
         return True
 
+    def erase_stale_passwords(self) -> int:
+        """On start: erase every password whose job is no longer in flight (a crash between a
+        job's end and its erasure, or a job gone), then fold the WAL so the bytes go too."""
+        with transaction(self._db) as db:
+            erased = db.execute(
+                "DELETE FROM job_passwords WHERE job_id NOT IN (SELECT job_id FROM jobs "
+                "WHERE status IN ('queued', 'extracting'))").rowcount
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return erased
+
     def job_password(self, job_id: str) -> str | None:
         row = self._db.execute(
             "SELECT p.password FROM job_passwords p JOIN jobs j USING (job_id) "

@@ -61,8 +61,9 @@ class ServeApp:
         self.expiry_s = expiry_s
         self.max_bytes = max_bytes or settings.max_file_bytes
         self.secret = secret or os.urandom(32)
-        home = settings.home
-        home.mkdir(parents=True, exist_ok=True)
+        from infra.local.private_home import make_private
+
+        home = make_private(settings.home)
         self.objects = FolderObjectStore(home / "objects")
         self.store = SqliteJobStore(home / "jobs.db")
         self.queue = SqliteQueue(home / "queue.db", max_receives=settings.max_receives)

@@ -1,0 +1,182 @@
+"""A data room and a client are untrusted, and the home holds secrets (issue 20).
+
+Every test builds its own hostile input: a room of links, a sparse file, a markup-laden cell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from infra.cli.main import app
+from infra.cli.render.output import terminal_safe
+from ingest.planner import SKIP_DEEP, SKIP_LINK, SKIP_SPECIAL, walk_sources
+
+runner = CliRunner()
+FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
+        "DOCLAKE_CPU_WORKERS": "1"}
+
+
+def invoke(*args: str, env: dict[str, str] | None = None):
+    return runner.invoke(app, list(args), env={**FAST, **(env or {})}, catch_exceptions=False)
+
+
+def all_bytes_under(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file() and
+                    not p.is_symlink())
+
+
+@pytest.fixture
+def umask_022():
+    """Run as a careless machine would (umask 022), and restore the test process's umask."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def test_a_room_of_links_copies_nothing_from_outside(tmp_path, pdf_factory, umask_022):
+    secret = tmp_path / "outside" / "secret.csv"
+    secret.parent.mkdir()
+    secret.write_text("name,value\nOUTSIDE-SECRET-7731,1\n")
+    room = tmp_path / "docs"
+    pdf_factory("ok.pdf", 1, word="inside")
+    (room / "link.csv").symlink_to(secret)
+    (room / "environ.txt").symlink_to("/proc/self/environ")
+    (room / "linked-folder").symlink_to(secret.parent, target_is_directory=True)
+    os.mkfifo(room / "pipe.csv")
+    home = tmp_path / "home"
+    result = invoke("run", str(room), "--home", str(home), "--fields", "none")
+    assert result.exit_code == 0, result.output
+    assert "documents 1" in result.output
+    assert "skipped 4" in result.output and "symbolic link, not followed" in result.output
+    assert b"OUTSIDE-SECRET-7731" not in all_bytes_under(home)
+    listed = json.loads(invoke("sql", "SELECT source_path FROM documents", "--home", str(home),
+                               "--format", "json").output)
+    assert [row["source_path"] for row in listed] == ["ok.pdf"]
+
+
+def test_the_walk_says_what_it_skipped_and_survives_a_deep_nest(tmp_path):
+    room = tmp_path / "room"
+    room.mkdir()
+    deep = str(room)
+    for _ in range(1200):  # a RecursionError for a recursive walk
+        deep += "/d"
+        os.mkdir(deep)
+    Path(deep, "bottom.txt").write_text("deep")
+    (room / "top.txt").write_text("top")
+    (room / "to-top").symlink_to(room / "top.txt")
+    os.mkfifo(room / "fifo")
+    try:
+        walk = walk_sources([room], max_depth=64)
+    finally:  # pytest's own cleanup recurses and would fail on 1,200 levels
+        Path(deep, "bottom.txt").unlink()
+        while deep != str(room):
+            os.rmdir(deep)
+            deep = os.path.dirname(deep)
+    assert [name for _, name in walk.files] == ["top.txt"]
+    reasons = sorted(reason for _, reason in walk.skipped)
+    assert reasons == sorted([SKIP_DEEP, SKIP_LINK, SKIP_SPECIAL])
+    assert "skipped 3" in walk.skipped_summary()
+
+
+def test_a_file_swapped_for_a_link_after_the_walk_is_not_followed(tmp_path, settings):
+    from infra.local.runtime import LocalRuntime
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SWAPPED-SECRET-4410")
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "a.txt").write_text("harmless")
+    files = [p for p, _ in walk_sources([room]).files]
+    (room / "a.txt").unlink()
+    (room / "a.txt").symlink_to(secret)  # between the walk and the copy
+    runtime = LocalRuntime(settings)
+    planner = runtime.planner()
+    assert planner.ingest_many(files) == []
+    assert [reason for _, reason in planner.skipped] == ["a symbolic link"]
+    assert b"SWAPPED-SECRET-4410" not in all_bytes_under(settings.home)
+
+
+def test_a_sparse_file_over_the_limit_is_never_copied_whole_and_leaves_nothing(tmp_path):
+    room = tmp_path / "room"
+    room.mkdir()
+    sparse = room / "huge.pdf"
+    with open(sparse, "wb") as handle:
+        handle.write(b"%PDF-1.7\n")
+        handle.truncate(2 * 1024**3)  # 2 GB apparent, a few kB on disk
+    home = tmp_path / "home"
+    limit = 1024 * 1024
+    result = invoke("run", str(room), "--home", str(home), "--fields", "none",
+                    env={"DOCLAKE_MAX_FILE_BYTES": str(limit)})
+    assert result.exit_code == 0, result.output
+    assert "file_too_large" in result.output
+    uploads = [p for p in (home / "objects" / "uploads").rglob("*") if p.is_file()]
+    assert uploads == []  # the bounded part stored for the check is removed with the failure
+    failures = json.loads(invoke("sql", "SELECT message FROM failures", "--home",
+                                 str(home), "--format", "json").output)
+    assert str(2 * 1024**3) in failures[0]["message"]
+
+
+def test_the_home_is_private_whatever_the_umask(tmp_path, pdf_factory, umask_022):
+    source = pdf_factory("private.pdf", 1)
+    os.chmod(source, 0o600)
+    home = tmp_path / "home"
+    result = invoke("run", str(source.parent), "--home", str(home), "--fields", "none")
+    assert result.exit_code == 0, result.output
+    open_to_others = [str(p) for p in [home, *home.rglob("*")]
+                      if not p.is_symlink() and stat.S_IMODE(p.lstat().st_mode) & 0o077]
+    assert open_to_others == []
+
+
+def test_an_old_open_home_is_tightened(tmp_path, umask_022):
+    from infra.local.private_home import make_private
+
+    home = tmp_path / "home"
+    (home / "objects").mkdir(parents=True)
+    (home / "jobs.db").write_text("x")
+    make_private(home)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in [home, *home.rglob("*")]}
+    assert modes == {"home": 0o700, "objects": 0o700, "jobs.db": 0o600}
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("[/bold]", "[/bold]"),
+    ("\x1b[2J\x1b]0;owned\x07", "\\x1b[2J\\x1b]0;owned\\x07"),
+    ("a\nb", "a\\nb"),
+    ("evil\u202etxt.exe", "evil\\u202etxt.exe"),
+])
+def test_terminal_values_show_themselves(value, shown):
+    from rich.console import Console
+
+    console = Console(record=True, width=200, color_system=None)
+    console.print(terminal_safe(value))
+    assert console.export_text().rstrip("\n") == shown
+
+
+def test_a_markup_laden_cell_prints_as_text_in_a_table(tmp_path):
+    home = tmp_path / "home"
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "cells.csv").write_text("a,b\n[/bold],[link=http://evil.example]click[/link]\n"
+                                    "\x1b]0;title\x07,x\n")
+    assert invoke("run", str(room), "--home", str(home), "--fields", "none").exit_code == 0
+    from infra.cli.render import output
+
+    original = output.resolve_format
+    output.resolve_format = lambda value, allowed=output.FORMATS: "table"
+    try:
+        result = runner.invoke(app, ["search", "bold", "--home", str(home), "--format", "table"],
+                               env=FAST, catch_exceptions=False)
+    finally:
+        output.resolve_format = original
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output
+    result = invoke("sql", "SELECT '[/bold]' || chr(27) || '[2J' AS v", "--home", str(home),
+                    "--format", "table")
+    assert result.exit_code == 0, result.output
+    assert "[/bold]\\x1b[2J" in result.output
