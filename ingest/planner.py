@@ -214,13 +214,14 @@ class Planner:
 
     def _digest(self, path: Path) -> str | None:
         """The file's sha256, or None (and the file skipped, said why) when it is no longer a
-        regular file one can open without following a link: swapped for a link since the walk,
-        removed, or unreadable."""
+        regular file one can open without following a link (swapped for a link or a FIFO since
+        the walk). A file gone or unreadable raises, as before: the caller says which."""
         try:
             return sha256_of(path, self.max_bytes)
         except OSError as error:
-            reason = ("a symbolic link" if error.errno == errno.ELOOP
-                      else error.strerror or str(error))
+            if error.errno not in (errno.ELOOP, errno.EINVAL):
+                raise
+            reason = "a symbolic link" if error.errno == errno.ELOOP else "not a regular file"
             log.warning("skipped %s: %s", path, reason)
             self.skipped.append((path, reason))
             return None

@@ -180,3 +180,108 @@ def test_a_markup_laden_cell_prints_as_text_in_a_table(tmp_path):
                     "--format", "table")
     assert result.exit_code == 0, result.output
     assert "[/bold]\\x1b[2J" in result.output
+
+
+# --- conversion: a document must not pull in local files ------------------------------------
+
+
+def linked_odt(folder: Path, image: Path) -> Path:
+    """An .odt whose only image is a link to ``image`` (``file:///...``), not embedded."""
+    import zipfile
+
+    content = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<office:document-content '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+        'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+        'xmlns:xlink="http://www.w3.org/1999/xlink" '
+        'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2">'
+        '<office:body><office:text><text:p>A memo that links a picture'
+        '<draw:frame draw:name="i1" text:anchor-type="as-char" svg:width="4in" svg:height="1in">'
+        f'<draw:image xlink:href="{image.as_uri()}" xlink:type="simple" xlink:show="embed" '
+        'xlink:actuate="onLoad"/></draw:frame></text:p></office:text></office:body>'
+        '</office:document-content>')
+    manifest = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<manifest:manifest xmlns:manifest='
+        '"urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
+        '<manifest:file-entry manifest:full-path="/" '
+        'manifest:media-type="application/vnd.oasis.opendocument.text"/>'
+        '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
+        '</manifest:manifest>')
+    path = folder / "memo.odt"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(zipfile.ZipInfo("mimetype"), "application/vnd.oasis.opendocument.text")
+        archive.writestr("META-INF/manifest.xml", manifest, zipfile.ZIP_DEFLATED)
+        archive.writestr("content.xml", content, zipfile.ZIP_DEFLATED)
+    return path
+
+
+def private_image(folder: Path) -> Path:
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (600, 120), "white")
+    ImageDraw.Draw(image).text((10, 50), "PRIVATE 5521", fill="black")
+    path = folder / "private.png"
+    image.save(path)
+    return path
+
+
+def converted_has_image(odt: Path) -> bool:
+    import asyncio
+
+    from extract.formats.office import ConvertLimits, convert_to_pdf
+    from extract.formats.sniff import Format
+
+    async def convert() -> bytes:
+        async with convert_to_pdf(odt, Format.ODT, ConvertLimits(timeout_s=180)) as done:
+            return done.pdf.read_bytes()
+
+    return b"/Image" in asyncio.run(convert())
+
+
+def _soffice():
+    from extract.formats.office import find_soffice
+
+    return find_soffice()
+
+
+needs_soffice = pytest.mark.skipif(_soffice() is None, reason="LibreOffice is not installed")
+
+
+@pytest.fixture
+def fresh_profile(monkeypatch):
+    """A template profile made for this test, from the settings as the test leaves them."""
+    from extract.formats import office
+
+    monkeypatch.setattr(office, "_template", None)
+    return office
+
+
+@needs_soffice
+def test_the_sandbox_hides_a_linked_local_file_from_the_converter(tmp_path, fresh_profile,
+                                                                  monkeypatch):
+    from extract.formats.sandbox import find_bwrap
+
+    if find_bwrap() is None:
+        pytest.skip("bwrap is not installed or cannot make namespaces here")
+    # The sandbox alone: the profile's link blocking taken out.
+    monkeypatch.setattr(fresh_profile, "_SETTINGS", tuple(
+        s for s in fresh_profile._SETTINGS if s[1] != "BlockUntrustedRefererLinks"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert not converted_has_image(linked_odt(tmp_path, private_image(outside)))
+
+
+@needs_soffice
+def test_link_blocking_keeps_a_linked_local_file_out_without_bwrap(tmp_path, fresh_profile,
+                                                                   monkeypatch, caplog):
+    from extract.formats import sandbox
+
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    monkeypatch.setattr(fresh_profile, "find_bwrap", lambda: None)
+    monkeypatch.setattr(sandbox, "_warned", False)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with caplog.at_level("WARNING", logger="extract.formats.sandbox"):
+        assert not converted_has_image(linked_odt(tmp_path, private_image(outside)))
+    assert "bubblewrap (bwrap) is not available" in caplog.text
