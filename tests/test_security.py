@@ -285,3 +285,34 @@ def test_link_blocking_keeps_a_linked_local_file_out_without_bwrap(tmp_path, fre
     with caplog.at_level("WARNING", logger="extract.formats.sandbox"):
         assert not converted_has_image(linked_odt(tmp_path, private_image(outside)))
     assert "bubblewrap (bwrap) is not available" in caplog.text
+
+
+# --- SQL over the lake reads the lake only --------------------------------------------------
+
+
+def test_lake_queries_read_the_lake_and_nothing_else(tmp_path, pdf_factory):
+    import duckdb
+
+    from lake.catalog import connect, query
+
+    home = tmp_path / "home"
+    pdf_factory("a.pdf", 1)
+    assert invoke("run", str(tmp_path / "docs"), "--home", str(home),
+                  "--fields", "none").exit_code == 0
+    lake = str(home / "lake")
+    assert query(lake, "SELECT count(*) AS n FROM documents").to_pylist() == [{"n": 1}]
+    outside = tmp_path / "outside.csv"
+    outside.write_text("secret\nOUTSIDE\n")
+    written = tmp_path / "written.csv"
+    with connect(lake) as session:
+        for statement in (f"SELECT * FROM read_csv('{outside}')",
+                          f"COPY (SELECT 1) TO '{written}'",
+                          f"ATTACH '{tmp_path / 'other.duckdb'}'",
+                          "SET enable_external_access = true",
+                          "SET autoinstall_known_extensions = true"):
+            with pytest.raises(duckdb.Error):
+                session.table(statement)
+    assert not written.exists()
+    result = invoke("sql", f"SELECT * FROM read_csv('{outside}')", "--home", str(home),
+                    "--format", "json")
+    assert result.exit_code != 0 and "OUTSIDE" not in result.output
