@@ -44,6 +44,8 @@ FINAL_REASONS = frozenset({
     # a size limit the same settings hit again (raise the setting, then --retry-failed)
     "limit_exceeded", "file_too_large", "too_many_pages", "page_too_large", "too_many_cells",
     "sheet_too_long", "converted_too_large",
+    # the parser killed its worker on every delivery of these bytes (a native crash)
+    "crashes_parser",
 })
 """Reasons that are not: a missing reader or converter (now installed?), a timeout or a memory
 limit (load-dependent), a model or a dead letter (transient by nature)."""

@@ -316,3 +316,51 @@ def test_lake_queries_read_the_lake_and_nothing_else(tmp_path, pdf_factory):
     result = invoke("sql", f"SELECT * FROM read_csv('{outside}')", "--home", str(home),
                     "--format", "json")
     assert result.exit_code != 0 and "OUTSIDE" not in result.output
+
+
+# --- hostile sheets -------------------------------------------------------------------------
+
+
+def far_apart_workbook(path: Path) -> Path:
+    """Two cells, at A1 and XFD1048576: a few kB that calamine would make 17 billion cells."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"] = "top left"
+    sheet["XFD1048576"] = "bottom right"
+    book.save(path)
+    return path
+
+
+def test_a_sheet_spanning_the_whole_grid_is_refused_before_it_is_loaded(tmp_path):
+    room = tmp_path / "room"
+    room.mkdir()
+    far_apart_workbook(room / "far.xlsx")
+    home = tmp_path / "home"
+    result = invoke("run", str(room), "--home", str(home), "--fields", "none")
+    assert result.exit_code == 0, result.output
+    assert "too_many_cells" in result.output
+    failures = json.loads(invoke("sql", "SELECT error_type, message FROM failures", "--home",
+                                 str(home), "--format", "json").output)
+    assert [f["error_type"] for f in failures] == ["too_many_cells"]
+    assert "1048576 x 16384" in failures[0]["message"]
+
+
+def test_bytes_that_crash_the_parser_on_every_delivery_fail_for_good(tmp_path, monkeypatch):
+    from support import cpu_tasks
+
+    from extract.handlers import split
+
+    # The real pool runs a parser that kills its process, as a native abort on certain bytes.
+    monkeypatch.setattr(split, "read_csv", cpu_tasks.crash_parsing)
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "crash.csv").write_text("a,b\n1,2\n")
+    home = str(tmp_path / "home")
+    env = {"DOCLAKE_MAX_RECEIVES": "2"}
+    result = invoke("run", str(room), "--home", home, "--fields", "none", env=env)
+    assert result.exit_code == 0, result.output
+    assert "crashes_parser" in result.output
+    again = invoke("run", str(room), "--home", home, "--fields", "none", env=env)
+    assert "unchanged 1" in again.output and "failed 0" in again.output, again.output
