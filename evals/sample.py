@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from evals.csv_cells import neutralise
+
 __all__ = ["size_bucket", "stratified", "write_sheet", "sample_candidates", "SHEET_COLUMNS"]
 
 SHEET_COLUMNS = ("document_id", "sha256", "source_name", "model_version", "strategy", "field",
@@ -56,7 +58,8 @@ def stratified(candidates: Sequence[dict], n: int, seed: int = 13) -> list[dict]
 
 
 def write_sheet(path: Path, picked: Iterable[dict], fields: Sequence[str]) -> int:
-    """One CSV row per extracted value, and one empty row per field without a value."""
+    """One CSV row per extracted value, and one empty row per field without a value. A cell
+    that a spreadsheet would run as a formula is written as text (``evals.csv_cells``)."""
     count = 0
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -67,7 +70,8 @@ def write_sheet(path: Path, picked: Iterable[dict], fields: Sequence[str]) -> in
             values = row.get("values") or {}
             for name in [*fields, *sorted(set(values) - set(fields))]:
                 for value, page in values.get(name) or [("", None)]:
-                    writer.writerow([*base, name, value, value, "" if page is None else page])
+                    writer.writerow([neutralise(cell) for cell in (
+                        *base, name, value, value, "" if page is None else page)])
             count += 1
     return count
 

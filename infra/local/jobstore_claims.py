@@ -38,13 +38,17 @@ class SqliteClaims:
                        (job_id, password))
         return True
 
-    def erase_stale_passwords(self) -> int:
-        """On start: erase every password whose job is no longer in flight (a crash between a
-        job's end and its erasure, or a job gone), then fold the WAL so the bytes go too."""
+    def erase_passwords(self) -> int:
+        """On start, before anything is ingested: erase every password left in the store. Any
+        there belongs to a run that ended without finishing its jobs (kill -9, a power cut,
+        Ctrl-C), and a password must not outlive the run that was given it. Those jobs, if
+        they still need it, fail ``encrypted``; ``run ... --retry-failed`` with the password
+        takes them again. The WAL is folded in and truncated so the bytes go too. Nothing is
+        erased while another live process holds a lease here (a run still working its jobs)."""
+        if self._lease_held_elsewhere():
+            return 0
         with transaction(self._db) as db:
-            erased = db.execute(
-                "DELETE FROM job_passwords WHERE job_id NOT IN (SELECT job_id FROM jobs "
-                "WHERE status IN ('queued', 'extracting'))").rowcount
+            erased = db.execute("DELETE FROM job_passwords").rowcount
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return erased
 
@@ -77,6 +81,16 @@ class SqliteClaims:
                 (name, holder, self._host, os.getpid(), now + ttl_s),
             )
         return True
+
+    def _lease_held_elsewhere(self) -> bool:
+        """Whether a live process other than this one holds any lease on this store."""
+        now = time.time()
+        for row in self._db.execute("SELECT * FROM leases WHERE expires_at > ?", (now,)):
+            if row["holder_host"] != self._host:
+                return True
+            if row["holder_pid"] != os.getpid() and process_alive(row["holder_pid"]):
+                return True
+        return False
 
     def release_lease(self, name: str, holder: str) -> None:
         self._db.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))

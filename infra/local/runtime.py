@@ -155,7 +155,7 @@ class LocalRuntime:
                                 retry_failed=retry_failed, passwords=passwords,
                                 source_paths=source_paths, after_batch=after_batch).start()
 
-    def recover(self) -> dict[str, int]:
+    def recover(self, *, erase_passwords: bool = True) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).
 
         Index messages and status events lost in a crash are repaired by the poller's own
@@ -163,7 +163,9 @@ class LocalRuntime:
         """
         released = self.queue.release_orphans()
         resent_splits = self.planner().resend_unsent()
-        erased = self.store.erase_stale_passwords()
+        # Passwords of an earlier run that did not finish (``erase_passwords``): serve erases
+        # them itself before it takes uploads, and passes False here.
+        erased = self.store.erase_passwords() if erase_passwords else 0
         removed = self._remove_stale_decrypted()
         return {"released": released, "resent_splits": resent_splits,
                 "erased_passwords": erased, "removed_decrypted": removed}

@@ -149,6 +149,7 @@ class ServeApp:
         self.store = SqliteJobStore(home / "jobs.db")
         self.queue = SqliteQueue(home / "queue.db", max_receives=settings.max_receives)
         self.writer = ParquetEventWriter.for_uri(settings.lake)
+        self.store.erase_passwords()  # an earlier process's, left by a crash
         self.lock = threading.Lock()  # the HTTP side's stores: one writer at a time
         self.pending: set[str] = set()  # job ids planned here, result not yet published
         self.claimed: set[str] = set()  # slots whose upload is being stored right now
@@ -244,7 +245,7 @@ class ServeApp:
         from infra.local.runtime import LocalRuntime
 
         runtime = LocalRuntime(self.settings)
-        runtime.recover()
+        runtime.recover(erase_passwords=False)  # erased in __init__, before uploads came in
         try:
             asyncio.run(runtime.process(self._stop.is_set))
         except Exception:  # the server keeps answering; the failure is in the log
