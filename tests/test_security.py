@@ -427,3 +427,38 @@ def test_the_password_can_be_asked_for_instead_of_typed_on_the_command_line(tmp_
                            catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "succeeded 1" in result.output and "openpassword" not in result.output
+
+
+# --- done when: a hostile room leaves nothing of the outside in a private home ----------------
+
+
+@needs_soffice
+def test_a_hostile_room_leaves_nothing_from_outside_in_a_private_home(tmp_path, pdf_factory,
+                                                                     umask_022):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.csv").write_text("name,value\nOUTSIDE-SECRET-9902,1\n")
+    image = private_image(outside)
+    room = tmp_path / "docs"
+    pdf_factory("contract.pdf", 1, word="inside")
+    (room / "link.csv").symlink_to(outside / "secret.csv")
+    (room / "environ.txt").symlink_to("/proc/self/environ")
+    (room / "sub").mkdir()
+    (room / "sub" / "images").symlink_to(outside, target_is_directory=True)
+    linked_odt(room, image)
+    home = tmp_path / "home"
+    result = invoke("run", str(room), "--home", str(home), "--fields", "none",
+                    env={"DOCLAKE_CONVERT_TIMEOUT_S": "180"})
+    assert result.exit_code == 0, result.output
+    assert "succeeded 2" in result.output, result.output  # the PDF and the memo
+    everything = all_bytes_under(home)
+    assert b"OUTSIDE-SECRET-9902" not in everything
+    assert image.read_bytes() not in everything
+    converted = [p for p in (home / "objects").rglob("*") if p.is_file() and
+                 p.read_bytes().startswith(b"%PDF") and "uploads" not in p.parts]
+    assert converted and not any(b"/Image" in p.read_bytes() for p in converted)
+    found = json.loads(invoke("search", "PRIVATE", "--home", str(home), "--format", "json").output)
+    assert found == []
+    open_to_others = [str(p) for p in [home, *home.rglob("*")]
+                      if not p.is_symlink() and stat.S_IMODE(p.lstat().st_mode) & 0o077]
+    assert open_to_others == []
