@@ -462,3 +462,34 @@ def test_a_hostile_room_leaves_nothing_from_outside_in_a_private_home(tmp_path, 
     open_to_others = [str(p) for p in [home, *home.rglob("*")]
                       if not p.is_symlink() and stat.S_IMODE(p.lstat().st_mode) & 0o077]
     assert open_to_others == []
+
+
+def page_tree_cycle_pdf(path: Path) -> Path:
+    """A PDF whose page tree points back at its root: one page counted, none loadable."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Pages /Kids [2 0 R 4 0 R] /Count 1 /Parent 2 0 R >>",
+               b"<< /Type /Page /Parent 3 0 R /MediaBox [0 0 612 792] >>"]
+    data, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(data))
+        data += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(data)
+    data += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    data += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    data += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref)
+    path.write_bytes(data)
+    return path
+
+
+def test_a_page_tree_with_a_cycle_is_corrupt_not_a_crash(tmp_path):
+    room = tmp_path / "room"
+    room.mkdir()
+    page_tree_cycle_pdf(room / "cycle.pdf")
+    home = str(tmp_path / "home")
+    result = invoke("run", str(room), "--home", home, "--fields", "none")
+    assert result.exit_code == 0, result.output
+    jobs = json.loads(invoke("sql", "SELECT failure_reason FROM jobs", "--home", home,
+                             "--format", "json").output)
+    assert jobs == [{"failure_reason": "corrupt"}]
