@@ -493,3 +493,23 @@ def test_a_page_tree_with_a_cycle_is_corrupt_not_a_crash(tmp_path):
     jobs = json.loads(invoke("sql", "SELECT failure_reason FROM jobs", "--home", home,
                              "--format", "json").output)
     assert jobs == [{"failure_reason": "corrupt"}]
+
+
+@needs_soffice
+def test_a_decrypted_copy_is_removed_when_its_job_ends(tmp_path):
+    from conftest import CORPUS
+
+    sample = CORPUS / "encrypted_office" / "poi_Password_Protected-hello.ppt"
+    if not sample.is_file():
+        pytest.skip("shared corpus not found")
+    home = tmp_path / "home"
+    # The password from the environment (DOCLAKE_PASSWORD), as the README says.
+    result = invoke("run", str(sample), "--home", str(home), "--fields", "none",
+                    env={"DOCLAKE_PASSWORD": "hello"})
+    assert result.exit_code == 0, result.output
+    jobs = json.loads(invoke("sql", "SELECT status, failure_reason FROM jobs", "--home",
+                             str(home), "--format", "json").output)
+    assert jobs[0]["failure_reason"] != "encrypted"  # it was decrypted (LibreOffice 7.4 then
+    # refuses the .ppt: a known gap), and the plaintext copy went with the job's end
+    assert [p for p in (home / "objects").rglob("*") if "decrypted" in p.parts and
+            p.is_file()] == []
