@@ -513,3 +513,20 @@ def test_a_decrypted_copy_is_removed_when_its_job_ends(tmp_path):
     # refuses the .ppt: a known gap), and the plaintext copy went with the job's end
     assert [p for p in (home / "objects").rglob("*") if "decrypted" in p.parts and
             p.is_file()] == []
+
+
+def test_parser_processes_run_under_file_size_and_core_limits():
+    import asyncio
+    import resource
+
+    from support import cpu_tasks
+
+    from infra.local.cpu import MAX_WORKER_FILE_BYTES, ProcessPoolRunner
+
+    runner_pool = ProcessPoolRunner(1)
+    try:
+        limits = asyncio.run(runner_pool.run(cpu_tasks.resource_limits, timeout_s=60))
+    finally:
+        runner_pool.close()
+    assert limits[resource.RLIMIT_CORE][0] == 0
+    assert 0 < limits[resource.RLIMIT_FSIZE][0] <= MAX_WORKER_FILE_BYTES

@@ -186,6 +186,7 @@ async def _run(argv: list[str], timeout_s: float, memory: int | None,
         if max_file_bytes:
             resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file of a document's pages
 
     temporary = home / "tmp"
     temporary.mkdir(exist_ok=True)
