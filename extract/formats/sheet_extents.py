@@ -21,8 +21,9 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 _CHUNK = 1024 * 1024
-_CELL = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?c\s[^>]*?\br\s*=\s*[\"']([A-Za-z]{1,4})([0-9]{1,9})")
-_ROW = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?row\s[^>]*?\br\s*=\s*[\"']([0-9]{1,9})")
+# An ``r`` attribute: ``<row r="12">`` (digits) or ``<c r="B12">`` (letters, digits). No other
+# element of a worksheet has an attribute named ``r``, so one pattern finds both, fast.
+_REF = re.compile(rb"\sr\s*=\s*[\"']([A-Za-z]{0,4})([0-9]{1,9})[\"']")
 _OVERLAP = 512  # bytes kept between chunks, so a tag cut in two is still seen
 _MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
@@ -30,6 +31,7 @@ _REL_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}
 
 
 def column_number(letters: bytes) -> int:
+    """``b"A"`` is 1, ``b"XFD"`` 16384; no letters (a row's own ``r``) is 0."""
     number = 0
     for letter in letters.upper():
         number = number * 26 + (letter - 64)
@@ -61,11 +63,11 @@ def part_extent(archive: zipfile.ZipFile, part: str) -> tuple[int, int]:
     with archive.open(part) as stream:
         while chunk := stream.read(_CHUNK):
             data = tail + chunk
-            for match in _ROW.finditer(data):
-                rows = max(rows, int(match.group(1)))
-            for match in _CELL.finditer(data):
-                columns = max(columns, column_number(match.group(1)))
-                rows = max(rows, int(match.group(2)))
+            found = _REF.findall(data)
+            if found:
+                letters, digits = zip(*found, strict=True)
+                rows = max(rows, *map(int, set(digits)))
+                columns = max(columns, *map(column_number, set(letters)))
             tail = data[-_OVERLAP:]
     return rows, columns
 
