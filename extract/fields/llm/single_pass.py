@@ -30,6 +30,7 @@ from extract.fields.llm.shared import (
     problems,
     validate,
 )
+from extract.fields.version import code_digest, llm_version
 from extract.models.base import CallSite, Prompt
 from extract.models.fallback import FallbackModels
 from extract.ports import EventSink
@@ -55,6 +56,12 @@ class SinglePass:
         self.attempts = max(1, attempts)
         self.model_version = models.primary.name
 
+    def version(self, schema: type[BaseModel], model: str | None = None) -> str:
+        """The model (the primary unless another answered) plus the hash of the system prompt,
+        the schema and this code (``extract.fields.version``); failures record it too."""
+        return llm_version(model or self.model_version, SINGLE_PASS_SYSTEM, schema,
+                           code_digest(__name__, "extract.fields.llm.prompts"))
+
     async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
         document = document_text(pages, self.max_chars)
         ledger = TallyLedger(self.sink, document.note())
@@ -73,7 +80,8 @@ class SinglePass:
                 text = (f"{base}\n\nYour previous answer was not valid: {errors[-1]}. Answer "
                         "again with JSON that follows the schema.")
                 continue
-            return Extraction(record, locate_values(record, pages), ledger.usage, answer.model)
+            return Extraction(record, locate_values(record, pages), ledger.usage,
+                              self.version(schema, answer.model))
         raise InvalidOutput(f"no valid {schema.__name__} after {self.attempts} calls: "
                             + " | ".join(errors))
 
