@@ -129,9 +129,13 @@ def score(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print, write nothing to the "
                        "lake.")] = False,
     output_format: FormatOption = None,
+    fail_under: Annotated[float | None, typer.Option(
+        "--fail-under", help="Exit 1 when a group's F1 (percent, 0-100) is below this: a gate "
+        "for CI.", min=0, max=100, show_default=False)] = None,
 ) -> None:
     """Precision, recall and F1 per field and overall, by model version and strategy, with
-    bootstrap intervals; written to eval_runs, eval_scores and eval_outcomes."""
+    bootstrap intervals; written to eval_runs, eval_scores and eval_outcomes. Labels of an
+    older version of their document are reported as stale, not scored."""
     from evals.score_run import run_scoring, score_lake
 
     output_format = resolve_format(output_format)
@@ -139,23 +143,44 @@ def score(
     window = {"since": parse_moment(since, now, "--since"),
               "until": parse_moment(until, now, "--until") or now}
     settings = open_settings(home, Access.READ if dry_run else Access.WRITE)
+    options = {"normalizers": evals_wiring.normalizers(), "resamples": resamples, "seed": seed,
+               "training_sets": evals_wiring.training_sets()}
     if dry_run:
-        run = score_lake(settings.lake, **window, normalizers=evals_wiring.normalizers(),
-                         resamples=resamples, seed=seed)
+        run = score_lake(settings.lake, **window, **options)
     else:
-        run = run_scoring(settings.lake, **window, now=now, normalizers=evals_wiring.normalizers(),
-                          resamples=resamples, seed=seed)
+        run = run_scoring(settings.lake, **window, now=now, **options)
     if output_format == "json":
         print_object(run.to_dict(), "json")
+    else:
+        _print_score(run, output_format)
+    _gate(run, fail_under)
+
+
+def _gate(run, fail_under: float | None) -> None:
+    """``--fail-under``: every scored group's F1 must reach it; nothing scored fails too."""
+    if fail_under is None:
         return
+    below = [g for g in run.groups if 100 * g.overall.score.f1 < fail_under]
+    if not run.groups or below:
+        for g in below:
+            console.print(f"FAIL: {g.strategy} {g.model_version} F1 "
+                          f"{100 * g.overall.score.f1:.2f} < {fail_under:g}")
+        if not run.groups:
+            console.print("FAIL: nothing was scored")
+        raise typer.Exit(1)
+
+
+def _print_score(run, output_format: str) -> None:
     print_records(SCORE_COLUMNS, score_rows(run), output_format,
                   title=f"eval run {run.eval_run_id}: {len(run.scored)} results of "
-                  f"{run.labels} labelled documents")
+                  f"{run.labels} labelled documents; {len(run.stale)} stale labels")
     for c in run.comparisons:
         ci = f" [{100 * c.difference_ci[0]:+.2f}, {100 * c.difference_ci[1]:+.2f}]" \
             if c.difference_ci else ""
         console.print(f"{c.b[1]} {c.b[0]} minus {c.a[1]} {c.a[0]} on {c.documents} documents: "
                       f"F1 {100 * c.difference:+.2f}{ci}")
+    for warning in run.warnings:
+        console.print(f"warning: {warning}")
     if not run.scored:
         console.print("nothing scored: no labelled document has a result in the window "
                       "(import labels with `doclake evals import-labels`)")
@@ -226,17 +251,17 @@ def failures(
 def export_finetune(
     out: Annotated[Path, typer.Option(help="The train JSONL; validation and manifest are "
                                       "written beside it.")],
-    file_format: Annotated[str, typer.Option("--format", help="gemini|openai")] = "gemini",
+    file_format: Annotated[str, typer.Option("--format", help="gemini (Vertex AI supervised "
+                           "tuning) | openai")] = "gemini",
     include: Annotated[str, typer.Option(help="labelled (labelled documents only) or agreement "
                        "(also unlabelled documents whose latest results from two or more model "
                        "versions or strategies agree on every value).")] = "labelled",
-    max_chars: Annotated[int, typer.Option(callback=at_least(1000), help="Input text limit; "
-                         "longer texts are cut and counted in the manifest.")] = 100_000,
-    validation_percent: Annotated[int, typer.Option(help="Share of content hashes for "
+    validation_percent: Annotated[int, typer.Option(help="Share of document groups for "
                                   "validation.", min=0, max=100)] = 10,
     home: HomeOption = None,
 ) -> None:
-    """Fine-tuning JSONL (Gemini or OpenAI), split by content hash, duplicates removed."""
+    """Fine-tuning JSONL (Gemini or OpenAI) made by production's prompt builder, split on
+    document groups with near-duplicates kept together, duplicates removed."""
     from evals.finetune import FORMATS, build_examples, write_set
     from evals.finetune_sources import finetune_documents
 
@@ -247,13 +272,16 @@ def export_finetune(
         raise UserError(f"--include {include!r} is not a rule", "use labelled or agreement")
     settings = open_settings(home, Access.READ)
     documents = finetune_documents(settings.lake, page_reader(settings), include)
-    examples = build_examples(documents, list_fields=evals_wiring.list_fields(), max_chars=max_chars)
+    examples, skipped = build_examples(documents, evals_wiring.target_schema)
     if not examples:
-        raise UserError("nothing to export: no labelled document has a result with text",
+        raise UserError("nothing to export: no labelled document has a result with text of the "
+                        "version it was labelled for",
                         "import labels first (doclake evals import-labels)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    manifest = write_set(examples, out, file_format, max_chars=max_chars,
-                         validation_percent=validation_percent)
+    manifest = write_set(examples, out, file_format, validation_percent=validation_percent,
+                         skipped=skipped)
+    for warning in manifest.warnings:
+        console.print(f"warning: {warning}")
     print_object({**manifest.counts, "manifest": str(out.with_name(f"{out.stem}.manifest.json"))},
                  resolve_format(None))
 
@@ -268,7 +296,8 @@ def report(
     from evals.weekly import write_weekly_report
 
     settings = open_settings(home, Access.READ)
-    written = write_weekly_report(settings.lake, out, _now(), normalizers=evals_wiring.normalizers())
+    written = write_weekly_report(settings.lake, out, _now(), normalizers=evals_wiring.normalizers(),
+                                  training_sets=evals_wiring.training_sets())
     console.print("wrote " + " and ".join(written.values()))
 
 

@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ValidationError
 
 from extract.fields.base import Extraction, PageText
-from extract.fields.llm.prompts import SINGLE_PASS_SYSTEM, document_text, gemini_schema, locate_values
+from extract.fields.llm.prompts import (
+    SINGLE_PASS_SYSTEM,
+    document_text,
+    locate_values,
+    single_pass_prompt,
+)
 from extract.fields.llm.shared import (
     DEFAULT_ATTEMPTS,
     DEFAULT_MAX_CHARS,
@@ -65,12 +70,11 @@ class SinglePass:
     async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
         document = document_text(pages, self.max_chars)
         ledger = TallyLedger(self.sink, document.note())
-        base = (f"Extract the fields of the schema {schema.__name__} from this document.\n\n"
-                f"{document.text}")
-        response_schema = gemini_schema(schema)
+        first = single_pass_prompt(pages, schema, self.max_chars, system=SINGLE_PASS_SYSTEM)
+        base, response_schema = first.text, first.response_schema
         text, errors = base, []
         for _ in range(self.attempts):
-            answer = await ask(self.models, Prompt(text, system=SINGLE_PASS_SYSTEM,
+            answer = await ask(self.models, Prompt(text, system=first.system,
                                                    response_schema=response_schema),
                                self.site, ledger)
             try:
