@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
 
+from evals.breakdown import empty_rates, misses
 from evals.kleister_metric import Score
 from evals.scoring import Scored, group_of
 
@@ -66,11 +67,14 @@ class GroupFigures:
     strategy: str
     overall: Figures
     fields: dict[str, Figures]
+    details: dict = field(default_factory=dict)
+    """misses by kind and empty-field rates per field, model failures (``evals.breakdown``)."""
 
     def to_dict(self) -> dict:
         return {"model_version": self.model_version, "strategy": self.strategy,
                 "documents": self.overall.documents, "overall": self.overall.to_dict(),
-                "fields": {k: v.to_dict() for k, v in sorted(self.fields.items())}}
+                "fields": {k: v.to_dict() for k, v in sorted(self.fields.items())},
+                **self.details}
 
 
 @dataclass(frozen=True)
@@ -177,9 +181,11 @@ def group_figures(scored: Sequence[Scored], *, resamples: int = RESAMPLES,
         rows = groups[key]
         draws = _draws(len(rows), resamples, seed)
         names = sorted({name for row in rows for name in row.fields})
+        details = {"misses": misses(rows), "empty_rate": empty_rates(rows),
+                   "model_failures": sum(r.result.status != "succeeded" for r in rows)}
         out.append(GroupFigures(key[0], key[1], figures([r.overall for r in rows], draws),
                                 {name: figures([r.fields.get(name, Score()) for r in rows], draws)
-                                 for name in names}))
+                                 for name in names}, details))
     return out
 
 

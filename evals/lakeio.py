@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from evals.scoring import Label, Result
 from lake.events import Event
 
-__all__ = ["read_current_versions", "read_documents", "read_labels", "read_results",
+__all__ = ["read_call_costs", "read_current_versions", "read_documents", "read_labels", "read_results",
            "write_events", "read_rows"]
 
 
@@ -73,7 +73,8 @@ def read_results(lake_uri: str, document_ids: Iterable[str] | None = None) -> li
     where = "WHERE r.document_id IN (SELECT unnest(?))" if ids is not None else ""
     rows = read_rows(lake_uri, f"""
         SELECT r.document_id, r.job_id, r.strategy, r.model_version, r.schema_name, r.status,
-               r.occurred_at AS published_at, r.failure_reason, d.sha256,
+               r.occurred_at AS published_at, r.failure_reason, r.processing_ms,
+               r.input_tokens + r.output_tokens AS tokens, d.sha256,
                f.field, f.value, f.value_index, f.page_number
         FROM ev_result_published AS r
         LEFT JOIN ev_document_registered AS d ON d.dt = r.dt AND d.job_id = r.job_id
@@ -92,8 +93,23 @@ def read_results(lake_uri: str, document_ids: Iterable[str] | None = None) -> li
                    published_at=_utc(e["row"]["published_at"]), status=e["row"]["status"],
                    schema_name=e["row"]["schema_name"],
                    values={k: tuple(v) for k, v in e["values"].items()},
-                   failure_reason=e["row"]["failure_reason"], sha256=e["row"]["sha256"])
+                   failure_reason=e["row"]["failure_reason"], sha256=e["row"]["sha256"],
+                   processing_ms=e["row"]["processing_ms"], tokens=e["row"]["tokens"] or 0)
             for (job, strategy), e in results.items()]
+
+
+def read_call_costs(lake_uri: str, job_ids: Iterable[str]) -> dict[str, dict]:
+    """job_id -> model calls made to extract its fields (purpose ``extract_fields``): calls,
+    tokens and US dollars. A job extracted by two LLM strategies has their calls together."""
+    ids = sorted(set(job_ids))
+    if not ids:
+        return {}
+    rows = read_rows(lake_uri, """
+        SELECT job_id, count(*) AS calls, sum(input_tokens + output_tokens) AS tokens,
+               sum(cost_usd) AS cost_usd
+        FROM model_calls WHERE purpose = 'extract_fields' AND job_id IN (SELECT unnest(?))
+        GROUP BY job_id""", [ids])
+    return {r["job_id"]: r for r in rows}
 
 
 def write_events(lake_uri: str, events: Sequence[Event]) -> None:

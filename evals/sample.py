@@ -55,16 +55,20 @@ def stratified(candidates: Sequence[dict], n: int, seed: int = 13) -> list[dict]
     return picked[:n]
 
 
-def write_sheet(path: Path, picked: Iterable[dict], fields: Sequence[str]) -> int:
-    """One CSV row per extracted value, and one empty row per field without a value."""
+def write_sheet(path: Path, picked: Iterable[dict], fields: Sequence[str], *,
+                blind: bool = False) -> int:
+    """One CSV row per extracted value, and one empty row per field without a value; ``blind``:
+    one empty row per field, no extracted value, model or page (the labeller reads the
+    document, not the model's answer)."""
     count = 0
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(SHEET_COLUMNS)
         for row in picked:
             base = [row["document_id"], row.get("sha256") or "", row.get("source_name") or "",
-                    row.get("model_version") or "", row["strategy"]]
-            values = row.get("values") or {}
+                    "" if blind else row.get("model_version") or "",
+                    "" if blind else row["strategy"]]
+            values = {} if blind else row.get("values") or {}
             for name in [*fields, *sorted(set(values) - set(fields))]:
                 for value, page in values.get(name) or [("", None)]:
                     writer.writerow([*base, name, value, value, "" if page is None else page])

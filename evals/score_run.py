@@ -7,6 +7,7 @@ report and an analyst's SQL find a run's failures after the fact.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,13 @@ from evals.bootstrap import (
     compare,
     group_figures,
 )
-from evals.lakeio import read_current_versions, read_labels, read_results, write_events
+from evals.lakeio import (
+    read_call_costs,
+    read_current_versions,
+    read_labels,
+    read_results,
+    write_events,
+)
 from evals.scoring import Label, Normalizer, Scored, coverage, group_of, score_all, split_stale
 from lake.events import EvalOutcomeRecorded, EvalRunCompleted, EvalScoreComputed, Event
 
@@ -90,6 +97,25 @@ class ScoreRun:
         }
 
 
+def _with_costs(groups: Sequence[GroupFigures], scored: Sequence[Scored],
+                costs: Mapping[str, dict]) -> list[GroupFigures]:
+    """Each group's mean model cost and extraction time per scored document, beside its F1
+    (cost from ``model_calls`` of the result's job, for a result that spent tokens; the rules
+    strategy spends none)."""
+    out = []
+    for g in groups:
+        rows = [s for s in scored if s.latest_in_group and group_of(s.result) == (
+            g.model_version, g.strategy)]
+        spent = [float(costs.get(s.result.job_id, {}).get("cost_usd") or 0.0)
+                 if s.result.tokens else 0.0 for s in rows]
+        times = [s.result.processing_ms for s in rows if s.result.processing_ms is not None]
+        details = {**g.details,
+                   "cost_usd_per_document": sum(spent) / len(rows) if rows else None,
+                   "processing_ms_per_document": sum(times) / len(times) if times else None}
+        out.append(dataclasses.replace(g, details=details))
+    return out
+
+
 def _warnings(groups: Sequence[GroupFigures], scored: Sequence[Scored], stale: Sequence[Label],
               training_sets: Sequence[TrainingSet]) -> list[str]:
     out = []
@@ -123,7 +149,8 @@ def score_lake(lake_uri: str, *, since: datetime | None, until: datetime | None,
     labels, stale = split_stale(read_labels(lake_uri), read_current_versions(lake_uri))
     results = read_results(lake_uri, [label.document_id for label in labels])
     scored = score_all(labels, results, normalizers=normalizers, since=since, until=until)
-    groups = group_figures(scored, resamples=resamples, seed=seed)
+    groups = _with_costs(group_figures(scored, resamples=resamples, seed=seed), scored,
+                         read_call_costs(lake_uri, {s.result.job_id for s in scored}))
     keys = [(g.model_version, g.strategy) for g in groups]
     comparisons = tuple(c for a, b in itertools.combinations(keys, 2)
                         if (c := compare(scored, a, b, resamples=resamples, seed=seed)).documents)

@@ -86,6 +86,9 @@ class Result:
     failure_reason: str | None = None
     sha256: str | None = None
     """The document version the result was extracted from."""
+    processing_ms: float | None = None
+    tokens: int = 0
+    """Model tokens the result spent (0: no model was called, as with rules)."""
 
     @property
     def infrastructure_failure(self) -> bool:

@@ -166,3 +166,86 @@ def test_week_over_week_is_paired_on_the_documents_both_weeks_share(tmp_path):
     assert change.documents == 5 and change.difference == 0.0  # unpaired: +25 points
     markdown = weekly_markdown(this, last, T0)
     assert "| v1 | single-pass | 5 | 100.00 |  | 83.33 | 5 | +0.00 |  |" in markdown
+
+
+# --- what a quality team also expects: the gate, compare, breakdown, cost, blind sheet ----------
+
+
+def _two_strategy_home(tmp_path: Path, n: int = 12) -> str:
+    """A home whose lake holds n labelled documents, each with a rules result (right) and a
+    single-pass result (one party written differently), the latter's model calls
+    on the ledger."""
+    home = tmp_path / "home"
+    lake = str(home / "lake")
+    events, labels = [], []
+    for i in range(n):
+        doc, job = f"0196a0b0-0000-7000-8000-{i:012d}", f"0196a0b0-0000-7000-9000-{i:012d}"
+        sha = f"{i:064x}"
+        events.append(ev.DocumentRegistered(document_id=doc, job_id=job, source_name=f"{i}.pdf",
+                                            sha256=sha, bytes=1, occurred_at=T0))
+        for strategy, values, tokens in (("rules", ["Acme, Inc.", "Beta"], 0),
+                                         ("single-pass", ["Acme Inc.", "Beta"], 900)):
+            events.append(ev.ResultPublished(
+                document_id=doc, job_id=job, status="succeeded", strategy=strategy,
+                model_version=f"{strategy}-v1", schema_name=None, input_tokens=tokens,
+                processing_ms=100.0 if strategy == "rules" else 4000.0, occurred_at=T0))
+            events += [ev.ResultFieldExtracted(document_id=doc, job_id=job, field="party",
+                                               value=v, value_index=k, strategy=strategy,
+                                               model_version=f"{strategy}-v1", occurred_at=T0)
+                       for k, v in enumerate(values)]
+        events.append(ev.ModelCalled(document_id=doc, job_id=job, call_id=f"c{i}",
+                                     purpose="extract_fields", provider="gemini", model="m",
+                                     outcome="ok", cost_usd=0.007, input_tokens=900,
+                                     occurred_at=T0))
+        labels.append(json.dumps({"sha256": sha, "fields": {"party": ["Acme, Inc.", "Beta"]}}))
+    write_events(lake, events)
+    (tmp_path / "labels.jsonl").write_text("\n".join(labels) + "\n")
+    import_labels(lake, tmp_path / "labels.jsonl", "jsonl", labeller="ann", now=T0)
+    return str(home)
+
+
+def test_the_gate_compare_breakdown_and_cost_from_the_cli(tmp_path):
+    from test_fields_cli import invoke
+
+    home = _two_strategy_home(tmp_path)
+    failed = invoke("evals", "score", "--home", home, "--fail-under", "90", "--dry-run")
+    assert failed.exit_code == 1 and "FAIL: single-pass" in failed.output
+    assert invoke("evals", "score", "--home", home, "--fail-under", "50",
+                  "--dry-run").exit_code == 0
+
+    scored = json.loads(invoke("evals", "score", "--home", home, "--format", "json",
+                               "--dry-run").stdout)
+    groups = {g["strategy"]: g for g in scored["groups"]}
+    llm, rules = groups["single-pass"], groups["rules"]
+    assert llm["misses"]["party"] == {"formatting": 12, "wrong_value": 0, "missing": 0,
+                                      "extra": 0}
+    assert rules["misses"]["party"] == dict.fromkeys(("formatting", "wrong_value", "missing",
+                                                      "extra"), 0)
+    assert llm["cost_usd_per_document"] == pytest.approx(0.007)
+    assert rules["cost_usd_per_document"] == 0.0
+    assert (llm["processing_ms_per_document"], rules["processing_ms_per_document"]) == (
+        4000.0, 100.0)
+    assert llm["empty_rate"] == {"party": 0.0}
+    assert scored["overall"] is None  # two groups: no pooled headline
+
+    compared = invoke("evals", "compare", "rules", "single-pass@single-pass-v", "--home", home,
+                      "--format", "json")
+    assert compared.exit_code == 0, compared.output
+    c = json.loads(compared.stdout)
+    assert c["documents"] == 12 and c["f1_difference"] == pytest.approx(-0.5)
+    assert c["f1_difference_ci"] == [pytest.approx(-0.5), pytest.approx(-0.5)]
+    unknown = invoke("evals", "compare", "rules", "agentic", "--home", home)
+    assert unknown.exit_code != 0 and "scored groups" in unknown.output
+
+
+def test_a_blind_sheet_has_no_prefilled_value(tmp_path):
+    from evals.labels import parse_csv
+    from evals.sample import write_sheet
+
+    picked = [{"document_id": "d1", "model_version": "v", "strategy": "rules",
+               "values": {"party": [("Acme", 1)]}}]
+    write_sheet(tmp_path / "blind.csv", picked, ["party", "term"], blind=True)
+    text = (tmp_path / "blind.csv").read_text()
+    assert "Acme" not in text and "rules" not in text
+    (labels,) = parse_csv(tmp_path / "blind.csv")
+    assert dict(labels.values) == {"party": (), "term": ()}

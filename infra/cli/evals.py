@@ -186,6 +186,49 @@ def _print_score(run, output_format: str) -> None:
                       "(import labels with `doclake evals import-labels`)")
 
 
+def _group(run, spec: str, option: str) -> tuple[str, str]:
+    """``STRATEGY`` or ``STRATEGY@VERSION`` (a version prefix will do) -> the one group."""
+    strategy, _, version = spec.partition("@")
+    found = [(g.model_version, g.strategy) for g in run.groups if g.strategy == strategy
+             and g.model_version.startswith(version)]
+    if len(found) != 1:
+        known = ", ".join(f"{g.strategy}@{g.model_version}" for g in run.groups) or "none"
+        raise UserError(f"{option} {spec!r} names {len(found)} scored groups",
+                        f"name one as STRATEGY or STRATEGY@VERSION; scored groups: {known}")
+    return found[0]
+
+
+@evals_app.command()
+def compare(
+    a: Annotated[str, typer.Argument(help="The baseline: STRATEGY or STRATEGY@VERSION.")],
+    b: Annotated[str, typer.Argument(help="The candidate: STRATEGY or STRATEGY@VERSION.")],
+    since: SinceOption = None,
+    until: UntilOption = None,
+    home: HomeOption = None,
+    resamples: Annotated[int, typer.Option(callback=at_least(0), help="Bootstrap "
+                         "resamples.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 13,
+    output_format: FormatOption = None,
+) -> None:
+    """F1 of B minus F1 of A on the labelled documents both scored, with a paired BCa interval
+    (the same document draws for both)."""
+    from evals.bootstrap import compare as paired_compare
+    from evals.score_run import score_lake
+
+    output_format = resolve_format(output_format)
+    now = _now()
+    run = score_lake(open_settings(home, Access.READ).lake,
+                     since=parse_moment(since, now, "--since"),
+                     until=parse_moment(until, now, "--until") or now,
+                     normalizers=evals_wiring.normalizers(), resamples=0)
+    first, second = _group(run, a, "A"), _group(run, b, "B")
+    result = paired_compare(run.scored, first, second, resamples=resamples, seed=seed)
+    if not result.documents:
+        raise UserError(f"{a} and {b} share no scored document",
+                        "run both on the same labelled documents")
+    print_object(result.to_dict(), output_format)
+
+
 SCORE_COLUMNS = ("model_version", "strategy", "field", "precision", "recall", "f1", "f1_ci",
                  "hits", "predicted", "expected", "documents")
 
@@ -310,6 +353,9 @@ def sample(
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 13,
     include_labelled: Annotated[bool, typer.Option("--include-labelled", help="Also documents "
                                 "already labelled.")] = False,
+    blind: Annotated[bool, typer.Option("--blind", help="Leave the value column empty (and "
+                     "hide the extracted values and model), so the labeller is not anchored on "
+                     "the model's answer.")] = False,
     home: HomeOption = None,
 ) -> None:
     """Pick documents to label (stratified by model version, strategy, format and size) and
@@ -321,5 +367,5 @@ def sample(
     candidates = sample_candidates(settings.lake, parse_moment(since, now, "--since"),
                                    include_labelled=include_labelled)
     picked = stratified(candidates, n, seed)
-    written = write_sheet(out, picked, evals_wiring.schema_fields())
+    written = write_sheet(out, picked, evals_wiring.schema_fields(), blind=blind)
     console.print(f"wrote {written} documents of {len(candidates)} candidates to {out}")
