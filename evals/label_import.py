@@ -23,11 +23,15 @@ class ImportReport:
     imported: int = 0
     unchanged: int = 0
     values: int = 0
+    replaced_other_labeller: int = 0
+    """Imported labels that supersede another person's label of the same document (a second
+    reviewer's answers belong in `doclake evals agreement`, not here)."""
     unmatched: list[tuple[str, str, str]] = field(default_factory=list)  # (where, key, why)
 
     def to_dict(self) -> dict:
         return {"read": self.read, "imported": self.imported, "unchanged": self.unchanged,
-                "values": self.values, "unmatched": len(self.unmatched),
+                "values": self.values, "replaced_other_labeller": self.replaced_other_labeller,
+                "unmatched": len(self.unmatched),
                 "unmatched_examples": [{"where": w, "key": k, "why": y}
                                        for w, k, y in self.unmatched[:10]]}
 
@@ -64,6 +68,8 @@ def import_labels(lake_uri: str, path: Path, file_format: str, *, labeller: str,
                              source=f"{path.name} ({file_format})", sha256=sha)
         events += batch
         report.imported += 1
+        if existing is not None and existing.labeller != (label.labeller or labeller):
+            report.replaced_other_labeller += 1
         report.values += len(batch) - 1
     write_events(lake_uri, events)
     return report

@@ -249,3 +249,54 @@ def test_a_blind_sheet_has_no_prefilled_value(tmp_path):
     assert "Acme" not in text and "rules" not in text
     (labels,) = parse_csv(tmp_path / "blind.csv")
     assert dict(labels.values) == {"party": (), "term": ()}
+
+
+def test_cohen_kappa_by_hand():
+    from evals.agreement import cohen_kappa
+
+    first = ["2y", "1y", "2y", "3y"]
+    second = ["2y", "1y", "1y", "3y"]
+    # p_o = 3/4; p_e = (2*1 + 1*2 + 1*1) / 16 = 5/16; kappa = (12/16 - 5/16) / (11/16) = 7/11
+    assert cohen_kappa(first, second) == pytest.approx(7 / 11)
+    assert cohen_kappa(["a", "a"], ["a", "a"]) == 1.0
+    assert cohen_kappa([], []) is None
+
+
+def test_a_second_reviewer_is_agreement_not_a_replacement(tmp_path):
+    from test_fields_cli import invoke
+
+    from evals.lakeio import read_labels
+
+    home = tmp_path / "home"
+    lake = str(home / "lake")
+    terms_a, terms_b = ["2 years", "1 year", "2 years", "3 years"], [
+        "2 years", "1 year", "1 year", "3 years"]
+    events, first, second = [], [], ["sha256,field,value,labeller"]
+    for i in range(4):
+        doc, job, sha = (f"0196a0b0-0000-7000-8000-{i:012d}", f"0196a0b0-0000-7000-9000-{i:012d}",
+                         f"{i:064x}")
+        events += [ev.DocumentRegistered(document_id=doc, job_id=job, source_name=f"{i}.pdf",
+                                         sha256=sha, bytes=1, occurred_at=T0),
+                   ev.ResultPublished(document_id=doc, job_id=job, status="succeeded",
+                                      strategy="rules", model_version="v", schema_name="nda",
+                                      occurred_at=T0)]
+        first.append(json.dumps({"sha256": sha, "labeller": "ann", "fields": {
+            "party": ["Acme, Inc."], "term": terms_a[i]}}))
+        second += [f"{sha},party,Acme Inc.,bob", f"{sha},term,{terms_b[i]},bob"]
+    write_events(lake, events)
+    (tmp_path / "first.jsonl").write_text("\n".join(first) + "\n")
+    (tmp_path / "second.csv").write_text("\n".join(second) + "\n")
+    import_labels(lake, tmp_path / "first.jsonl", "jsonl", labeller="ann", now=T0)
+
+    result = invoke("evals", "agreement", str(tmp_path / "second.csv"), "--home", str(home),
+                    "--report-format", "json")
+    assert result.exit_code == 0, result.output
+    found = {f["field"]: f for f in json.loads(result.stdout)["fields"]}
+    assert found["party"]["kappa"] == 1.0  # 'Acme Inc.' and 'Acme, Inc.' are one token
+    assert found["term"]["kappa"] == pytest.approx(7 / 11)
+    assert found["term"]["disagreements"] == ["0196a0b0-0000-7000-8000-000000000002"]
+    assert {x.labeller for x in read_labels(lake)} == {"ann"}  # the first answer stays
+
+    replaced = invoke("evals", "import-labels", str(tmp_path / "second.csv"), "--home",
+                      str(home))
+    assert "replace another labeller's answer" in replaced.output

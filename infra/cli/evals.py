@@ -109,10 +109,55 @@ def import_labels(
                                                            examples}, output_format)
     for example in examples if output_format != "json" else []:
         console.print(f"unmatched {example['where']}: {example['key']} ({example['why']})")
+    if report.replaced_other_labeller:
+        console.print(f"warning: {report.replaced_other_labeller} labels replace another "
+                      "labeller's answer; to measure a second reviewer instead, run `doclake "
+                      "evals agreement FILE`")
     if report.read and not report.imported and not report.unchanged:
         raise UserError(f"none of the {report.read} labels matched a document",
                         "labels are matched by document id, sha256 or source file name; "
                         "run the documents first")
+
+
+@evals_app.command()
+def agreement(
+    file: Annotated[Path, typer.Argument(help="The second reviewer's label file.")],
+    file_format: Annotated[str, typer.Option("--format", help="csv|jsonl|kleister")] = "csv",
+    labeller: Annotated[str | None, typer.Option(help="The second reviewer, when the file does "
+                        "not say (default: $USER).", show_default=False)] = None,
+    home: HomeOption = None,
+    report_format: Annotated[str | None, typer.Option(
+        "--report-format", help="table|csv|json for the result.", show_default=False)] = None,
+) -> None:
+    """Cohen's kappa per field between a second reviewer's labels and the current ones, over
+    the documents both labelled. Writes nothing: the first answer stays the label."""
+    from evals.agreement import review_agreement
+    from evals.labels import FORMATS, LabelError
+
+    output_format = resolve_format(report_format)
+    if file_format not in FORMATS:
+        raise UserError(f"--format {file_format!r} is not a label format",
+                        f"use one of: {', '.join(FORMATS)}")
+    if not file.exists():
+        raise UserError(f"no such file: {file}", "give the path of the label file")
+    try:
+        found, compared, unmatched = review_agreement(
+            open_settings(home, Access.READ).lake, file, file_format,
+            labeller=labeller or os.environ.get("USER") or getpass.getuser(),
+            normalizers=evals_wiring.normalizers())
+    except LabelError as error:
+        raise UserError(str(error), "see `doclake evals import-labels -h` for the layouts") from None
+    if not compared:
+        raise UserError("no label in the file is for a labelled document",
+                        "import the first reviewer's labels with `doclake evals import-labels`")
+    if output_format == "json":
+        print_object({"documents": compared, "unmatched": unmatched,
+                      "fields": [f.to_dict() for f in found]}, "json")
+        return
+    print_records(("field", "documents", "observed", "kappa"),
+                  [(f.field, f.documents, f"{f.observed:.3f}",
+                    "" if f.kappa is None else f"{f.kappa:.3f}") for f in found], output_format,
+                  title=f"agreement on {compared} documents ({unmatched} labels unmatched)")
 
 
 # --- scores -------------------------------------------------------------------------------------
