@@ -300,3 +300,35 @@ def test_a_second_reviewer_is_agreement_not_a_replacement(tmp_path):
     replaced = invoke("evals", "import-labels", str(tmp_path / "second.csv"), "--home",
                       str(home))
     assert "replace another labeller's answer" in replaced.output
+
+
+# --- finding 8: in-sample ---------------------------------------------------------------------------
+
+
+def test_scoring_the_shipped_model_on_its_training_documents_warns(tmp_path):
+    from extract.fields.rules.strategy import RulesStrategy
+
+    (training,) = evals_wiring.training_sets()
+    shipped = RulesStrategy().model_version
+    assert shipped.startswith(training.version_prefix + "+")  # the warning finds its groups
+    assert len(training.sha256s) == 254
+    lake = str(tmp_path / "lake")
+    inside, outside = sorted(training.sha256s)[0], "f" * 64
+    events = []
+    for i, sha in enumerate((inside, outside)):
+        doc, job = f"0196a0b0-0000-7000-8000-{i:012d}", f"0196a0b0-0000-7000-9000-{i:012d}"
+        events += [ev.DocumentRegistered(document_id=doc, job_id=job, source_name=f"{i}.pdf",
+                                         sha256=sha, bytes=1, occurred_at=T0),
+                   ev.ResultPublished(document_id=doc, job_id=job, status="succeeded",
+                                      strategy="rules", model_version=shipped,
+                                      schema_name="nda", occurred_at=T0)]
+    write_events(lake, events)
+    (tmp_path / "l.jsonl").write_text("".join(
+        json.dumps({"sha256": sha, "fields": {"term": []}}) + "\n" for sha in (inside, outside)))
+    import_labels(lake, tmp_path / "l.jsonl", "jsonl", labeller="ann", now=T0)
+    run = score_lake(lake, since=None, until=None, resamples=0,
+                     training_sets=evals_wiring.training_sets())
+    (warning,) = [w for w in run.warnings if "training set" in w]
+    assert "1 of 2 scored documents" in warning and "in-sample" in warning
+    clean = score_lake(lake, since=None, until=None, resamples=0)
+    assert not [w for w in clean.warnings if "training set" in w]
