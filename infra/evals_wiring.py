@@ -10,14 +10,14 @@ from here, so the two score with the same rules.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 
 from extract.ports import ObjectStore
 from lake.layout import pages_prefix
 
-__all__ = ["SchemaNormalizers", "list_fields", "normalizers", "page_reader", "prompt_builder",
-           "schema_fields", "target_schema", "training_sets"]
+__all__ = ["SchemaNormalizers", "list_fields", "normalizers", "page_reader", "schema_fields",
+           "target_schema", "training_sets"]
 
 
 def _kleister_normalizer(field: str, value: str) -> str:
@@ -84,25 +84,6 @@ def schema_fields(schema_name: str = "nda") -> tuple[str, ...]:
 
 def schema_class(schema_name: str):
     return _schema(schema_name)
-
-
-def prompt_builder() -> Callable[[str, Sequence[tuple[int, str]]], tuple[str, str, dict]]:
-    """(schema name, pages) -> (system prompt, user text, response schema) exactly as the single-pass strategy
-    builds them in production (``extract.fields.llm.prompts.single_pass_prompt``), so a
-    fine-tuning example is the prompt the tuned model will be sent."""
-    from extract.fields.base import PageText
-    from extract.fields.llm.prompts import single_pass_prompt
-    from extract.fields.llm.shared import DEFAULT_MAX_CHARS
-
-    def build(schema_name: str, pages: Sequence[tuple[int, str]]) -> tuple[str, str, dict]:
-        schema = _schema(schema_name)
-        if schema is None:
-            raise ValueError(f"schema {schema_name!r} cannot be loaded here")
-        prompt = single_pass_prompt([PageText(n, t) for n, t in pages], schema,
-                                    DEFAULT_MAX_CHARS)
-        return prompt.system or "", prompt.text, prompt.response_schema or {}
-
-    return build
 
 
 def target_schema(schema_name: str):

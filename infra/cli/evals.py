@@ -412,5 +412,6 @@ def sample(
     candidates = sample_candidates(settings.lake, parse_moment(since, now, "--since"),
                                    include_labelled=include_labelled)
     picked = stratified(candidates, n, seed)
-    written = write_sheet(out, picked, evals_wiring.schema_fields(), blind=blind)
+    written = write_sheet(out, picked, lambda row: evals_wiring.schema_fields(
+        row.get("schema_name") or "nda"), blind=blind)
     console.print(f"wrote {written} documents of {len(candidates)} candidates to {out}")
