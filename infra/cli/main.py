@@ -241,11 +241,16 @@ def worker(
     home: HomeOption = None,
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop when nothing is left.")]
     = False,
-    password: Annotated[str | None, typer.Option(help="Password for encrypted PDFs.")] = None,
+    password: Annotated[str | None, typer.Option(
+        help="Password for encrypted files (prefer --ask-password or DOCLAKE_PASSWORD).")] = None,
+    ask_password: Annotated[bool, typer.Option("--ask-password", help="Prompt for the password "
+                            "(not echoed, not in the process list).")] = False,
     output_format: FormatOption = None,
 ) -> None:
     """Resume and drain pending work (after a crash, say)."""
     output_format = resolve_format(output_format)
+    if ask_password:
+        password = typer.prompt("Password", hide_input=True, err=True)
     settings = open_settings(home, Access.CREATE, password=password)
     from infra.cli.render.run_report import WorkerReport
     from infra.local.runtime import LocalRuntime
