@@ -322,6 +322,12 @@ class ResultFieldExtracted(Event):
     page_number: int | None = Field(None, description="page number (1-based), or a sheet's position")
     char_offset: int | None = Field(
         None, description="where the value was found: characters from the start of its page")
+    confidence: float | None = Field(
+        None, description="the model's probability that the value is right (rules strategy); "
+        "null where the strategy gives none (LLM strategies)")
+    evidence: str | None = Field(
+        None, description="the text that decided the value: the best-scoring mention (rules) "
+        "or the model's quote aligned to the page (LLM strategies)")
 
 
 # --- evals: labels and scores ------------------------------------------------------------------

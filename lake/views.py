@@ -204,7 +204,7 @@ QUALIFY row_number() OVER (PARTITION BY dt, document_id ORDER BY occurred_at DES
     # (dt, job_id, strategy) for the latest one.
     "result_fields": """
 SELECT document_id, job_id, field, value, value_index, strategy, model_version, schema_name,
-       page_number, char_offset, occurred_at AS published_at, dt
+       page_number, char_offset, confidence, evidence, occurred_at AS published_at, dt
 FROM ev_result_field
 """,
     "quality_checks": """

@@ -100,7 +100,11 @@ async def test_a_finished_job_gets_one_result_and_a_redelivery_does_no_work(tmp_
                              "term": None},
         "model_version": "fake-1", "token_usage": {"input": 120, "output": 30},
         "processing_ms": published["processing_ms"], "job_id": doc.job_id, "strategy": "fake",
-        "schema": "nda"}
+        "schema": "nda", "values": published["values"]}
+    assert [(v["field"], v["value"], v["page_number"], v["char_offset"], v["confidence"])
+            for v in published["values"]] == [("jurisdiction", "Acme", 1, 0, None),
+                                              ("party", "Acme", 1, 0, None),
+                                              ("party", "Beta", 1, 5, None)]
     assert isinstance(published["processing_ms"], int)
     assert harness.store.get_job(doc.job_id).settled
     values = [(e.field, e.value, e.value_index, e.page_number, e.char_offset)

@@ -46,7 +46,8 @@ def result_events(result: FieldResult, worker: str | None = None) -> list[Event]
         **envelope, field=row.field, value=row.value, value_index=row.value_index,
         strategy=result.strategy, model_version=result.model_version,
         schema_name=result.schema_name, page_number=row.page_number,
-        char_offset=row.char_offset) for row in result.values]
+        char_offset=row.char_offset, confidence=row.confidence,
+        evidence=row.evidence) for row in result.values]
     return events
 
 

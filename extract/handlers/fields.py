@@ -102,7 +102,8 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
     return succeeded_result(document_id=job.document_id, job_id=job.job_id,
                             strategy=message.strategy, schema_name=message.schema_name,
                             extraction=extraction,
-                            processing_ms=1000 * (time.perf_counter() - started))
+                            processing_ms=1000 * (time.perf_counter() - started),
+                            min_confidence=ctx.config.fields_min_confidence)
 
 
 def read_pages(ctx: HandlerContext, job: Job) -> list[PageText]:
