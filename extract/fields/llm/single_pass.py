@@ -3,8 +3,8 @@
 The write-up's winner: one structured-output call per document (about $0.007 and under ten
 seconds with Gemini Flash on an NDA), as accurate as the agentic loop at half its cost. The
 stored page Markdown is sent whole up to ``max_chars`` (cut beyond, and the cut written on the
-call's ledger row); the schema is the response schema (``response_json_schema``, with an evidence quote and page
-asked for each value), its field descriptions the instructions.
+call's ledger row); the schema is the response schema (``response_json_schema``, with an
+evidence quote and page asked for each value), its field descriptions the instructions.
 
 The answer is validated by the schema itself. An answer that is not valid (not JSON, a value the
 schema refuses, nothing at all) is asked again, with what was wrong, up to ``attempts`` calls in

@@ -122,8 +122,8 @@ def _deciding_mention(candidate: Candidate, text: str, model: FieldModel) -> tup
 
 def _in_context(text: str, start: int, end: int, before: int = 60, after: int = 30) -> str:
     """The mention with a few words either side, on one line: what a reviewer reads."""
-    left = text.rfind(" ", max(0, start - before), start)
+    left = text.find(" ", max(0, start - before), start) if start > before else -1
     right = text.find(" ", end + after) if end + after < len(text) else -1
-    piece = text[left + 1 if left >= 0 and start - left <= before else start:
+    piece = text[left + 1 if left >= 0 else max(0, start - before) if start > before else 0:
                  right if right >= 0 else len(text)]
     return " ".join(piece.split())
