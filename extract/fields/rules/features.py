@@ -3,7 +3,9 @@ and a few facts about its shape.
 
 Features describe contexts ("preceded by 'laws of'", "first mentioned in the first 500
 characters"), never the value itself, so a model trained on them carries no names or dates from
-its training documents to new ones.
+its training documents to new ones: a party's last word is a feature only from the closed
+``LEGAL_SUFFIXES`` list, and training keeps only context words that many documents write in lower
+case (``training.MIN_DOCUMENT_FREQUENCY``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,16 @@ import re
 
 from extract.fields.rules.candidates import Candidate
 
-__all__ = ["featurise"]
+__all__ = ["LEGAL_SUFFIXES", "featurise"]
 
+# The only last words a party feature may name: legal forms and name suffixes, a closed list, so
+# a surname ("suffix=hewes") can never become a feature.
+LEGAL_SUFFIXES = frozenset({
+    "inc", "incorporated", "corporation", "corp", "company", "co", "llc", "l.l.c", "ltd",
+    "limited", "lp", "l.p", "llp", "l.l.p", "n.v", "b.v", "ag", "a.g", "plc", "s.a", "sa",
+    "gmbh", "bancorp", "bank", "trust", "holdings", "group", "partners", "associates", "fund",
+    "jr", "sr", "ii", "iii", "iv", "m.d", "ph.d",
+})
 _WORD = re.compile(r"[a-z]+|[“”\"(),:;/$]")
 _MAX_MENTIONS = 8
 _LEFT, _RIGHT = 6, 4
@@ -105,7 +115,8 @@ def _shape(candidate: Candidate, text: str, lowercase_words: _LowercaseWords | s
         feats["all_caps"] = float(value.isupper())
         known = [w for w in words if w.lower().strip(".,") in lowercase_words]
         feats["common_words"] = len(known) / len(words)
-        feats["suffix=" + words[-1].lower().strip(".,")[:12]] = 1.0
+        last = words[-1].lower().strip(".,")
+        feats["suffix=" + (last if last in LEGAL_SUFFIXES else "other")] = 1.0
         feats["is_company"] = float(any(k.startswith("company") for k in candidate.kinds))
         feats["has_newline"] = float(any("\n" in text[s:e] for s, e in candidate.mentions))
         longer = [k for k in others if k != candidate.key and candidate.key in k]
