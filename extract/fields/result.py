@@ -14,8 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from extract.fields.base import Extraction, field_values
+from extract.fields.kinds import Applicability
 
-__all__ = ["FieldResult", "ValueRow", "failed_result", "succeeded_result"]
+__all__ = ["FieldResult", "ValueRow", "failed_result", "not_applicable_result",
+           "succeeded_result"]
 
 
 class ValueRow(BaseModel):
@@ -41,7 +43,8 @@ class FieldResult(BaseModel):
     job_id: str
     strategy: str
     schema_name: str
-    status: Literal["succeeded", "failed"]
+    status: Literal["succeeded", "failed", "not_applicable"]
+    """not_applicable: the document is not of the kind the schema is for (``kinds``): no values."""
     extracted_fields: dict[str, Any] | None = None
     values: tuple[ValueRow, ...] = ()
     model_version: str | None = None
@@ -51,6 +54,9 @@ class FieldResult(BaseModel):
     failure_reason: str | None = None
     """A stable code: strategy_unavailable, unsupported_schema, invalid_output, dead_letter..."""
     failure_message: str | None = None
+    document_kind: str | None = None
+    applies: bool | None = None
+    applicability_score: float | None = None
 
     def published(self) -> dict[str, Any]:
         """The JSON at ``results/{document_id}.json``: the write-up's keys first, then ours
@@ -68,6 +74,9 @@ class FieldResult(BaseModel):
             "values": [row.model_dump()
                        for row in self.values],
         }
+        if self.document_kind is not None:
+            document["applicability"] = {"kind": self.document_kind, "applies": self.applies,
+                                         "score": self.applicability_score}
         if self.status == "failed":
             document["error"] = {"reason": self.failure_reason, "message": self.failure_message}
         return document
@@ -80,7 +89,8 @@ class FieldResult(BaseModel):
 
 def succeeded_result(*, document_id: str, job_id: str, strategy: str, schema_name: str,
                      extraction: Extraction, processing_ms: float,
-                     min_confidence: float = 0.0) -> FieldResult:
+                     min_confidence: float = 0.0,
+                     applicability: Applicability | None = None) -> FieldResult:
     """A strategy's answer as a result: values flattened one row each, with their sources.
     A value whose confidence is below ``min_confidence`` is not reported: gone from the rows
     and from ``extracted_fields`` (a list loses the item, a single value becomes null)."""
@@ -111,7 +121,20 @@ def succeeded_result(*, document_id: str, job_id: str, strategy: str, schema_nam
         status="succeeded", extracted_fields=fields,
         values=tuple(values), model_version=extraction.model_version or None,
         input_tokens=extraction.token_usage.input, output_tokens=extraction.token_usage.output,
-        processing_ms=round(processing_ms))
+        processing_ms=round(processing_ms),
+        document_kind=applicability.kind if applicability else None,
+        applies=applicability.applies if applicability and applicability.kind else None,
+        applicability_score=applicability.score if applicability else None)
+
+
+def not_applicable_result(*, document_id: str, job_id: str, strategy: str, schema_name: str,
+                          applicability: Applicability, processing_ms: float) -> FieldResult:
+    """A document not of the schema's kind: no values, the decision and its score kept."""
+    return FieldResult(
+        document_id=document_id, job_id=job_id, strategy=strategy, schema_name=schema_name,
+        status="not_applicable", processing_ms=round(processing_ms),
+        document_kind=applicability.kind, applies=False,
+        applicability_score=applicability.score)
 
 
 def failed_result(*, document_id: str, job_id: str, strategy: str, schema_name: str,
