@@ -34,9 +34,29 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+_SENTENCE_END = re.compile(r"[.;:!?]\s|\n\s*\n")
+_SENTENCE_FIELDS = ("term", "effective_date")  # decided by the sentence, not the next word
+
+
+def _sentence_words(text: str, start: int, end: int) -> set[str]:
+    """The words of the sentence around a mention (200 characters either side at most): "the
+    term of this Agreement ... two years" against "obligations survive ... two years"."""
+    left = text[max(0, start - 200):start]
+    cut = [m.end() for m in _SENTENCE_END.finditer(left)]
+    left = left[cut[-1]:] if cut else left
+    right = text[end:end + 200]
+    stop = _SENTENCE_END.search(right)
+    right = right[:stop.start()] if stop else right
+    return {w for w in _words(left + " " + right) if w.isalpha()}
+
+
 def _context(candidate: Candidate, text: str) -> dict[str, float]:
     feats: dict[str, float] = {}
+    sentences = candidate.field in _SENTENCE_FIELDS
     for index, (start, end) in enumerate(sorted(candidate.mentions)[:_MAX_MENTIONS]):
+        if sentences:
+            for word in _sentence_words(text, start, end):
+                feats[f"S:{word}"] = 1.0
         left = _words(text[max(0, start - 80):start])[-_LEFT:]
         right = _words(text[end:end + 60])[:_RIGHT]
         for word in left:
@@ -136,6 +156,7 @@ def featurise(candidates: list[Candidate], text: str) -> list[dict[str, float]]:
     lowercase_words = _LowercaseWords(text) if parties else set()
     keys = {c.key for c in candidates}
     order = {id(c): rank for rank, c in enumerate(sorted(candidates, key=lambda c: c.first))}
+
     rows = []
     for candidate in candidates:
         feats = {f"kind={kind}": 1.0 for kind in candidate.kinds}

@@ -25,15 +25,17 @@ from extract.fields.rules.strategy import GENERATORS, Proposals, RulesStrategy, 
 __all__ = ["MIN_DOCUMENT_FREQUENCY", "SELECTION", "common_words", "cross_validate", "fit",
            "honest"]
 
-# Per field: (decision threshold, most values). Jurisdiction is always stated in an NDA.
-SELECTION: dict[str, tuple[float, int]] = {
-    "effective_date": (0.3, 1), "jurisdiction": (0.0, 1), "party": (0.3, 4), "term": (0.3, 1),
+# Per field: (decision threshold, most values, least values). Jurisdiction is always stated in
+# an NDA, and so is a party. Chosen by grouped cross-validation (README: offline extractor).
+SELECTION: dict[str, tuple[float, int, int]] = {
+    "effective_date": (0.3, 1, 0), "jurisdiction": (0.0, 1, 1), "party": (0.2, 4, 1),
+    "term": (0.4, 1, 0),
 }
 REGULARISATION = 0.3  # scikit-learn's C: smaller is simpler; chosen by cross-validation
 # A context word becomes a feature only if this many training documents use it in lower case,
 # as an ordinary word: a surname or a company's name never does, so no name is learnt.
 MIN_DOCUMENT_FREQUENCY = 5
-CONTEXT_PREFIXES = ("L:", "R:", "L1:", "R1:", "first_L:")
+CONTEXT_PREFIXES = ("L:", "R:", "L1:", "R1:", "first_L:", "S:")
 _LOWER_WORD = re.compile(r"\b[a-z]+\b")
 
 
@@ -87,13 +89,13 @@ def _examples(prepared: Sequence[_Prepared]):
 
 
 def fit(documents: Sequence[KleisterDocument], *, c: float = REGULARISATION,
-        selection: dict[str, tuple[float, int]] | None = None) -> LinearModel:
+        selection: dict[str, tuple[float, int, int]] | None = None) -> LinearModel:
     """A model trained on ``documents``; its version names the training set's content."""
     return _fit(_prepare(documents), c=c, selection=selection)
 
 
 def _fit(prepared: Sequence[_Prepared], *, c: float,
-         selection: dict[str, tuple[float, int]] | None) -> LinearModel:
+         selection: dict[str, tuple[float, int, int]] | None) -> LinearModel:
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.linear_model import LogisticRegression
 
@@ -111,15 +113,15 @@ def _fit(prepared: Sequence[_Prepared], *, c: float,
         weights = {feature: round(float(w), 5) for feature, w in
                    zip(vectoriser.get_feature_names_out(), classifier.coef_[0], strict=True)
                    if abs(w) >= 1e-4}
-        threshold, most = selection[name]
+        threshold, most, least = selection[name]
         model.fields[name] = FieldModel(weights, round(float(classifier.intercept_[0]), 5),
-                                        threshold, most)
+                                        threshold, most, least)
     return model
 
 
 def cross_validate(documents: Sequence[KleisterDocument], *, folds: int = 5, seed: int = 0,
                    c: float = REGULARISATION,
-                   selection: dict[str, tuple[float, int]] | None = None,
+                   selection: dict[str, tuple[float, int, int]] | None = None,
                    grouped: bool = True) -> list[list[str]]:
     """Out-of-fold predicted tokens, one list per document in input order: every document is
     predicted by a model that never saw it, nor (``grouped``) any near-duplicate of it."""
