@@ -58,6 +58,9 @@ def cv(
     data: DataOption = None,
     folds: Annotated[int, typer.Option(help="Number of folds.", min=2)] = 5,
     seed: Annotated[int, typer.Option(help="Shuffle seed for the folds.")] = 0,
+    grouped: Annotated[bool, typer.Option(
+        "--grouped/--ungrouped", help="Keep near-duplicate documents (shingle Jaccard >= 0.5) "
+        "in one fold (the honest figure), or shuffle documents at random.")] = True,
     cache: CacheOption = DEFAULT_CACHE,
     output_format: Annotated[str, typer.Option("--format", help="table|json")] = "table",
 ) -> None:
@@ -68,19 +71,35 @@ def cv(
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"format {output_format!r}: use table or json")
     documents, without_text = _load(data, cache)
-    predictions = cross_validate(documents, folds=folds, seed=seed)
+    predictions = cross_validate(documents, folds=folds, seed=seed, grouped=grouped)
     report = score(predictions, [d.gold for d in documents], fields=NDA_FIELDS)
     if output_format == "json":
         print(json.dumps({**report.to_dict(), "documents": len(documents), "folds": folds,
-                          "seed": seed, "documents_without_text": len(without_text)}))
+                          "seed": seed, "grouped": grouped,
+                          "documents_without_text": len(without_text)}))
         return
     table = Table("field", "precision", "recall", "F1", "hits", "predicted", "expected",
-                  title=f"rules, {folds}-fold cross-validation on {len(documents)} documents")
+                  title=f"rules, {folds}-fold {'grouped ' if grouped else ''}cross-validation "
+                  f"on {len(documents)} documents")
     rows = [*sorted(report.fields.items()), ("overall", report.overall)]
     for name, s in rows:
         table.add_row(name, f"{100 * s.precision:.2f}", f"{100 * s.recall:.2f}", f"{100 * s.f1:.2f}",
                       str(s.hits), str(s.predicted), str(s.expected))
     Console().print(table)
+
+
+def _write_training_set(model_path: Path, version: str, folder: Path, names: list[str]) -> None:
+    """``<model>.training.json`` beside the model: the documents it was fitted on (name and
+    SHA-256), so `doclake evals score` can warn when it scores the model on its own training set."""
+    import hashlib
+    import json
+
+    documents = [{"name": name, "sha256": hashlib.sha256(
+        (folder / "documents" / name).read_bytes()).hexdigest()
+        if (folder / "documents" / name).is_file() else None} for name in sorted(names)]
+    model_path.with_name(f"{model_path.stem}.training.json").write_text(json.dumps(
+        {"model_version": version, "split": str(folder.name), "documents": documents},
+        indent=0) + "\n", encoding="utf-8")
 
 
 @fields_app.command()
@@ -98,6 +117,7 @@ def train(
     model = fit(documents)
     target = out or MODEL_PATH
     target.write_text(model.to_json() + "\n", encoding="utf-8")
+    _write_training_set(target, model.version, _split(data), [d.name for d in documents])
     weights = sum(len(m.weights) for m in model.fields.values())
     Console().print(f"wrote {target} ({model.version}, {weights} weights, "
                     f"{target.stat().st_size // 1024} KiB)")
