@@ -111,8 +111,9 @@ def test_the_template_deployed_with_iam_enforced_runs_every_kind_of_document(
     assert deployed.publish() == 0  # nothing new on the stream
     for name, slot in slots.items():
         body = httpx.get(slot["result_url"]).json()
-        assert (body["document_id"], body["status"], body["schema"]) == (
-            slot["document_id"], "succeeded", "nda"), name
+        assert (body["document_id"], body["schema"]) == (slot["document_id"], "nda"), name
+        # a file that is no NDA (the corpus's Word file, the spreadsheet) may be not_applicable
+        assert body["status"] in ("succeeded", "not_applicable"), (name, body["status"])
     body = httpx.get(slots["nda.pdf"]["result_url"]).json()
     assert (body["extracted_fields"]["jurisdiction"], body["extracted_fields"]["term"]) == (
         "New York", "2 years")
