@@ -32,11 +32,12 @@ def deployment(monkeypatch):
     runtime.shared.cache_clear()
 
 
-def _slot(name: str, method: str = "POST") -> dict:
+def _slot(name: str, method: str = "POST", size: int | None = None) -> dict:
     from infra.aws.lambdas import presigner
 
     answer = presigner.handler({"body": json.dumps({
-        "source_name": name, "content_type": "application/pdf", "method": method})})
+        "source_name": name, "content_type": "application/pdf", "method": method,
+        "size": size})})
     assert answer["statusCode"] == 201
     return json.loads(answer["body"])
 
@@ -193,7 +194,7 @@ def _keys(s3, bucket: str) -> list[str]:
 
 def test_presigned_put_for_one_key_and_the_post_policy_limits(deployment, pdf_factory, monkeypatch):
     pdf = pdf_factory("letter.pdf", 1).read_bytes()
-    slot = _slot("letter.pdf", method="PUT")
+    slot = _slot("letter.pdf", method="PUT", size=len(pdf))
     assert _upload(slot, pdf).status_code == 200
     assert _ingest(deployment) == 1
     from infra.aws.runtime import shared

@@ -243,3 +243,24 @@ def test_results_the_stream_never_published_are_published_by_the_poller(server, 
     assert (body["status"], body["extracted_fields"]["jurisdiction"]) == ("succeeded",
                                                                             "New York")
     assert deployed.publish() == 0  # the stream's records, late: already published
+
+
+def test_a_put_slot_takes_one_upload_of_its_declared_size(deployed, pdf_factory):
+    """Finding 6: a PUT slot signs the file's size and ``If-None-Match: *``: S3 stores one
+    upload and refuses a second to the same key (the bytes being processed stay as they are);
+    a size over the limit or none at all gets no slot."""
+    pdf = pdf_factory("once.pdf", 1).read_bytes()
+    answer = deployed.invoke("presigner", {"body": json.dumps({
+        "source_name": "once.pdf", "content_type": "application/pdf", "method": "PUT",
+        "size": len(pdf)})})
+    put = json.loads(answer["body"])["upload"]
+    signed = put["url"].split("X-Amz-SignedHeaders=", 1)[1].split("&", 1)[0]
+    assert {"content-length", "if-none-match"} <= set(signed.replace("%3B", ";").split(";"))
+    assert httpx.put(put["url"], content=pdf, headers=put["headers"]).status_code == 200
+    again = httpx.put(put["url"], content=b"%PDF-1.4 other bytes", headers={
+        **put["headers"], "Content-Length": "20"})
+    assert again.status_code == 412  # the object exists: not overwritten
+    for size in (None, 10**12):
+        refused = deployed.invoke("presigner", {"body": json.dumps({
+            "source_name": "x.pdf", "method": "PUT", "size": size})})
+        assert refused["statusCode"] == 400, refused

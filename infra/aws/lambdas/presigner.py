@@ -3,8 +3,11 @@
 Thin: the standard library, boto3 (in the Lambda runtime) and ``lake.layout``; no pydantic, no
 pyarrow, so it cold-starts in well under a second. The caller gets a UUIDv7 document id, a
 presigned POST (a policy with a content-length range and the content type) or, with
-``"method": "PUT"``, a presigned PUT for the same single key, the expiry (a setting, at most 15
-minutes), and the result address. The bytes go straight to S3; the S3 event does the rest.
+``"method": "PUT"`` and the file's ``"size"``, a presigned PUT for the same single key whose
+signature covers that exact ``Content-Length`` and ``If-None-Match: *`` (S3 refuses another size
+and any second upload to the key, so bytes being processed are never overwritten), the expiry
+(a setting, at most 15 minutes), and the result address. The bytes go straight to S3; the S3
+event does the rest.
 """
 
 from __future__ import annotations
@@ -31,11 +34,14 @@ def uuid7() -> str:
 
 
 def _s3():
+    """Signature version 4: its presigned PUT signs the ``Content-Length`` and ``If-None-Match``
+    headers, so S3 refuses another size and a second upload to the same key."""
     global _client
     if _client is None:
         import boto3
+        from botocore.config import Config
 
-        _client = boto3.client("s3")
+        _client = boto3.client("s3", config=Config(signature_version="s3v4"))
     return _client
 
 
@@ -48,6 +54,21 @@ def settings(environ=os.environ) -> dict:
             "expiry_s": expiry,
             "max_bytes": int(environ.get("DOCLAKE_MAX_UPLOAD_BYTES", str(512 * 1024 * 1024))),
             "result_url_expiry_s": int(environ.get("DOCLAKE_RESULT_URL_EXPIRY_S", "3600"))}
+
+
+class BadRequest(ValueError):
+    """The request cannot be served (a 400)."""
+
+
+def _size(value, max_bytes: int) -> int:
+    """A PUT slot's exact size: signed into the URL (S3 refuses another), at most the limit."""
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        raise BadRequest("a PUT slot needs \"size\": the file's size in bytes") from None
+    if not 1 <= size <= max_bytes:
+        raise BadRequest(f"size must be 1..{max_bytes} bytes, got {size}")
+    return size
 
 
 def mint_slot(request: dict, s3, config: dict) -> dict:
@@ -64,11 +85,14 @@ def mint_slot(request: dict, s3, config: dict) -> dict:
                   "get_object", ExpiresIn=config["result_url_expiry_s"],
                   Params={"Bucket": config["results_bucket"], "Key": result_key(document_id)})}
     if str(request.get("method", "POST")).upper() == "PUT":
-        answer["upload"] = {"method": "PUT", "headers": {
-            "Content-Type": content_type, "x-amz-meta-source-name": safe_name},
+        size = _size(request.get("size"), config["max_bytes"])
+        headers = {"Content-Type": content_type, "x-amz-meta-source-name": safe_name,
+                   "Content-Length": str(size), "If-None-Match": "*"}
+        answer["upload"] = {"method": "PUT", "headers": headers,
             "url": s3.generate_presigned_url("put_object", ExpiresIn=config["expiry_s"], Params={
                 "Bucket": config["uploads_bucket"], "Key": key, "ContentType": content_type,
-                "Metadata": {"source-name": safe_name}})}
+                "Metadata": {"source-name": safe_name}, "ContentLength": size,
+                "IfNoneMatch": "*"})}
         return answer
     post = s3.generate_presigned_post(
         Bucket=config["uploads_bucket"], Key=key, ExpiresIn=config["expiry_s"],
@@ -86,6 +110,9 @@ def handler(event, context=None):
         request = json.loads(body) if isinstance(body, str) else dict(body)
     except ValueError:
         return {"statusCode": 400, "body": json.dumps({"error": "the body must be JSON"})}
-    answer = mint_slot(request, _s3(), settings())
+    try:
+        answer = mint_slot(request, _s3(), settings())
+    except BadRequest as error:
+        return {"statusCode": 400, "body": json.dumps({"error": str(error)})}
     return {"statusCode": 201, "headers": {"Content-Type": "application/json"},
             "body": json.dumps(answer)}
