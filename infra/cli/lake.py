@@ -91,6 +91,14 @@ def check(
                     "(HTML) into the lake folder and print the path of its index page.")] = False,
 ) -> None:
     """Run the data-quality checkpoint over the tables; exit 1 if an expectation fails."""
+    import importlib.util
+
+    if importlib.util.find_spec("great_expectations") is None:  # the `check` extra: not in the demo
+        from infra.cli.errors import UserError
+
+        raise UserError("`doclake lake check` needs great-expectations, which the runtime install "
+                        "(`make demo`, `pip install -e .`) leaves out",
+                        "pip install -e '.[check]' (`make test` installs it with the rest)")
     from evals.quality import check_lake, to_events
     from infra.cli.render.output import print_records, resolve_format
     from lake.writer import ParquetEventWriter
