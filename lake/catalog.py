@@ -361,14 +361,35 @@ class LakeSession:
         return getattr(self.con, name)
 
 
-def _define_local_raw_glob(con, root: str, event_type: str, files: tuple[str, ...]) -> None:
-    """A raw view over a glob of the type's partition folders: expanded again by every query, so
-    a client that keeps the view (``doclake lake views``) sees new and compacted files."""
+SHAPES_PREFIX = "_shapes"
+"""Beside ``events/``: one empty, typed Parquet file per event type, written by ``define_views``
+so that a saved view's glob always matches (DuckDB refuses a glob that matches nothing)."""
+
+
+def shape_file(root: str, event_type: str) -> str:
+    """The empty, typed file of an event type: ``_shapes/event_type=T/dt=1970-01-01/empty.parquet``
+    (the same folder depth as the data, so one glob and one hive layout cover both)."""
+    return f"{root}/{SHAPES_PREFIX}/event_type={event_type}/dt=1970-01-01/empty.parquet"
+
+
+def write_shape_files(root: str) -> None:
+    """One zero-row file per event type, with the type's current schema (rewritten each time, so
+    a schema that gained columns is picked up; written aside and renamed, never half there)."""
+    for event_type, model in EVENT_TYPES.items():
+        path = shape_file(root, event_type)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        part = f"{path}.{os.getpid()}.tmp"
+        pq.write_table(arrow_schema(model).empty_table(), part)
+        os.replace(part, path)
+
+
+def _define_local_raw_glob(con, root: str, event_type: str) -> None:
+    """A raw view over one glob that matches the type's data files under ``events/`` and its empty
+    file under ``_shapes/``: expanded again by every query, so a client that keeps the view
+    (``doclake lake views``) sees new and compacted files, and event types that had no file yet
+    when the view was saved (model calls, failures) once they have one."""
     empty = _empty_select(event_type)
-    if not files:
-        con.execute(f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS {empty}")
-        return
-    glob = _sql_string(f"{root}/{event_type_prefix(event_type)}/dt=*/*.parquet")
+    glob = _sql_string(f"{root}/*/event_type={event_type}/dt=*/*.parquet")
     names = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
     con.execute(
         f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS "
@@ -380,16 +401,19 @@ def _define_local_raw_glob(con, root: str, event_type: str, files: tuple[str, ..
 
 def define_views(con, lake_uri: str) -> None:
     """Create every view of the lake in a DuckDB connection that is not a ``LakeSession``: for
-    clients outside doclake (``doclake lake views``). Locally the raw views read a glob, so they
-    follow the lake; such a client gets no retry when compaction deletes a file mid-query (rerun
-    it). On S3 they are Arrow datasets over the files listed now."""
+    clients outside doclake (``doclake lake views``). Locally the raw views read a glob that
+    always matches (``write_shape_files``), so they follow the lake as it grows; such a client
+    gets no retry when compaction deletes a file mid-query (rerun it). On S3 they are Arrow
+    datasets over the files listed now."""
     filesystem, root = open_lake(lake_uri)
     local = isinstance(filesystem, pafs.LocalFileSystem)
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA}")
-    for event_type, files in stable_listing(filesystem, root).items():
-        if local:
-            _define_local_raw_glob(con, root, event_type, files)
-        else:
+    if local:
+        write_shape_files(root)
+        for event_type in EVENT_TYPES:
+            _define_local_raw_glob(con, root, event_type)
+    else:
+        for event_type, files in stable_listing(filesystem, root).items():
             _define_remote_raw(con, filesystem, root, event_type, files)
     _define_layers(con)
 
