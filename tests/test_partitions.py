@@ -113,6 +113,7 @@ def _profile_scans(session, sql: str, path: Path) -> list[dict]:
     """Every table scan of a query's DuckDB JSON profile: its extra info and rows returned."""
     import json
 
+    session.prepare(sql)
     session.con.execute("SET enable_profiling = 'json'")
     session.con.execute(f"SET profiling_output = '{path}'")
     session.con.sql(sql).fetchall()

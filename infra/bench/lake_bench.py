@@ -150,6 +150,7 @@ PRUNING_QUERIES = {
 
 def _rows_scanned(session, sql: str, path: str) -> int:
     """Rows the table scans of a query returned, from DuckDB's JSON profile."""
+    session.prepare(sql)
     session.con.execute("SET enable_profiling = 'json'")
     session.con.execute(f"SET profiling_output = '{path}'")
     session.con.sql(sql).fetchall()
