@@ -53,6 +53,10 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("result_fields", "published_at"): "when the value's result was published",
     ("job_latency", "seconds"): "seconds from the job's creation to its end",
     ("job_latency", "page_bucket"): "1-20, 21-50, 51-100, 101-300 or over 300 pages",
+    ("job_latency", "page_bucket_min"): "the bucket's first page count (1, 21, 51, 101, 301): "
+                                        "ORDER BY it, the labels do not sort",
+    ("results", "values_found"): "how many values the result holds (rows in result_fields); "
+                                 "0 when nothing was found",
     ("daily_costs", "day"): "the UTC day",
     ("daily_costs", "model"): "the reader or model (the text layer counts as a reader)",
     ("daily_costs", "pages"): "pages read that day by that reader or model",
