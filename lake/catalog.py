@@ -88,7 +88,7 @@ def _layers() -> dict[str, str]:
     return layers
 
 
-_WORD = re.compile(r"[A-Za-z_][\w.]*")
+_WORD = re.compile(r"[A-Za-z_]\w*")
 _WHOLE_CATALOG = re.compile(
     r"(?i)\b(show|describe|summarize|information_schema|duckdb_\w+|pragma|table_info|export|"
     r"pg_catalog|sqlite_master)\b")
@@ -108,16 +108,21 @@ class _Layers:
         self.order = list(self.sql)
         self.reads: dict[str, set[str]] = {}
         self.raw: dict[str, str] = {internal_name(dedup_view(t)): t for t in EVENT_TYPES}
+        # A layer is named by its last part (``ev_page_read`` for ``internal.ev_page_read``):
+        # a statement that names it in any schema, or quoted, defines it (more is harmless).
+        self.short = {name: name.rsplit(".", 1)[-1] for name in self.order}
         for name, sql in self.sql.items():
             words = set(_WORD.findall(sql))
-            self.reads[name] = {other for other in self.order if other != name and other in words}
+            self.reads[name] = {other for other in self.order
+                                if other != name and self.short[other] in words}
 
     def needed(self, statement: str) -> list[str]:
         """The layers ``statement`` reaches, in dependency order (all of them for a statement
         that reads the catalog itself)."""
         if _WHOLE_CATALOG.search(statement):
             return list(self.order)
-        todo = [name for name in self.order if name in set(_WORD.findall(statement))]
+        words = set(_WORD.findall(statement))
+        todo = [name for name in self.order if self.short[name] in words]
         seen: set[str] = set()
         while todo:
             name = todo.pop()
@@ -374,7 +379,7 @@ class LakeSession:
         plan = layers()
         statement = duckdb_sql(statement)
         for event_type in EVENT_TYPES:  # a raw view named by the statement itself
-            if event_type not in self._raw_files and internal_name(raw_view(event_type)) in statement:
+            if event_type not in self._raw_files and raw_view(event_type) in statement:
                 self._define_raw(event_type, self.listing.get(event_type, ()))
         for name in plan.needed(statement):
             if name in self._layers_defined:
