@@ -358,6 +358,9 @@ def sql(
 def schema(
     table: Annotated[str | None, typer.Argument(help="One table (default: all of them).")] = None,
     output_format: FormatOption = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Accepted as everywhere; the "
+                    "schema comes from the code, the same for every home.",
+                    show_default=False)] = None,
 ) -> None:
     """The tables an analyst queries, their columns and what each means."""
     from infra.cli import sqlshell
