@@ -42,3 +42,25 @@ def test_argument_mistakes_print_error_and_hint(tmp_path):
 def test_tables_lists_labels_and_the_eval_views():
     tables = {r["table"] for r in json.loads(invoke("sql", "--tables", "--format", "json").output)}
     assert {"labels", "label_values", "eval_runs", "eval_scores", "eval_outcomes"} <= tables
+
+
+def test_a_piped_summary_names_failed_files_by_path_on_one_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = tmp_path / "docs" / "a-rather-long-folder-name-for-the-data-room" / "second-level"
+    folder.mkdir(parents=True)
+    names = [f"broken-file-number-{n}-with-a-long-descriptive-name.pdf" for n in range(2)]
+    for name in names:
+        (folder / name).write_bytes(b"%PDF-1.7 truncated nonsense " + name.encode())
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "infra.cli.main", "run", str(tmp_path / "docs"),
+                           "--home", str(tmp_path / "home")], cwd=root, capture_output=True,
+                          text=True, timeout=240, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin",
+                                                       "HOME": str(tmp_path), "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    failed = [line for line in done.stdout.splitlines() if line.startswith("  corrupt")]
+    assert len(failed) == 1, done.stdout
+    for name in names:
+        assert f"a-rather-long-folder-name-for-the-data-room/second-level/{name}" in failed[0]

@@ -148,7 +148,8 @@ def run(
         finally:
             ingest.stop()
     report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
-    report.finish(runtime.store, interrupted=stats.interrupted).print(Console(highlight=False))
+    report.finish(runtime.store, interrupted=stats.interrupted).print(
+        Console(highlight=False, soft_wrap=True))  # piped: one line a fact, never wrapped at 80
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
 
@@ -241,7 +242,7 @@ def worker(
     stats = _process(runtime, runtime.idle if until_idle else (lambda: False))
     summary = report.finish(runtime.store, stats)
     if output_format == "table":
-        summary.print(Console(highlight=False))
+        summary.print(Console(highlight=False, soft_wrap=True))
     else:
         print_object(summary.to_dict(), output_format)
         if stats.interrupted:
