@@ -64,3 +64,8 @@ def test_a_piped_summary_names_failed_files_by_path_on_one_line(tmp_path):
     assert len(failed) == 1, done.stdout
     for name in names:
         assert f"a-rather-long-folder-name-for-the-data-room/second-level/{name}" in failed[0]
+
+
+def test_export_finetune_refuses_a_folder_for_out(tmp_path):
+    _plain_user_error(invoke("evals", "export-finetune", "--out", str(tmp_path), "--home",
+                             str(tmp_path)), "is a folder", "train.jsonl")

@@ -358,6 +358,9 @@ def export_finetune(
                         f"use one of: {', '.join(FORMATS)}")
     if include not in ("labelled", "agreement"):
         raise UserError(f"--include {include!r} is not a rule", "use labelled or agreement")
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder: it names the train JSONL file",
+                        f"give a file name, e.g. --out {out / 'train.jsonl'}")
     settings = open_settings(home, Access.READ)
     documents = finetune_documents(settings.lake, page_reader(settings), include)
     examples, skipped = build_examples(documents, evals_wiring.target_schema)
