@@ -54,8 +54,9 @@ def test_runtime_dependencies_leave_out_the_tool_chain() -> None:
     assert runtime & TOOL_CHAIN == set()
     # Everything left out is still one extra away for `make test`.
     extras = PYPROJECT["project"]["optional-dependencies"]
-    assert "doclake[aws,cdk,check]" in extras["dev"]
-    everything = _closure([r for name in ("dev", "aws", "cdk", "check") for r in extras[name]
+    assert "doclake[aws,cdk,check,finetune]" in extras["dev"]
+    everything = _closure([r for name in ("dev", "aws", "cdk", "check", "finetune")
+                           for r in extras[name]
                            if not r.startswith("doclake[")])
     assert {"moto", "aws-cdk-lib", "great-expectations", "scikit-learn"} <= everything
 
