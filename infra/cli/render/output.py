@@ -18,6 +18,7 @@ import base64
 import csv
 import json
 import math
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, time, timedelta
@@ -88,6 +89,33 @@ def plain(value: Any) -> Any:
     return value
 
 
+# Characters that change what a terminal shows rather than show themselves: C0 and C1 controls
+# (ESC starts colour, screen clearing and OSC window titles or links; a newline splits a row),
+# DEL, and the bidirectional overrides and isolates that reorder what follows them.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group()
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return named.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100
+                               else f"\\u{ord(char):04x}")
+
+
+def terminal_safe(value: Any, *, markup: bool = True) -> str:
+    """A value as text that shows itself and nothing else on a terminal.
+
+    Every value that came from a document, a file name or a query goes through this before a
+    table or a report prints it: control characters and bidi overrides become visible escapes
+    (``\\x1b``, ``\\n``, ``\\u202e``), and rich markup (``[/bold]`` would crash the table,
+    ``[link=...]`` would make a clickable link) is escaped, unless ``markup=False`` (for text
+    printed with markup off)."""
+    from rich.markup import escape
+
+    text = _UNSAFE.sub(_visible, value if isinstance(value, str) else _text(value))
+    return escape(text) if markup else text
+
+
 def _text(value: Any) -> str:
     value = plain(value)
     if value is None:
@@ -124,6 +152,10 @@ def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], *,
     from rich.console import Console
 
     rows = [list(row) for row in rows]
+    # Every cell shows itself and nothing else (control characters, rich markup: terminal_safe).
+    title = terminal_safe(title) if title else None
+    columns = [terminal_safe(name) for name in columns]
+    rows = [[terminal_safe(cell) for cell in row] for row in rows]
     console = Console(highlight=False)
     if fits(columns, rows, console.width):
         console.print(_box_table(columns, rows, title))
