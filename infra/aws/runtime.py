@@ -10,7 +10,7 @@ import boto3
 from extract.context import HandlerContext
 from extract.ports import EventSink
 from infra.aws.config import AwsSettings
-from infra.aws.cpu import ThreadRunner
+from infra.aws.cpu import SubprocessRunner
 from infra.aws.dynamo.store import DynamoJobStore
 from infra.aws.routing import RoutedObjectStore
 from infra.aws.s3 import S3ObjectStore
@@ -36,7 +36,7 @@ class AwsRuntime:
         filesystem, root = open_lake(settings.lake_uri)
         # No background compaction inside a function: the scheduled compactor does it.
         self.writer = ParquetEventWriter(filesystem, root, compact_after_files=None)
-        self.cpu = ThreadRunner()
+        self.cpu = SubprocessRunner()
 
     def context(self, sink: EventSink, worker: str) -> HandlerContext:
         return HandlerContext(store=self.store, objects=self.objects, queue=self.queue,
