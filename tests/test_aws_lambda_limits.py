@@ -5,7 +5,6 @@ schedule and the functions' timeouts as the synthesized template sets them."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 from support import awsmoto
