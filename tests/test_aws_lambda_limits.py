@@ -73,3 +73,28 @@ def test_a_dead_letter_fails_its_job_once_however_often_the_poller_sees_it(
     rows = query(lake, "SELECT unit_id, final FROM failures "
                        "WHERE error_type = 'dead_letter'").to_pylist()
     assert rows == [{"unit_id": "u00001", "final": True}], rows
+
+
+def test_the_units_of_one_batch_share_one_download_of_their_source(deployment, pdf_factory):
+    """Three read units of one document in one SQS batch: the upload is fetched from S3 once,
+    and no copy is left in /tmp when the invocation ends."""
+    from infra.aws.runtime import shared
+
+    _upload(deployment, "long.pdf", pdf_factory("long.pdf", 15).read_bytes())
+    assert _invoke(deployment, "split") == (1, 0)
+    runtime = shared()
+    (job,) = runtime.store.list_jobs()
+    assert job.units == 3
+    fetched: list[str] = []
+    runtime.s3.meta.events.register(
+        "provide-client-params.s3.GetObject",
+        lambda params, **_: fetched.append(params["Key"]))
+    import tempfile
+    from pathlib import Path
+
+    before = set(Path(tempfile.gettempdir()).glob("doclake-*"))
+    assert _invoke(deployment, "read") == (3, 0)
+    assert fetched.count(job.object_key) == 1, fetched
+    assert set(Path(tempfile.gettempdir()).glob("doclake-*")) <= before
+    _poll(runtime)
+    assert runtime.store.get_job(job.job_id).status.value == "succeeded"

@@ -14,6 +14,8 @@ whole batch's events go to the lake in one flush. A record's outcome maps to SQS
 
 from __future__ import annotations
 
+import asyncio
+
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import (
@@ -56,14 +58,15 @@ def handle_batch(event: dict, context, *, worker: str) -> dict:
             outcome = await handle_message(ctx, received)
         if outcome is Outcome.RETRY:
             delay = retry_visibility_s(received.receive_count)
-            runtime.queue.change_visibility(received, delay)
+            await asyncio.to_thread(runtime.queue.change_visibility, received, delay)
             metrics.add_metric(name="Retries", unit=MetricUnit.Count, value=1)
             raise RetryLater(f"{received.message_id}: retry in {delay} s")
         metrics.add_metric(name="Messages", unit=MetricUnit.Count, value=1)
         return outcome.value
 
-    response = async_process_partial_response(event=event, record_handler=record_handler,
-                                              processor=processor, context=context)
+    with runtime.downloads.invocation():  # the batch's units share one copy of a source
+        response = async_process_partial_response(event=event, record_handler=record_handler,
+                                                  processor=processor, context=context)
     logger.info("batch done", extra={"records": len(event.get("Records", [])),
                                      "failed": len(response["batchItemFailures"]),
                                      "flushes": committer.flushes})
