@@ -233,6 +233,31 @@ def test_job_store_stall_clock_and_lease(job_store):
     assert job_store.acquire_lease("poller", "two", ttl_s=60)
 
 
+def test_job_store_no_progress_write_is_conditioned_on_what_was_read(job_store):
+    """The poller decides from a read that may be stale (DynamoDB's index): its no-progress
+    failure is written only if the job has not moved since that read and no retry of its work
+    is scheduled; a scheduled retry keeps the later time."""
+    job_store.create_job(_version())
+    job_store.add_units("j", _units(10), pages=10, detected_format="pdf")
+    read = job_store.get_job("j").last_progress_at
+    job_store.start_unit("j", "u00001", 1)  # it moved after the read
+    now = utc_now()
+    assert not job_store.transition_job("j", JobStatus.QUEUED, JobStatus.FAILED,
+                                        failure_reason="no_progress", at=now, unmoved_since=read)
+    read = job_store.get_job("j").last_progress_at
+    later = now + timedelta(minutes=15)
+    assert job_store.schedule_retry("j", later)
+    assert not job_store.schedule_retry("j", now + timedelta(minutes=1))  # the later one stays
+    assert job_store.get_job("j").retry_at == later
+    assert not job_store.transition_job("j", JobStatus.QUEUED, JobStatus.FAILED,
+                                        failure_reason="no_progress", at=now, unmoved_since=read)
+    assert job_store.get_job("j").status is JobStatus.QUEUED
+    assert job_store.transition_job("j", JobStatus.QUEUED, JobStatus.FAILED,
+                                    failure_reason="no_progress", at=later + timedelta(seconds=1),
+                                    unmoved_since=read)
+    assert not job_store.schedule_retry("j", later + timedelta(hours=1))  # terminal
+
+
 def _succeeded(job_store, job_id: str = "j") -> None:
     job_store.create_job(_version(job_id))
     job_store.add_units(job_id, [u.model_copy(update={"job_id": job_id})

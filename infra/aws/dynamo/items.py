@@ -30,7 +30,7 @@ ONE = "1"
 _JOB_FIELDS = set(Job.model_fields)
 _CLAIM_FIELDS = set(FieldClaim.model_fields)
 _TIMES = ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at",
-          "fields_published_at", "claimed_at", "published_at")
+          "fields_published_at", "claimed_at", "published_at", "retry_at")
 
 
 def now_iso() -> str:

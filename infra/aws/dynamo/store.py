@@ -253,6 +253,13 @@ class DynamoJobStore(DynamoClaims):
                 first_failure=data.get("first_failure")))
         return progress
 
+    def schedule_retry(self, job_id: str, at: datetime) -> bool:
+        return self._update(
+            job_key(job_id), "SET retry_at = :at",
+            condition="#st IN (:q, :x) AND (attribute_not_exists(retry_at) OR retry_at < :at)",
+            names={"#st": "status"}, values=attr_values(at=at.isoformat(), q="queued",
+                                                        x="extracting"))
+
     def add_stall(self, stalls: Sequence[tuple[str, float, datetime]]) -> int:
         changed = 0
         for job_id, seconds, since in stalls:
@@ -266,7 +273,7 @@ class DynamoJobStore(DynamoClaims):
 
     def transition_job(self, job_id: str, expected: JobStatus, new: JobStatus, *,
                        failure_reason: str | None = None, failure_detail: str | None = None,
-                       at: datetime) -> bool:
+                       at: datetime, unmoved_since: datetime | None = None) -> bool:
         stamp = at.isoformat()
         sets = {"#st": ":new", "updated_at": ":at", "gsi_event_due": ":one"}
         values = attr_values(new=new.value, at=stamp, one=ONE, expected=expected.value)
@@ -286,7 +293,12 @@ class DynamoJobStore(DynamoClaims):
         expression = "SET " + ", ".join(f"{k} = {v}" for k, v in sets.items())
         if removes:
             expression += " REMOVE " + ", ".join(removes)
-        if not self._update(job_key(job_id), expression, condition="#st = :expected",
+        condition = "#st = :expected"
+        if unmoved_since is not None:  # what the decision read, not the index's stale copy
+            condition += (" AND last_progress_at = :since AND (attribute_not_exists(retry_at) "
+                          "OR retry_at <= :at)")
+            values.update(attr_values(since=unmoved_since.isoformat()))
+        if not self._update(job_key(job_id), expression, condition=condition,
                             names={"#st": "status"}, values=values):
             return False
         if new.terminal:
