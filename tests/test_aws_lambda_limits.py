@@ -98,3 +98,143 @@ def test_the_units_of_one_batch_share_one_download_of_their_source(deployment, p
     assert set(Path(tempfile.gettempdir()).glob("doclake-*")) <= before
     _poll(runtime)
     assert runtime.store.get_job(job.job_id).status.value == "succeeded"
+
+
+def _read_with_gemini(monkeypatch, fake, **settings: str) -> None:
+    """The read function's settings as the stack sets them, with the fake Gemini as its model."""
+    for name, value in {"DOCLAKE_READER": "gemini", "DOCLAKE_GEMINI_API_KEY": "fake-key",
+                        "DOCLAKE_GEMINI_BASE_URL": fake.url, "DOCLAKE_MODEL_MAX_ATTEMPTS": "1",
+                        **settings}.items():
+        monkeypatch.setenv(name, value)
+    from infra.aws import runtime
+
+    runtime.shared.cache_clear()
+
+
+def _model_calls(deployed: Deployment) -> list[dict]:
+    from lake.catalog import query
+
+    return query(awsmoto.lake_uri(deployed.lake),
+                 "SELECT job_id, page_number, outcome, http_status, detail "
+                 "FROM model_calls").to_pylist()
+
+
+def test_a_record_still_running_at_the_invocations_deadline_is_retried_and_its_calls_are_on_the_ledger(
+        deployment, pdf_factory, monkeypatch):
+    """The model hangs; the invocation has 25 s left. The record is cut off at its deadline
+    (the remaining time less the flush margin), its three calls in flight get their ledger
+    rows, the message goes back with its delay, the job notes when its work is due, and the
+    handler returns by itself before Lambda would have killed it."""
+    import time
+
+    from support.fake_gemini import FakeGemini, answer
+
+    from infra.aws.lambdas.extraction import FINISH_MARGIN_S
+
+    _upload(deployment, "slow.pdf", pdf_factory("slow.pdf", 3).read_bytes())
+    assert _invoke(deployment, "split") == (1, 0)
+    with FakeGemini(lambda call: answer("late"), delay=lambda call: 120.0) as fake:
+        _read_with_gemini(monkeypatch, fake, DOCLAKE_MODEL_TIMEOUT_S="100")
+        from infra.aws.runtime import shared
+
+        remaining_s = FINISH_MARGIN_S + 10
+        started = time.monotonic()
+        assert _invoke(deployment, "read", remaining_ms=int(remaining_s * 1000)) == (1, 1)
+        took = time.monotonic() - started
+        assert took < remaining_s, f"the invocation ran {took:.1f} s of its {remaining_s:g} s"
+        assert fake.count() == 3  # the three pages were sent and were in flight
+        calls = _model_calls(deployment)
+        assert sorted(c["page_number"] for c in calls) == [1, 2, 3]
+        assert {c["outcome"] for c in calls} == {"timeout"}
+        assert all("deadline" in c["detail"] for c in calls)
+        (job,) = shared().store.list_jobs()
+        assert job.retry_at is not None and job.status.value == "queued"
+        assert deployment.receive("read") == []  # hidden for its retry delay
+
+
+def test_a_30_minute_brownout_through_the_aws_handlers_compressed_sixty_times(
+        pdf_factory, monkeypatch):
+    """The queue's own schedule (one model attempt per delivery, the message hidden 2, 6, 15,
+    15 min between deliveries) at 1/60 of real time against a brownout of 30 min (30 s here),
+    with the poller's 30-minute no-progress rule (30 s) running beside it: every document
+    succeeds, no page is paid twice, every 503 is on the ledger, no invocation outruns its
+    time, and the stall rule fails no job whose retry is scheduled."""
+    import threading
+    import time
+
+    from support.fake_gemini import FakeGemini, answer, error
+
+    scale = 60
+    brownout_s = 30 * 60 / scale
+    awsmoto.endpoint()
+    deployed = Deployment(max_receives=5)
+    for name, value in deployed.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DOCLAKE_RETRY_DELAY_SCALE", str(1 / scale))
+    monkeypatch.setenv("DOCLAKE_NO_PROGRESS_TIMEOUT_S", str(30 * 60 / scale))
+    first: list[float] = []
+    sent_503 = 0
+
+    def respond(call):
+        nonlocal sent_503
+        first[:] = first or [call.at]
+        if call.at - first[0] < brownout_s:
+            sent_503 += 1
+            return error(503)
+        return answer(f"page text {call.n}")
+
+    for n in range(2):
+        _upload(deployed, f"doc{n}.pdf", pdf_factory(f"doc{n}.pdf", 6, word="brownout")
+                .read_bytes())
+    with FakeGemini(respond) as fake:
+        _read_with_gemini(monkeypatch, fake)
+        from infra.aws.config import AwsSettings
+        from infra.aws.lambdas.poller import run_passes
+        from infra.aws.runtime import AwsRuntime, shared
+
+        runtime = shared()
+        stop = threading.Event()
+
+        async def sleep(seconds: float) -> None:
+            if stop.wait(seconds):
+                raise asyncio.CancelledError
+
+        def poller() -> None:  # the scheduled poller: its own container, looping meanwhile
+            with contextlib.suppress(asyncio.CancelledError):
+                asyncio.run(run_passes(AwsRuntime(AwsSettings()), holder="poller", loop_s=600,
+                                       interval_s=0.5, sleep=sleep))
+
+        import contextlib
+
+        thread = threading.Thread(target=poller, daemon=True)
+        thread.start()
+        remaining_ms = 300_000  # the read function's timeout
+        longest = 0.0
+        receives = 0
+        try:
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline:
+                jobs = runtime.store.list_jobs()
+                if jobs and all(j.status.terminal for j in jobs):
+                    break
+                for queue in ("split", "read", "index"):
+                    started = time.monotonic()
+                    records, _ = _invoke(deployed, queue, remaining_ms=remaining_ms)
+                    longest = max(longest, time.monotonic() - started)
+                    receives += records if queue == "read" else 0
+                time.sleep(0.5)
+        finally:
+            stop.set()
+            thread.join(30)
+        jobs = runtime.store.list_jobs()
+        assert [(j.status.value, j.failure_reason) for j in jobs] == [("succeeded", None)] * 2
+        calls = _model_calls(deployed)
+        paid = [(c["job_id"], c["page_number"]) for c in calls if c["outcome"] == "ok"]
+        assert len(paid) == 12 and len(set(paid)) == 12, "a page was paid twice"
+        assert sum(1 for c in calls if c["http_status"] == 503) == sent_503 > 0
+        errors_at = [c.at for c in fake.calls if c.at - first[0] < brownout_s]
+        assert max(errors_at) - first[0] >= brownout_s * 0.5  # the retries reached into it
+        assert receives > 4  # the read messages came back, each after its delay
+        assert longest < remaining_ms / 1000
+        print(f"\nbrownout {brownout_s:g} s (30 min / {scale}): {sent_503} 503s, "
+              f"{receives} read deliveries, longest invocation {longest:.1f} s")

@@ -157,6 +157,9 @@ class DoclakeStack(Stack):
             "DOCLAKE_LAKE_URI": f"s3://{self.lake.bucket_name}",
             "DOCLAKE_QUEUE_URLS": self.to_json_string(urls),
             "DOCLAKE_MAX_RECEIVES": str(self.settings.max_receives),
+            # One attempt per model per delivery: a page that must wait goes back to its queue
+            # with a delay (infra.aws.lambdas.extraction), no function sleeps through a backoff.
+            "DOCLAKE_MODEL_MAX_ATTEMPTS": "1",
             # The limits /tmp was sized from (DeploySettings.source_storage_mb).
             "DOCLAKE_MAX_FILE_BYTES": str(self.settings.max_upload_bytes),
             "DOCLAKE_MAX_CONVERTED_BYTES": str(self.settings.max_converted_mb * 1024 * 1024),
