@@ -238,3 +238,31 @@ def test_a_30_minute_brownout_through_the_aws_handlers_compressed_sixty_times(
         assert longest < remaining_ms / 1000
         print(f"\nbrownout {brownout_s:g} s (30 min / {scale}): {sent_503} 503s, "
               f"{receives} read deliveries, longest invocation {longest:.1f} s")
+
+
+def test_the_sparse_indexes_spread_their_keys_over_shards_and_read_them_all(tmp_path):
+    """Each job's index attributes take its own shard's value, so the writes of many jobs land
+    on many partitions of an index; the readers merge every shard, in the index's order."""
+    from datetime import timedelta
+
+    from extract.ports import NewVersion
+    from extract.state import JobStatus
+    from lake.events import utc_now
+
+    store = awsmoto.dynamo_job_store(tmp_path)
+    start = utc_now()
+    ids = [f"job-{n:02d}" for n in range(30)]
+    for n, job_id in enumerate(ids):
+        store.create_job(NewVersion(
+            document_id=f"d{n}", job_id=job_id, source_name="a.pdf", source_key=f"/a{n}.pdf",
+            sha256=f"s{n}", bytes=1, version=1, object_key=f"uploads/d{n}/{job_id}",
+            created_at=start + timedelta(seconds=n)))
+    items = store.client.scan(TableName=store.table)["Items"]
+    shards = {item["gsi_active"]["S"] for item in items if "gsi_active" in item}
+    assert len(shards) > 3, shards
+    assert [p.job.job_id for p in store.active_jobs()] == ids  # every shard, oldest first
+    assert [j.job_id for j in store.unsent_jobs()] == ids
+    for job_id in ids[:5]:
+        store.transition_job(job_id, JobStatus.QUEUED, JobStatus.FAILED, at=utc_now())
+    assert {j.job_id for j in store.jobs_missing_status_event()} == set(ids[:5])
+    assert [p.job.job_id for p in store.active_jobs()] == ids[5:]

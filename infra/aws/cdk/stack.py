@@ -272,7 +272,7 @@ class DoclakeStack(Stack):
         terminal_job = {"dynamodb": {"NewImage": {"sk": {"S": ["job"]},
                                                   "status": {"S": ["succeeded", "failed"]}}}}
         settled_claim = {"dynamodb": {"NewImage": {"sk": {"S": [{"prefix": "claim#"}]},
-                                                   "gsi_unpublished": {"S": ["1"]}}}}
+                                                   "gsi_unpublished": {"S": [{"exists": True}]}}}}
         self.publisher.add_event_source(sources.DynamoEventSource(
             self.table, starting_position=lambda_.StartingPosition.LATEST, batch_size=100,
             bisect_batch_on_error=True, retry_attempts=10, report_batch_item_failures=False,

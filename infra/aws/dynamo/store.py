@@ -34,7 +34,6 @@ from extract.ports import NewVersion
 from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitStatus
 from infra.aws.dynamo.claims import DynamoClaims
 from infra.aws.dynamo.items import (
-    ONE,
     attr_values,
     claim_from_item,
     decode_item,
@@ -44,6 +43,7 @@ from infra.aws.dynamo.items import (
     job_key,
     now_iso,
     password_key,
+    shard_of,
     unit_key,
 )
 from infra.aws.dynamo.table import create_table
@@ -127,7 +127,8 @@ class DynamoJobStore(DynamoClaims):
                 "source_name": version.source_name, "job_sha256": version.sha256,
                 "created_at": created, "updated_at": created, "last_progress_at": created,
                 "stalled_s": 0, "n_done": 0, "n_failed": 0, "n_running": 0,
-                "gsi_active": ONE, "gsi_split_due": ONE}.items()},
+                "gsi_active": shard_of(version.job_id),
+                "gsi_split_due": shard_of(version.job_id)}.items()},
         }
         document_update = {
             "TableName": self.table, "Key": document_key(version.document_id),
@@ -276,7 +277,8 @@ class DynamoJobStore(DynamoClaims):
                        at: datetime, unmoved_since: datetime | None = None) -> bool:
         stamp = at.isoformat()
         sets = {"#st": ":new", "updated_at": ":at", "gsi_event_due": ":one"}
-        values = attr_values(new=new.value, at=stamp, one=ONE, expected=expected.value)
+        values = attr_values(new=new.value, at=stamp, one=shard_of(job_id),
+                             expected=expected.value)
         removes = []
         for name, value in (("failure_reason", failure_reason),
                             ("failure_detail", failure_detail),

@@ -26,7 +26,6 @@ its queue with the growing delay, and the retry budget is the queue's
 from __future__ import annotations
 
 import asyncio
-
 import json
 import time
 from datetime import timedelta
