@@ -158,7 +158,11 @@ def test_a_30_minute_brownout_through_the_aws_handlers_compressed_sixty_times(
     15 min between deliveries) at 1/60 of real time against a brownout of 30 min (30 s here),
     with the poller's 30-minute no-progress rule (30 s) running beside it: every document
     succeeds, no page is paid twice, every 503 is on the ledger, no invocation outruns its
-    time, and the stall rule fails no job whose retry is scheduled."""
+    time, and the stall rule fails no job whose retry is scheduled.
+
+    Only the queue's delays are compressed: each invocation's own seconds (moto, the lake) are
+    real, so this shows the mechanics; that the schedule alone outlasts 30 minutes is asserted
+    on the template's values (``test_aws_lambda_template``)."""
     import threading
     import time
 
@@ -266,3 +270,35 @@ def test_the_sparse_indexes_spread_their_keys_over_shards_and_read_them_all(tmp_
         store.transition_job(job_id, JobStatus.QUEUED, JobStatus.FAILED, at=utc_now())
     assert {j.job_id for j in store.jobs_missing_status_event()} == set(ids[:5])
     assert [p.job.job_id for p in store.active_jobs()] == ids[5:]
+
+
+def test_a_poller_pass_stops_at_the_first_step_its_lease_no_longer_covers(
+        deployment, pdf_factory, monkeypatch):
+    """The pass's first step outlasts the lease and another poller takes it meanwhile: the
+    rest of the pass (the dead letters here) is left to the lease's new holder."""
+    import time
+
+    from infra.aws.lambdas import poller
+    from infra.aws.runtime import shared
+
+    _upload(deployment, "poison.pdf", pdf_factory("poison.pdf", 3).read_bytes())
+    assert _invoke(deployment, "split")[0] == 1
+    for _ in range(deployment.max_receives):
+        deployment.receive("read", visibility_s=0)
+    assert deployment.receive("read") == []  # redriven to the DLQ
+    runtime = shared()
+    real = poller.poll_once
+
+    async def slow_pass(ctx, **kwargs):
+        decisions = await real(ctx, **kwargs)
+        time.sleep(1.2)  # past the 1 s lease
+        assert runtime.store.acquire_lease(poller.LEASE, "other", ttl_s=60)
+        return decisions
+
+    monkeypatch.setattr(poller, "poll_once", slow_pass)
+    asyncio.run(poller.run_passes(runtime, holder="slow", loop_s=0, interval_s=0.01,
+                                  lease_s=1.0))
+    (job,) = runtime.store.list_jobs()
+    (unit,) = runtime.store.list_units(job.job_id)
+    assert unit.status.value == "pending"  # the slow pass did not act without its lease
+    assert len(deployment.receive("read-dlq", visibility_s=0)) == 1  # left for the holder
