@@ -302,3 +302,62 @@ def test_a_poller_pass_stops_at_the_first_step_its_lease_no_longer_covers(
     (unit,) = runtime.store.list_units(job.job_id)
     assert unit.status.value == "pending"  # the slow pass did not act without its lease
     assert len(deployment.receive("read-dlq", visibility_s=0)) == 1  # left for the holder
+
+
+NO_SEMAPHORES = """
+import asyncio
+import sys
+
+import _multiprocessing
+
+
+class NoSemaphores:
+    # What Lambda answers: no /dev/shm, so no POSIX semaphores.
+
+    SEM_VALUE_MAX = 2**31 - 1
+
+    def __init__(self, *args, **kwargs):
+        raise OSError(38, "Function not implemented")
+
+
+_multiprocessing.SemLock = NoSemaphores
+from support import cpu_tasks  # noqa: E402
+
+kind = sys.argv[1]
+if kind == "pool":
+    from infra.local.cpu import ProcessPoolRunner as Runner
+else:
+    from infra.aws.cpu import SubprocessRunner as Runner
+
+
+async def main():
+    runner = Runner(1)
+    try:
+        print(await runner.run(cpu_tasks.square, 7, timeout_s=60))
+    finally:
+        runner.close()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(("runner", "works"), [("sub", True), ("pool", False)])
+def test_the_lambda_cpu_runner_needs_no_posix_semaphores(tmp_path, runner, works):
+    """Lambda has no /dev/shm: multiprocessing's semaphores fail with ENOSYS there, and with
+    them every pool and queue (the local runner, shown failing); a child process over pipes
+    does not need one."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "no_semaphores.py"
+    script.write_text(NO_SEMAPHORES)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "tests")])}
+    done = subprocess.run([sys.executable, str(script), runner], env=env, capture_output=True,
+                          text=True, timeout=120)
+    if works:
+        assert (done.returncode, done.stdout.strip()) == (0, "49"), done.stderr[-2000:]
+    else:
+        assert done.returncode != 0 and "Function not implemented" in done.stderr
