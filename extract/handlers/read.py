@@ -42,9 +42,11 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
     delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
 
     missing: list[int] = []
-    for number in unit.page_numbers:
-        key = page_key(job.document_id, job.job_id, number)
-        metadata = ctx.objects.head(key)
+    keys = [page_key(job.document_id, job.job_id, n) for n in unit.page_numbers]
+    # Off the event loop, together: on S3 each is a request the batch's other records would
+    # otherwise wait behind.
+    stored = await asyncio.gather(*(asyncio.to_thread(ctx.objects.head, k) for k in keys))
+    for number, key, metadata in zip(unit.page_numbers, keys, stored, strict=True):
         if metadata is None:
             missing.append(number)
             continue
