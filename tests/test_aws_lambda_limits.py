@@ -78,6 +78,8 @@ def test_a_dead_letter_fails_its_job_once_however_often_the_poller_sees_it(
 def test_the_units_of_one_batch_share_one_download_of_their_source(deployment, pdf_factory):
     """Three read units of one document in one SQS batch: the upload is fetched from S3 once,
     and no copy is left in /tmp when the invocation ends."""
+    from pathlib import Path
+
     from infra.aws.runtime import shared
 
     _upload(deployment, "long.pdf", pdf_factory("long.pdf", 15).read_bytes())
@@ -89,13 +91,16 @@ def test_the_units_of_one_batch_share_one_download_of_their_source(deployment, p
     runtime.s3.meta.events.register(
         "provide-client-params.s3.GetObject",
         lambda params, **_: fetched.append(params["Key"]))
-    import tempfile
-    from pathlib import Path
+    copies = []
+    real_open = runtime.downloads.open
 
-    before = set(Path(tempfile.gettempdir()).glob("doclake-*"))
+    def open_copy(key, fetch):  # note where each copy lands, to see it removed
+        return real_open(key, lambda name: (copies.append(name), fetch(name))[1])
+
+    runtime.downloads.open = open_copy
     assert _invoke(deployment, "read") == (3, 0)
     assert fetched.count(job.object_key) == 1, fetched
-    assert set(Path(tempfile.gettempdir()).glob("doclake-*")) <= before
+    assert len(copies) == 1 and not Path(copies[0]).exists()  # removed when the batch ended
     _poll(runtime)
     assert runtime.store.get_job(job.job_id).status.value == "succeeded"
 
