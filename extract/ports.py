@@ -335,7 +335,8 @@ class EventSink(Protocol):
 
 
 class CpuRunner(Protocol):
-    """Runs a CPU-bound function away from the event loop (a process pool, or inline on Lambda).
+    """Runs a CPU-bound function away from the event loop (a process pool locally, a child
+    process per call on Lambda, which has no ``/dev/shm`` for a pool's semaphores).
 
     Raises ``WorkerTimeout`` past ``timeout_s``; a crashed worker process becomes a
     ``TransientError`` and the runner recovers.
