@@ -11,10 +11,13 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import resource
 import sys
 
 
 def main() -> int:
+    # No core file: a crashing parser's memory is document content (as the local pool's workers).
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     answer = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a library's print goes to stderr, not into the pickled answer
     stream = io.BytesIO(sys.stdin.buffer.read())
