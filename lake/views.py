@@ -195,12 +195,12 @@ FROM ev_model_call
     "results": """
 SELECT r.document_id, r.job_id, r.status, r.effective_date, r.jurisdiction, r.party, r.term,
        r.strategy, r.model_version, r.input_tokens, r.output_tokens, r.processing_ms,
-       r.published_at, r.schema_name, r.failure_reason,
-       coalesce(v.values_found, 0) AS values_found, r.dt
+       r.published_at, r.schema_name, r.failure_reason, r.document_kind, r.applies,
+       r.applicability_score, coalesce(v.values_found, 0) AS values_found, r.dt
 FROM (
   SELECT document_id, job_id, status, effective_date, jurisdiction, party, term, strategy,
          model_version, input_tokens, output_tokens, processing_ms, occurred_at AS published_at,
-         schema_name, failure_reason, dt
+         schema_name, failure_reason, document_kind, applies, applicability_score, dt
   FROM ev_result_published
   QUALIFY row_number() OVER (PARTITION BY dt, document_id ORDER BY occurred_at DESC) = 1
 ) AS r
@@ -214,7 +214,7 @@ LEFT JOIN (
     # (dt, job_id, strategy) for the latest one.
     "result_fields": """
 SELECT document_id, job_id, field, value, value_index, strategy, model_version, schema_name,
-       page_number, char_offset, occurred_at AS published_at, dt
+       page_number, char_offset, confidence, evidence, occurred_at AS published_at, dt
 FROM ev_result_field
 """,
     "quality_checks": """

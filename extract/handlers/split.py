@@ -49,7 +49,7 @@ from extract.formats.sniff import (
 from extract.formats.spreadsheet import READER as SHEET_READER
 from extract.formats.spreadsheet import SheetInfo, SheetLimits, WorkbookPlan, plan_workbook
 from extract.formats.text import read_csv
-from extract.handlers.sources import decrypted_key, readable_key
+from extract.handlers.sources import decrypted_key, local_copy, readable_key
 from extract.messages import (
     CONVERT_QUEUE,
     READ_QUEUE,
@@ -145,7 +145,7 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
 
     ctx = job_context(ctx, job)
     config = ctx.config
-    with ctx.objects.local_path(job.object_key) as path:
+    async with local_copy(ctx.objects, job.object_key) as path:
         size = path.stat().st_size
         sniffed = await ctx.cpu.run(sniff_file, path, timeout_s=config.split_timeout_s)
         if sniffed.encrypted and sniffed.format is not Format.PDF:
@@ -190,7 +190,7 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
             if source == job.object_key:
                 await plan_sheets(ctx, job, delivery, path, sniffed)
             else:
-                with ctx.objects.local_path(source) as decrypted:
+                async with local_copy(ctx.objects, source) as decrypted:
                     await plan_sheets(ctx, job, delivery, decrypted, sniffed)
         else:
             detail = f": {sniffed.detail}" if sniffed.detail else ""

@@ -129,6 +129,8 @@ def run(
     per_file = _per_file_passwords(passwords, files, paths)
     settings = open_settings(home, Access.CREATE, options={"concurrency": "--concurrency"},
                              concurrency=concurrency, password=password, reader=reader)
+    if schema_name is not None:
+        _strategy_can_call(strategy, settings)
     from infra.cli.render.run_report import RunReport, progress_bar
     from infra.local.runtime import LocalRuntime
 
@@ -218,6 +220,21 @@ def _fields_request(fields: str, strategy: str) -> str | None:
                         "use --fields nda, or an LLM strategy (single-pass, agentic) for your "
                         "own schema")
     return "nda" if schema is NdaFields else fields.strip()
+
+
+LLM_STRATEGIES = ("single-pass", "agentic")
+
+
+def _strategy_can_call(strategy: str, settings) -> None:
+    """An LLM strategy without a usable key would fail every document (``strategy_unavailable``)
+    after ingesting them all: refuse before anything is stored, naming the setting to fix."""
+    if strategy not in LLM_STRATEGIES or settings.reader == "simulated":
+        return
+    key = settings.gemini_api_key
+    if key is None or not key.get_secret_value().strip():
+        raise UserError(f"--strategy {strategy} calls Gemini and no API key is set",
+                        "set DOCLAKE_GEMINI_API_KEY (DOCLAKE_GEMINI_BASE_URL for a proxy), or "
+                        "use --strategy rules (offline), or --reader simulated for a demo")
 
 
 def _process(runtime: LocalRuntime, done):
