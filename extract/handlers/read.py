@@ -13,7 +13,7 @@ import time
 
 from extract.context import Delivery, HandlerContext, ReadScope
 from extract.errors import TerminalError
-from extract.handlers.sources import pdf_key
+from extract.handlers.sources import local_copy, pdf_key
 from extract.handlers.split import job_context
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
@@ -42,9 +42,11 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
     delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
 
     missing: list[int] = []
-    for number in unit.page_numbers:
-        key = page_key(job.document_id, job.job_id, number)
-        metadata = ctx.objects.head(key)
+    keys = [page_key(job.document_id, job.job_id, n) for n in unit.page_numbers]
+    # Off the event loop, together: on S3 each is a request the batch's other records would
+    # otherwise wait behind.
+    stored = await asyncio.gather(*(asyncio.to_thread(ctx.objects.head, k) for k in keys))
+    for number, key, metadata in zip(unit.page_numbers, keys, stored, strict=True):
         if metadata is None:
             missing.append(number)
             continue
@@ -65,7 +67,7 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
         # The document's own password (kept by ingest) before the run's --password.
         unit_ctx = dataclasses.replace(job_context(ctx, job),
                                        scope=ReadScope(delivery, unit.unit_id, save_page))
-        with ctx.objects.local_path(pdf_key(job)) as path:
+        async with local_copy(ctx.objects, pdf_key(job)) as path:
             pages = await chain.read(unit_ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.
         rest = [page for page in pages if saved.get(page.number) is not page]

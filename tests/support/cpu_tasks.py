@@ -19,6 +19,14 @@ def die() -> None:
     os._exit(13)  # a crash PDFium could cause: no exception, the process is gone
 
 
+def sleep_then_touch(seconds: float, path: str) -> str:
+    """A parse that runs long and then leaves a mark: the mark shows it was not stopped."""
+    time.sleep(seconds)
+    with open(path, "w") as handle:
+        handle.write(str(os.getpid()))
+    return "woke"
+
+
 def crash_parsing(*args, **kwargs) -> None:
     """Stands for a parser that kills its process on certain bytes (a native abort)."""
     os._exit(13)
