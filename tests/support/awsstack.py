@@ -493,18 +493,29 @@ def _forget_clients() -> None:
 
 def matches(pattern: Any, value: Any) -> bool:
     """Lambda's event filter on one record: every key of the pattern present and matching; a
-    list is a set of allowed values or ``{"prefix": ...}`` rules."""
+    list is a set of allowed values or ``{"prefix": ...}`` / ``{"exists": ...}`` rules."""
     if isinstance(pattern, list):
         return any(_rule_matches(rule, value) for rule in pattern)
-    if isinstance(pattern, dict):
-        return isinstance(value, dict) and all(
-            k in value and matches(p, value[k]) for k, p in pattern.items())
-    return pattern == value
+    if not isinstance(pattern, dict):
+        return pattern == value
+    if not isinstance(value, dict):
+        return False
+    for key, rule in pattern.items():
+        if key not in value:
+            absent_ok = isinstance(rule, list) and any(
+                isinstance(r, dict) and r.get("exists") is False for r in rule)
+            if not absent_ok:
+                return False
+        elif not matches(rule, value[key]):
+            return False
+    return True
 
 
 def _rule_matches(rule: Any, value: Any) -> bool:
     if isinstance(rule, dict) and "prefix" in rule:
         return isinstance(value, str) and value.startswith(rule["prefix"])
+    if isinstance(rule, dict) and "exists" in rule:
+        return rule["exists"] is True  # reached only when the key is present
     return rule == value
 
 
