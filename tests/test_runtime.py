@@ -129,6 +129,7 @@ def test_one_parse_past_its_limit_retries_only_its_own_message(settings, pdf_fac
     from support import cpu_tasks
 
     from extract.formats.pdf import read_text_layer
+    from extract.readers.text import read_and_store_text_layer
 
     slow = pdf_factory("slow.pdf", 3, word="slow")
     others = [pdf_factory(f"doc{i}.pdf", 12) for i in range(12)]
@@ -139,8 +140,8 @@ def test_one_parse_past_its_limit_retries_only_its_own_message(settings, pdf_fac
     hung = {"times": 0}
 
     async def run(fn, *args, timeout_s):
-        if fn is read_text_layer and args[0].stat().st_size == slow.stat().st_size \
-                and hung["times"] == 0:
+        if fn in (read_text_layer, read_and_store_text_layer) \
+                and args[0].stat().st_size == slow.stat().st_size and hung["times"] == 0:
             hung["times"] += 1
             return await real_run(cpu_tasks.sleep_for, 60, timeout_s=timeout_s)
         return await real_run(fn, *args, timeout_s=timeout_s)
@@ -234,3 +235,32 @@ def test_read_concurrency_caps_the_read_stage_alone(settings, pdf_factory):
     assert len(spans) == 12
     for before, after in zip(spans, spans[1:], strict=False):
         assert after["started_at"] >= before["finished_at"], (before, after)
+
+
+def test_pages_are_stored_by_the_process_that_read_them(settings, pdf_factory, monkeypatch):
+    """The main process coordinates units: a text page is written (durably) by the worker
+    process that read it, never by the main process, and the run is the same for the user."""
+    from infra.local.objectstore import FolderObjectStore
+
+    in_main: list[str] = []
+    real_put_many = FolderObjectStore.put_many
+
+    def watched(self, objects):
+        in_main.extend(key for key, _, _ in objects)
+        real_put_many(self, objects)
+
+    monkeypatch.setattr(FolderObjectStore, "put_many", watched)  # this process only
+    paths = [pdf_factory("long.pdf", 12, word="zebra"), pdf_factory("short.pdf", 2)]
+    runtime = LocalRuntime(settings)
+    ingested = run_to_completion(runtime, paths)
+    jobs = runtime.store.list_jobs([i.job_id for i in ingested])
+    assert {j.status for j in jobs} == {JobStatus.SUCCEEDED}
+    assert [key for key in in_main if key.startswith("pages/")] == []
+    long_job = next(j for j in jobs if j.source_name == "long.pdf")
+    stored = runtime.objects.list(f"pages/{long_job.document_id}/{long_job.job_id}/")
+    assert len(stored) == 12
+    assert runtime.objects.head(stored[6]) == {"reader": "text", "chars": str(len(
+        runtime.objects.get(stored[6]).decode()))}
+    assert runtime.index.search("zebra page 7")[0].page_number == 7
+    pages = query(settings.lake, "SELECT count(*) AS n FROM pages WHERE reader = 'text'")
+    assert pages.to_pylist() == [{"n": 14}]

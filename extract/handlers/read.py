@@ -18,7 +18,7 @@ from extract.handlers.split import job_context
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
 from lake.events import PageRead, UnitDone, UnitStarted
-from lake.layout import page_key
+from lake.layout import page_key, pages_prefix
 
 
 def _store_pages(ctx: HandlerContext, document_id: str, job_id: str,
@@ -42,9 +42,11 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
     delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
 
     missing: list[int] = []
+    # One listing of the job's pages rather than a look per page (a first delivery finds none).
+    stored = set(ctx.objects.list(pages_prefix(job.document_id, job.job_id)))
     for number in unit.page_numbers:
         key = page_key(job.document_id, job.job_id, number)
-        metadata = ctx.objects.head(key)
+        metadata = ctx.objects.head(key) if key in stored else None
         if metadata is None:
             missing.append(number)
             continue
@@ -68,7 +70,8 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
         with ctx.objects.local_path(pdf_key(job)) as path:
             pages = await chain.read(unit_ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.
-        rest = [page for page in pages if saved.get(page.number) is not page]
+        rest = [page for page in pages
+                if saved.get(page.number) is not page and not page.stored]
         if rest:
             await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, rest)
         for page in pages:

@@ -195,7 +195,8 @@ class LocalRuntime:
         ctx = HandlerContext(store=self.store, objects=TimedObjects(self.objects, stages),
                              queue=self.queue, sink=TimedSink(committer, stages),
                              cpu=TimedCpu(cpu, stages), config=settings.extract_config(),
-                             index=self.index, notify=notify, results_stored=publish.set)
+                             index=self.index, notify=notify, results_stored=publish.set,
+                             worker_objects=self.objects)
         supervisor = _Supervisor(wake)
         stop = asyncio.Event()
         shutdown = _on_signals(wake)
