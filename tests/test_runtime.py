@@ -239,23 +239,31 @@ def test_read_concurrency_caps_the_read_stage_alone(settings, pdf_factory):
 
 def test_pages_are_stored_by_the_process_that_read_them(settings, pdf_factory, monkeypatch):
     """The main process coordinates units: a text page is written (durably) by the worker
-    process that read it, never by the main process, and the run is the same for the user."""
+    process that read it, and indexed by a worker, never by the main process; the run is the
+    same for the user."""
     from infra.local.objectstore import FolderObjectStore
+    from infra.local.search import Fts5SearchIndex
 
     in_main: list[str] = []
     real_put_many = FolderObjectStore.put_many
+    real_replace = Fts5SearchIndex.replace_document
 
     def watched(self, objects):
         in_main.extend(key for key, _, _ in objects)
         real_put_many(self, objects)
 
+    def watched_index(self, document_id, *args):
+        in_main.append(f"index/{document_id}")
+        return real_replace(self, document_id, *args)
+
     monkeypatch.setattr(FolderObjectStore, "put_many", watched)  # this process only
+    monkeypatch.setattr(Fts5SearchIndex, "replace_document", watched_index)
     paths = [pdf_factory("long.pdf", 12, word="zebra"), pdf_factory("short.pdf", 2)]
     runtime = LocalRuntime(settings)
     ingested = run_to_completion(runtime, paths)
     jobs = runtime.store.list_jobs([i.job_id for i in ingested])
     assert {j.status for j in jobs} == {JobStatus.SUCCEEDED}
-    assert [key for key in in_main if key.startswith("pages/")] == []
+    assert [key for key in in_main if key.startswith(("pages/", "index/"))] == []
     long_job = next(j for j in jobs if j.source_name == "long.pdf")
     stored = runtime.objects.list(f"pages/{long_job.document_id}/{long_job.job_id}/")
     assert len(stored) == 12

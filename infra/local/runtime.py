@@ -196,7 +196,7 @@ class LocalRuntime:
                              queue=self.queue, sink=TimedSink(committer, stages),
                              cpu=TimedCpu(cpu, stages), config=settings.extract_config(),
                              index=self.index, notify=notify, results_stored=publish.set,
-                             worker_objects=self.objects)
+                             worker_objects=self.objects, worker_index=self.index)
         supervisor = _Supervisor(wake)
         stop = asyncio.Event()
         shutdown = _on_signals(wake)
