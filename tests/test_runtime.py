@@ -272,3 +272,24 @@ def test_pages_are_stored_by_the_process_that_read_them(settings, pdf_factory, m
     assert runtime.index.search("zebra page 7")[0].page_number == 7
     pages = query(settings.lake, "SELECT count(*) AS n FROM pages WHERE reader = 'text'")
     assert pages.to_pylist() == [{"n": 14}]
+
+
+def test_the_next_stage_starts_on_a_wake_up_not_a_poll(settings, pdf_factory, monkeypatch):
+    """The poller's pass sends a succeeded job's index message; the receiver takes it at once
+    (the pass wakes it), not after its idle sleep: with that sleep an hour long, the run still
+    ends, searchable."""
+    import infra.local.runtime as runtime_module
+
+    monkeypatch.setattr(runtime_module, "IDLE_SLEEP_S", 3600.0)
+    runtime = LocalRuntime(settings.model_copy(update={"poll_interval_s": 0.2}))
+    ingested = runtime.planner().ingest_many([pdf_factory("letter.pdf", 2, word="okapi")])
+    ids = [i.job_id for i in ingested]
+
+    def done():
+        return all(j.indexed_at is not None for j in runtime.store.list_jobs(ids))
+
+    async def bounded():  # a liveness bound, not a timing: without the wake-up it never ends
+        return await asyncio.wait_for(runtime.process(done), timeout=120)
+
+    asyncio.run(bounded())
+    assert runtime.index.search("okapi")[0].source_name == "letter.pdf"
