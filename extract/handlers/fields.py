@@ -56,8 +56,9 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
                  strategy=message.strategy, claimant=claimant, at=utc_now()).ours:
         return  # a redelivery: the result is already written
     started = time.perf_counter()
+    built: dict[str, str] = {}  # the strategy's version, once it is known: failures carry it
     try:
-        result = await _extract(ctx, message, job, delivery, started)
+        result = await _extract(ctx, message, job, delivery, started, built)
     except Exception as error:
         final = delivery.attempt >= ctx.queue.max_receives
         if isinstance(error, TerminalError) or final:
@@ -66,7 +67,8 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
                 document_id=job.document_id, job_id=job.job_id, strategy=message.strategy,
                 schema_name=message.schema_name, reason=error_type_of(error),
                 message=str(error) or repr(error),
-                processing_ms=1000 * (time.perf_counter() - started)),
+                processing_ms=1000 * (time.perf_counter() - started),
+                model_version=built.get("version")),
                 claimant=claimant, at=utc_now())
             ctx.results_stored()
         else:
@@ -80,7 +82,7 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
 
 
 async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delivery: Delivery,
-                   started: float) -> FieldResult:
+                   started: float, built: dict[str, str]) -> FieldResult:
     try:
         schema = load_schema(message.schema_name)
     except SchemaLoadError as error:
@@ -89,6 +91,8 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
         raise TerminalError("the fields message names no schema (none)",
                             error_type="schema_unavailable")
     strategy = build_strategy(message.strategy, ctx, delivery)
+    version = getattr(strategy, "version", None)  # a model's failures belong to its group
+    built["version"] = version(schema) if callable(version) else strategy.model_version
     pages = await asyncio.to_thread(read_pages, ctx, job)  # file reads, off the event loop
     try:
         extraction = await strategy.extract(pages, schema)

@@ -2,8 +2,8 @@
 
 A rename is only durable once the folder that holds it is fsynced, and a new folder only once its
 parent is; without that, a power loss can leave a file that was acknowledged missing. Object store
-writes go through here (the lake's writer keeps its own copy of the rule: ``lake`` imports
-nothing of ours).
+writes go through here; the fsync primitives are the lake's own (``lake.files``), one copy of the
+rule for both.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from lake.files import fsync_directory
+
 
 def fsync_dir(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    fsync_directory(str(folder))
 
 
 def make_dirs(folder: Path) -> None:
