@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from evals.csv_cells import neutralise
+
 __all__ = ["size_bucket", "stratified", "write_sheet", "sample_candidates", "SHEET_COLUMNS"]
 
 SHEET_COLUMNS = ("document_id", "sha256", "source_name", "model_version", "strategy", "field",
@@ -60,7 +62,8 @@ def write_sheet(path: Path, picked: Iterable[dict],
                 blind: bool = False) -> int:
     """One CSV row per extracted value, and one empty row per field without a value; ``blind``:
     one empty row per field, no extracted value, model or page (the labeller reads the
-    document, not the model's answer)."""
+    document, not the model's answer). A cell that a spreadsheet would run as a formula is
+    written as text (``evals.csv_cells``)."""
     count = 0
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -73,7 +76,8 @@ def write_sheet(path: Path, picked: Iterable[dict],
             names = fields(row) if callable(fields) else fields  # each document's own schema
             for name in [*names, *sorted(set(values) - set(names))]:
                 for value, page in values.get(name) or [("", None)]:
-                    writer.writerow([*base, name, value, value, "" if page is None else page])
+                    writer.writerow([neutralise(cell) for cell in (
+                        *base, name, value, value, "" if page is None else page)])
             count += 1
     return count
 

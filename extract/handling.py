@@ -83,11 +83,22 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
                                   message_id=received.message_id)
             return Outcome.RETRY
         give_up = isinstance(error, TerminalError) or final
+        if final and delivery.attempt >= 2 and error_type_of(error) == "worker_crashed":
+            error = crashes_parser(message, delivery.attempt)
         if not isinstance(error, TerminalError):
             log.warning("%s failed (attempt %d): %r", message.type, delivery.attempt, error)
         await _record_failure(ctx, message, delivery, error, final=give_up,
                               message_id=received.message_id)
         return Outcome.ACK if give_up else Outcome.RETRY
+
+
+def crashes_parser(message: Message, attempts: int) -> TerminalError:
+    """The last delivery of a message killed its worker again: the bytes crash the parser.
+    A final reason (``crashes_parser``), so later runs do not take the same bytes again and
+    again (``ingest.planner.FINAL_REASONS``); ``--retry-failed`` still does, after an upgrade."""
+    return TerminalError(f"the {message.type} step killed its worker process on delivery "
+                         f"{attempts} as on those before: these bytes crash the parser",
+                         error_type="crashes_parser")
 
 
 async def _record_failure(ctx: HandlerContext, message: Message, delivery: Delivery,
@@ -121,11 +132,15 @@ async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> 
 
     Its unit, or its job, fails at once with reason ``dead_letter`` (a fields message: its result
     is settled failed, taking over the claim a dead worker left); the failure row keeps the
-    message so an operator can look at it.
+    message so an operator can look at it. Once: the message stays in the dead-letter queue for
+    people and is seen again on later passes, which find what it was about settled already and
+    record nothing more.
     """
     try:
         message = parse_message(received.body)
     except ValidationError:
+        return Outcome.ACK
+    if _settled(ctx, message):
         return Outcome.ACK
     delivery = Delivery(received.receive_count, message.document_id, message.job_id,
                         ctx.worker, ctx.sink)
@@ -137,3 +152,22 @@ async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> 
     await _record_failure(ctx, message, delivery, error, final=True,
                           message_id=received.message_id)
     return Outcome.ACK
+
+
+def _settled(ctx: HandlerContext, message: Message) -> bool:
+    """True when what a dead letter would fail has an outcome already (failed by an earlier pass
+    over the same message, or finished before the message died)."""
+    job = ctx.store.get_job(message.job_id)
+    if job is None:
+        return True
+    if isinstance(message, ReadUnitMessage | ReadSheetMessage):
+        unit = ctx.store.get_unit(message.job_id, message.unit_id)
+        return job.status.terminal or unit is None or unit.status.terminal
+    if isinstance(message, SplitMessage | ConvertMessage):
+        return job.status.terminal or job.error is not None
+    if isinstance(message, IndexMessage):
+        return job.indexed_at is not None or job.index_error is not None
+    if isinstance(message, FieldsMessage):
+        claim = ctx.store.get_field_claim(message.job_id, message.strategy)
+        return claim is not None and claim.status.terminal
+    return False

@@ -195,7 +195,7 @@ FROM ev_model_call
     "results": """
 SELECT document_id, job_id, status, effective_date, jurisdiction, party, term, strategy,
        model_version, input_tokens, output_tokens, processing_ms, occurred_at AS published_at,
-       schema_name, failure_reason, dt
+       schema_name, failure_reason, document_kind, applies, applicability_score, dt
 FROM ev_result_published
 QUALIFY row_number() OVER (PARTITION BY dt, document_id ORDER BY occurred_at DESC) = 1
 """,
@@ -204,7 +204,7 @@ QUALIFY row_number() OVER (PARTITION BY dt, document_id ORDER BY occurred_at DES
     # (dt, job_id, strategy) for the latest one.
     "result_fields": """
 SELECT document_id, job_id, field, value, value_index, strategy, model_version, schema_name,
-       page_number, char_offset, occurred_at AS published_at, dt
+       page_number, char_offset, confidence, evidence, occurred_at AS published_at, dt
 FROM ev_result_field
 """,
     "quality_checks": """

@@ -13,7 +13,7 @@ import time
 
 from extract.context import Delivery, HandlerContext, ReadScope
 from extract.errors import TerminalError
-from extract.handlers.sources import pdf_key
+from extract.handlers.sources import local_copy, pdf_key
 from extract.handlers.split import job_context
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
@@ -42,11 +42,18 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
     delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
 
     missing: list[int] = []
-    # One listing of the job's pages rather than a look per page (a first delivery finds none).
-    stored = set(ctx.objects.list(pages_prefix(job.document_id, job.job_id)))
-    for number in unit.page_numbers:
-        key = page_key(job.document_id, job.job_id, number)
-        metadata = ctx.objects.head(key) if key in stored else None
+    keys = [page_key(job.document_id, job.job_id, n) for n in unit.page_numbers]
+    # One listing of the job's pages first (a first delivery finds none, and looks no further);
+    # then the stored ones' metadata, off the event loop and together: on S3 each is a request
+    # the batch's other records would otherwise wait behind.
+    present = set(await asyncio.to_thread(
+        ctx.objects.list, pages_prefix(job.document_id, job.job_id)))
+
+    async def look(key: str) -> dict[str, str] | None:
+        return await asyncio.to_thread(ctx.objects.head, key) if key in present else None
+
+    stored = await asyncio.gather(*(look(k) for k in keys))
+    for number, key, metadata in zip(unit.page_numbers, keys, stored, strict=True):
         if metadata is None:
             missing.append(number)
             continue
@@ -67,7 +74,7 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
         # The document's own password (kept by ingest) before the run's --password.
         unit_ctx = dataclasses.replace(job_context(ctx, job),
                                        scope=ReadScope(delivery, unit.unit_id, save_page))
-        with ctx.objects.local_path(pdf_key(job)) as path:
+        async with local_copy(ctx.objects, pdf_key(job)) as path:
             pages = await chain.read(unit_ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.
         rest = [page for page in pages

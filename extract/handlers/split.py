@@ -41,7 +41,7 @@ from extract.formats.sniff import OFFICE_FORMATS, SHEET_FORMATS, Format, Sniffed
 from extract.formats.spreadsheet import READER as SHEET_READER
 from extract.formats.spreadsheet import SheetInfo, SheetLimits, WorkbookPlan, plan_workbook
 from extract.formats.text import read_csv
-from extract.handlers.sources import decrypted_key, readable_key
+from extract.handlers.sources import decrypted_key, local_copy, readable_key
 from extract.messages import (
     CONVERT_QUEUE,
     READ_QUEUE,
@@ -125,7 +125,7 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
 
     ctx = job_context(ctx, job)
     config = ctx.config
-    with ctx.objects.local_path(job.object_key) as path:
+    async with local_copy(ctx.objects, job.object_key) as path:
         size = path.stat().st_size
         sniffed = await ctx.cpu.run(sniff_file, path, timeout_s=config.split_timeout_s)
         if sniffed.encrypted and sniffed.format is not Format.PDF:
@@ -141,8 +141,13 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
         if detected is Format.EMPTY:
             raise EmptyDocument("the file is empty (0 bytes)")
         if size > config.max_file_bytes:
+            document = ctx.store.get_document(job.document_id)
+            total = max(size, document.bytes if document is not None else 0)
+            # Ingest stored no more than the limit and a byte of it: that part goes now, so a
+            # rejected file leaves nothing in the store (a retry copies it again).
+            ctx.objects.delete_prefix(job.object_key)
             raise LimitExceeded(
-                f"the file has {size} bytes, over the limit of {config.max_file_bytes}",
+                f"the file has {total} bytes, over the limit of {config.max_file_bytes}",
                 error_type="file_too_large",
             )
         if sniffed.damaged:
@@ -161,7 +166,7 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
             if source == job.object_key:
                 await plan_sheets(ctx, job, delivery, path, sniffed)
             else:
-                with ctx.objects.local_path(source) as decrypted:
+                async with local_copy(ctx.objects, source) as decrypted:
                     await plan_sheets(ctx, job, delivery, decrypted, sniffed)
         else:
             detail = f": {sniffed.detail}" if sniffed.detail else ""

@@ -20,6 +20,7 @@ to one model once and turn the answer, or the failure, into a ``Reply`` or a ``P
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -249,8 +250,16 @@ class ModelClient:
                                 latency_ms=(time.perf_counter() - started) * 1000,
                                 call_attempt=number, detail=str(error)[:500])
             raise
-        except BaseException:
+        except BaseException as error:
             self.limiter.release(permit, throttled=False, success=False)
+            if isinstance(error, asyncio.CancelledError):
+                # Cut off (a Lambda invocation's deadline): the request was sent and may be
+                # billed, so it gets its row before the cancellation goes on.
+                await asyncio.shield(ledger.record(
+                    site, provider=self.provider.provider, model=self.model,
+                    outcome=Outcome.TIMEOUT.value, http_status=None,
+                    latency_ms=(time.perf_counter() - started) * 1000, call_attempt=number,
+                    detail="cancelled in flight (the delivery's deadline)"))
             raise
         self.limiter.release(permit, throttled=False, success=True)
         await ledger.record(site, provider=self.provider.provider, model=self.model,

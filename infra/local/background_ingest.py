@@ -38,6 +38,7 @@ class BackgroundIngest:
         self._passwords = passwords  # per file (run --passwords): kept with each job by ingest
         self._source_paths = source_paths  # per file: its path relative to the folder given
         self._after_batch = after_batch
+        self.skipped: list[tuple[Path, str]] = []
         self._stop = threading.Event()
         self._results: list[Ingested] = []
         self._error: BaseException | None = None
@@ -51,7 +52,9 @@ class BackgroundIngest:
         home = self._settings.home
         store = SqliteJobStore(home / "jobs.db")
         queue = SqliteQueue(home / "queue.db", max_receives=self._settings.max_receives)
-        planner = Planner(store, self._objects, queue, self._writer.write, batch_size=BATCH)
+        planner = Planner(store, self._objects, queue, self._writer.write, batch_size=BATCH,
+                          max_bytes=self._settings.max_file_bytes)
+        self.skipped = planner.skipped  # files no longer regular when their turn came
         # Keyed by Path once, each batch given only its own entries (normalising the whole
         # mapping per batch was quadratic in the number of files).
         passwords = {Path(p): secret for p, secret in (self._passwords or {}).items()}
