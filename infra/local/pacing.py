@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-PACE = 5.0
+PACE = 10.0
 
 
 class PollPacer:
