@@ -35,9 +35,17 @@ from extract.errors import (
     TerminalError,
     UnsupportedFormat,
 )
+from extract.formats.document_text import read_text_document
 from extract.formats.office import decrypt_office
 from extract.formats.pdf import count_pages
-from extract.formats.sniff import OFFICE_FORMATS, SHEET_FORMATS, Format, Sniffed, sniff_file
+from extract.formats.sniff import (
+    OFFICE_FORMATS,
+    SHEET_FORMATS,
+    TEXT_DOCUMENT_FORMATS,
+    Format,
+    Sniffed,
+    sniff_file,
+)
 from extract.formats.spreadsheet import READER as SHEET_READER
 from extract.formats.spreadsheet import SheetInfo, SheetLimits, WorkbookPlan, plan_workbook
 from extract.formats.text import read_csv
@@ -58,6 +66,7 @@ from lake.layout import page_key
 SEND_BATCH = 10  # SQS's batch limit; the local queue keeps the same shape
 SHEET_KIND = "sheet"
 CSV_READER = "csv"
+TEXT_DOCUMENT_READER = "text_file"  # plain text, Markdown, HTML and e-mail files
 
 
 def plan_pdf_units(pages: int, pages_per_unit: int) -> list[Unit]:
@@ -95,6 +104,17 @@ def job_context(ctx: HandlerContext, job: Job) -> HandlerContext:
         return ctx
     config = ctx.config.model_copy(update={"password": SecretStr(password)})
     return dataclasses.replace(ctx, config=config)
+
+
+# Names of binary formats: text content under such a name is a placeholder or a damaged file
+# (an Enron-style "Attachment ... not found!" .xls, a PDF without its header), not a document.
+_BINARY_SUFFIXES = frozenset({".pdf", ".doc", ".docx", ".xls", ".xlsx", ".xlsm", ".xlsb", ".ppt",
+                              ".pptx", ".odt", ".ods", ".odp", ".zip", ".png", ".jpg", ".jpeg",
+                              ".tif", ".tiff", ".gif"})
+
+
+def _claims_binary(job: Job) -> bool:
+    return PurePath(job.source_name).suffix.lower() in _BINARY_SUFFIXES
 
 
 def _hint(job: Job) -> str:
@@ -161,7 +181,11 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
             await delivery.commit()
             ctx.queue.send(CONVERT_QUEUE, ConvertMessage(
                 document_id=job.document_id, job_id=job.job_id).model_dump_json())
-        elif detected in SHEET_FORMATS or detected is Format.CSV:
+        elif detected in TEXT_DOCUMENT_FORMATS and _claims_binary(job):
+            raise UnsupportedFormat(f"the content is {detected.value}, but the name claims a "
+                                    f"binary format{_hint(job)}: not read as a text document")
+        elif detected in SHEET_FORMATS or detected in TEXT_DOCUMENT_FORMATS or \
+                detected is Format.CSV:
             source = readable_key(ctx.objects, job)
             if source == job.object_key:
                 await plan_sheets(ctx, job, delivery, path, sniffed)
@@ -253,6 +277,12 @@ async def plan_sheets(ctx: HandlerContext, job: Job, delivery: Delivery, path: P
                                  timeout_s=config.split_timeout_s)
         plan = WorkbookPlan([SheetInfo(1, name, "visible", "worksheet")], [text])
         reader = CSV_READER
+    elif fmt in TEXT_DOCUMENT_FORMATS:  # one page, read here (plain text, Markdown, HTML, e-mail)
+        name = PurePath(job.source_name).name or job.source_name
+        text = await ctx.cpu.run(read_text_document, path, fmt.value, limits, sniffed.encoding,
+                                 timeout_s=config.split_timeout_s)
+        plan = WorkbookPlan([SheetInfo(1, name, "visible", "document")], [text])
+        reader = TEXT_DOCUMENT_READER
     else:
         plan = await ctx.cpu.run(plan_workbook, path, fmt, limits, fmt is Format.XLS,
                                  timeout_s=config.split_timeout_s)

@@ -165,7 +165,8 @@ def run(
         finally:
             ingest.stop()
     report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
-    report.finish(runtime.store, interrupted=stats.interrupted).print(Console(highlight=False))
+    report.finish(runtime.store, interrupted=stats.interrupted).print(
+        Console(highlight=False, soft_wrap=True))  # piped: one line a fact, never wrapped at 80
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
 
@@ -278,7 +279,7 @@ def worker(
     stats = _process(runtime, runtime.idle if until_idle else (lambda: False))
     summary = report.finish(runtime.store, stats)
     if output_format == "table":
-        summary.print(Console(highlight=False))
+        summary.print(Console(highlight=False, soft_wrap=True))
     else:
         print_object(summary.to_dict(), output_format)
         if stats.interrupted:
@@ -395,6 +396,9 @@ def sql(
 def schema(
     table: Annotated[str | None, typer.Argument(help="One table (default: all of them).")] = None,
     output_format: FormatOption = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Accepted as everywhere; the "
+                    "schema comes from the code, the same for every home.",
+                    show_default=False)] = None,
 ) -> None:
     """The tables an analyst queries, their columns and what each means."""
     from infra.cli import sqlshell
