@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,14 +42,14 @@ print(pages)
 
 
 def build_set(source: Path, into: Path, *, limit: int, book_pages: int) -> dict[str, int]:
-    """Link the first ``limit`` PDFs of ``source`` into ``into`` and add ``book.pdf``, the
+    """Copy the first ``limit`` PDFs of ``source`` into ``into`` and add ``book.pdf``, the
     following PDFs concatenated up to ``book_pages`` pages (0: no book)."""
     import pypdfium2 as pdfium
 
     paths = sorted(source.glob("*.pdf"))
     into.mkdir(parents=True, exist_ok=True)
     for path in paths[:limit]:
-        (into / path.name).symlink_to(path.resolve())
+        shutil.copyfile(path, into / path.name)  # a copy: ingest refuses symbolic links
     pages = 0
     if book_pages > 0:
         book = pdfium.PdfDocument.new()
