@@ -47,6 +47,13 @@ class HandlerContext:
     until it is published; on AWS the store's stream invokes the publisher)."""
     readers: ReaderChain | None = None
     scope: ReadScope | None = None
+    worker_objects: ObjectStore | None = None
+    """The object store as a CPU worker process can use it (picklable, writing to the same
+    place), or None: then workers return what they read and this process stores it. Locally it
+    is the folder store, so a page is written by the process that read it and the main process
+    only coordinates (``extract.readers.text``)."""
+    worker_index: SearchIndex | None = None
+    """The search index as a CPU worker process can use it, or None (indexed on a thread here)."""
 
     def reader_chain(self) -> ReaderChain:
         """The readers ``config.reader`` names, resolved once (tests may set their own)."""

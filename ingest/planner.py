@@ -156,9 +156,16 @@ class Planner:
         ``source_paths`` (keyed the same way, from ``expand_sources``) are each file's path
         relative to the folder it was found in; a file not in it is known by its name."""
         results: list[Ingested] = []
+        # Keyed by Path once here, and each batch given only its own entries: normalising the
+        # whole run's mapping for every 16-file batch was quadratic (9% of the main process's
+        # CPU on 2,032 files).
+        passwords = {Path(p): secret for p, secret in (passwords or {}).items()}
+        source_paths = {Path(p): name for p, name in (source_paths or {}).items()}
         for start in range(0, len(paths), self.batch_size):
-            results += self._ingest_batch(paths[start:start + self.batch_size], retry_failed,
-                                          passwords, source_paths)
+            batch = [Path(p) for p in paths[start:start + self.batch_size]]
+            results += self._ingest_batch(
+                batch, retry_failed, {p: passwords[p] for p in batch if p in passwords},
+                {p: source_paths[p] for p in batch if p in source_paths})
         return results
 
     def _ingest_batch(self, paths: Sequence[Path], retry_failed: bool = False,

@@ -129,6 +129,7 @@ def test_one_parse_past_its_limit_retries_only_its_own_message(settings, pdf_fac
     from support import cpu_tasks
 
     from extract.formats.pdf import read_text_layer
+    from extract.readers.text import read_and_store_text_layer
 
     slow = pdf_factory("slow.pdf", 3, word="slow")
     others = [pdf_factory(f"doc{i}.pdf", 12) for i in range(12)]
@@ -139,8 +140,8 @@ def test_one_parse_past_its_limit_retries_only_its_own_message(settings, pdf_fac
     hung = {"times": 0}
 
     async def run(fn, *args, timeout_s):
-        if fn is read_text_layer and args[0].stat().st_size == slow.stat().st_size \
-                and hung["times"] == 0:
+        if fn in (read_text_layer, read_and_store_text_layer) \
+                and args[0].stat().st_size == slow.stat().st_size and hung["times"] == 0:
             hung["times"] += 1
             return await real_run(cpu_tasks.sleep_for, 60, timeout_s=timeout_s)
         return await real_run(fn, *args, timeout_s=timeout_s)
@@ -234,3 +235,61 @@ def test_read_concurrency_caps_the_read_stage_alone(settings, pdf_factory):
     assert len(spans) == 12
     for before, after in zip(spans, spans[1:], strict=False):
         assert after["started_at"] >= before["finished_at"], (before, after)
+
+
+def test_pages_are_stored_by_the_process_that_read_them(settings, pdf_factory, monkeypatch):
+    """The main process coordinates units: a text page is written (durably) by the worker
+    process that read it, and indexed by a worker, never by the main process; the run is the
+    same for the user."""
+    from infra.local.objectstore import FolderObjectStore
+    from infra.local.search import Fts5SearchIndex
+
+    in_main: list[str] = []
+    real_put_many = FolderObjectStore.put_many
+    real_replace = Fts5SearchIndex.replace_document
+
+    def watched(self, objects):
+        in_main.extend(key for key, _, _ in objects)
+        real_put_many(self, objects)
+
+    def watched_index(self, document_id, *args):
+        in_main.append(f"index/{document_id}")
+        return real_replace(self, document_id, *args)
+
+    monkeypatch.setattr(FolderObjectStore, "put_many", watched)  # this process only
+    monkeypatch.setattr(Fts5SearchIndex, "replace_document", watched_index)
+    paths = [pdf_factory("long.pdf", 12, word="zebra"), pdf_factory("short.pdf", 2)]
+    runtime = LocalRuntime(settings)
+    ingested = run_to_completion(runtime, paths)
+    jobs = runtime.store.list_jobs([i.job_id for i in ingested])
+    assert {j.status for j in jobs} == {JobStatus.SUCCEEDED}
+    assert [key for key in in_main if key.startswith(("pages/", "index/"))] == []
+    long_job = next(j for j in jobs if j.source_name == "long.pdf")
+    stored = runtime.objects.list(f"pages/{long_job.document_id}/{long_job.job_id}/")
+    assert len(stored) == 12
+    assert runtime.objects.head(stored[6]) == {"reader": "text", "chars": str(len(
+        runtime.objects.get(stored[6]).decode()))}
+    assert runtime.index.search("zebra page 7")[0].page_number == 7
+    pages = query(settings.lake, "SELECT count(*) AS n FROM pages WHERE reader = 'text'")
+    assert pages.to_pylist() == [{"n": 14}]
+
+
+def test_the_next_stage_starts_on_a_wake_up_not_a_poll(settings, pdf_factory, monkeypatch):
+    """The poller's pass sends a succeeded job's index message; the receiver takes it at once
+    (the pass wakes it), not after its idle sleep: with that sleep an hour long, the run still
+    ends, searchable."""
+    import infra.local.runtime as runtime_module
+
+    monkeypatch.setattr(runtime_module, "IDLE_SLEEP_S", 3600.0)
+    runtime = LocalRuntime(settings.model_copy(update={"poll_interval_s": 0.2}))
+    ingested = runtime.planner().ingest_many([pdf_factory("letter.pdf", 2, word="okapi")])
+    ids = [i.job_id for i in ingested]
+
+    def done():
+        return all(j.indexed_at is not None for j in runtime.store.list_jobs(ids))
+
+    async def bounded():  # a liveness bound, not a timing: without the wake-up it never ends
+        return await asyncio.wait_for(runtime.process(done), timeout=120)
+
+    asyncio.run(bounded())
+    assert runtime.index.search("okapi")[0].source_name == "letter.pdf"

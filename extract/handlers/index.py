@@ -11,9 +11,22 @@ import asyncio
 from extract.context import Delivery, HandlerContext
 from extract.errors import TerminalError
 from extract.messages import IndexMessage
+from extract.ports import ObjectStore, SearchIndex
 from extract.state import JobStatus
 from lake.events import DocumentIndexed, utc_now
 from lake.layout import pages_prefix
+
+INDEX_TIMEOUT_S = 600.0
+
+
+def index_stored_pages(index: SearchIndex, objects: ObjectStore, keys: list[str],
+                       document_id: str, job_id: str, source_name: str) -> tuple[int, int]:
+    """Read a job's stored pages and make them the document's searchable text; returns pages
+    and characters indexed. Runs in a worker process or on a thread."""
+    pages = sorted((int(key.rsplit("/", 1)[1].split(".")[0]), objects.get(key).decode("utf-8"))
+                   for key in keys)
+    count = index.replace_document(document_id, job_id, source_name, iter(pages))
+    return count, sum(len(text) for _, text in pages)
 
 
 async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Delivery) -> None:
@@ -32,17 +45,16 @@ async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Del
     if job.pages is not None and len(keys) != job.pages:
         raise TerminalError(f"{len(keys)} pages stored, {job.pages} expected",
                             error_type="missing_pages")
-    index = ctx.index
-
-    def build() -> tuple[int, int]:
-        """Read the pages and index them, on a thread: tokenising a large document (a workbook
-        of 250,000 rows takes seconds) must not hold the event loop and every other message."""
-        pages = sorted((int(key.rsplit("/", 1)[1].split(".")[0]),
-                        ctx.objects.get(key).decode("utf-8")) for key in keys)
-        count = index.replace_document(job.document_id, job.job_id, job.source_name, iter(pages))
-        return count, sum(len(text) for _, text in pages)
-
-    count, chars = await asyncio.to_thread(build)
+    # Tokenising a large document (a workbook of 250,000 rows takes seconds) must not hold the
+    # event loop and every other message: in a worker process where the ports allow it (the
+    # pages are read there too), else on a thread.
+    if ctx.worker_index is not None and ctx.worker_objects is not None:
+        count, chars = await ctx.cpu.run(
+            index_stored_pages, ctx.worker_index, ctx.worker_objects, keys, job.document_id,
+            job.job_id, job.source_name, timeout_s=max(ctx.config.read_timeout_s, INDEX_TIMEOUT_S))
+    else:
+        count, chars = await asyncio.to_thread(index_stored_pages, ctx.index, ctx.objects, keys,
+                                               job.document_id, job.job_id, job.source_name)
     delivery.emit(DocumentIndexed, pages=count, chars=chars)
     await delivery.commit()
     ctx.store.mark_indexed(job.job_id, utc_now())

@@ -18,7 +18,7 @@ from extract.handlers.split import job_context
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
 from lake.events import PageRead, UnitDone, UnitStarted
-from lake.layout import page_key
+from lake.layout import page_key, pages_prefix
 
 
 def _store_pages(ctx: HandlerContext, document_id: str, job_id: str,
@@ -43,9 +43,16 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
 
     missing: list[int] = []
     keys = [page_key(job.document_id, job.job_id, n) for n in unit.page_numbers]
-    # Off the event loop, together: on S3 each is a request the batch's other records would
-    # otherwise wait behind.
-    stored = await asyncio.gather(*(asyncio.to_thread(ctx.objects.head, k) for k in keys))
+    # One listing of the job's pages first (a first delivery finds none, and looks no further);
+    # then the stored ones' metadata, off the event loop and together: on S3 each is a request
+    # the batch's other records would otherwise wait behind.
+    present = set(await asyncio.to_thread(
+        ctx.objects.list, pages_prefix(job.document_id, job.job_id)))
+
+    async def look(key: str) -> dict[str, str] | None:
+        return await asyncio.to_thread(ctx.objects.head, key) if key in present else None
+
+    stored = await asyncio.gather(*(look(k) for k in keys))
     for number, key, metadata in zip(unit.page_numbers, keys, stored, strict=True):
         if metadata is None:
             missing.append(number)
@@ -70,7 +77,8 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
         async with local_copy(ctx.objects, pdf_key(job)) as path:
             pages = await chain.read(unit_ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.
-        rest = [page for page in pages if saved.get(page.number) is not page]
+        rest = [page for page in pages
+                if saved.get(page.number) is not page and not page.stored]
         if rest:
             await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, rest)
         for page in pages:

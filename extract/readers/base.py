@@ -36,6 +36,9 @@ class PageText:
     text: str
     reader: str
     duration_ms: float | None = None
+    stored: bool = False
+    """Stored already, durably, by the worker process that read it: the handler stores only
+    the pages without this flag."""
 
     @property
     def usable(self) -> bool:

@@ -29,6 +29,7 @@ from pathlib import Path
 from extract.errors import LimitExceeded
 from extract.formats.pdf import _open_documents, normalise, render_pages
 from extract.readers.base import PageText, ReaderContext, ReaderUnavailable
+from extract.readers.blank import BLANK_READER, ink_runs_of_pages, is_blank
 
 READER = "ocr"
 MIN_ROTATION_CONFIDENCE = 1.5
@@ -163,10 +164,16 @@ class OcrReader:
         import asyncio
 
         config = ctx.config
-        images = await ctx.cpu.run(largest_images, path, list(pages), config.password_value,
-                                   timeout_s=config.read_timeout_s)
+        looks = await ctx.cpu.run(look_at_pages, path, list(pages), config.password_value,
+                                  config.max_image_pixels, timeout_s=config.read_timeout_s)
         # A page with no image has nothing to recognise: it stays as the text layer left it.
-        blank = {n: PageText(n, "", "text", 0.0) for n, pixels in images.items() if not pixels}
+        # A page whose image is blank (no runs of ink at a glance) is not worth a tesseract
+        # second: it is recorded as read by ``blank``, with no text.
+        blank = {n: PageText(n, "", "text", 0.0) for n, (pixels, _, _) in looks.items()
+                 if not pixels}
+        blank.update({n: PageText(n, "", BLANK_READER, look_ms)
+                      for n, (pixels, runs, look_ms) in looks.items()
+                      if pixels and runs is not None and is_blank(runs)})
         wanted = [n for n in pages if n not in blank]
         if wanted and (problem := tesseract_status()) is not None:
             raise ReaderUnavailable(f"the OCR reader is unavailable: {problem}")
@@ -179,10 +186,20 @@ class OcrReader:
         return [blank.get(n) or read[n] for n in pages]
 
 
-def largest_images(path: Path, page_numbers: Sequence[int], password: str | None
-                   ) -> dict[int, int]:
-    """Each page's largest image in pixels (0: no image); runs in a worker process."""
-    return {number: _largest_image(path, number, password) for number in page_numbers}
+def look_at_pages(path: Path, page_numbers: Sequence[int], password: str | None,
+                  max_image_pixels: int) -> dict[int, tuple[int, int | None, float]]:
+    """Each page's largest image in pixels, and for a page with an image within the limit its
+    runs of ink at a glance (``extract.readers.blank``) and the milliseconds the look took;
+    runs in a worker process. A page over the limit is not rendered here (OCR refuses it)."""
+    looks: dict[int, tuple[int, int | None, float]] = {}
+    for number in page_numbers:
+        started = time.perf_counter()
+        largest = _largest_image(path, number, password)
+        runs = None
+        if 0 < largest <= max_image_pixels:
+            runs = ink_runs_of_pages(path, [number], password)[number]
+        looks[number] = (largest, runs, (time.perf_counter() - started) * 1000)
+    return looks
 
 
 def _ocr_one(path: Path, number: int, password: str | None, dpi: int, max_pixels: int,

@@ -1,22 +1,58 @@
-"""The PDF's own text layer, read by PDFium in a worker process: free, exact, and instant."""
+"""The PDF's own text layer, read by PDFium in a worker process: free, exact, and instant.
+
+Where the handler's context offers the object store to workers (``worker_objects``, locally the
+folder store), the worker that reads a page also stores it, durably, before it answers: the
+page's text is written by the process that read it, and the main process, which only
+coordinates, does no per-page file work. Only pages with text are stored there: an empty page
+may still go to the next reader (OCR), and the handler stores whatever that one reads.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from extract.formats.pdf import read_text_layer
 from extract.readers.base import PageText, ReaderContext
+from lake.layout import page_key
+
+READER = "text"
 
 
 class TextLayerReader:
-    name = "text"
+    name = READER
 
     async def read(self, ctx: ReaderContext, path: Path,
                    pages: Sequence[int]) -> list[PageText]:
         started = time.perf_counter()
-        texts = await ctx.cpu.run(read_text_layer, path, list(pages), ctx.config.password_value,
-                                  timeout_s=ctx.config.read_timeout_s)
-        per_page_ms = (time.perf_counter() - started) * 1000 / max(1, len(texts))
-        return [PageText(number, text, self.name, per_page_ms) for number, text in texts]
+        store = getattr(ctx, "worker_objects", None)
+        scope = ctx.scope
+        password = ctx.config.password_value
+        if store is not None and scope is not None and scope.delivery.job_id is not None:
+            delivery = scope.delivery
+            read = await ctx.cpu.run(read_and_store_text_layer, path, list(pages), password,
+                                     store, delivery.document_id, delivery.job_id,
+                                     timeout_s=ctx.config.read_timeout_s)
+        else:
+            read = [(number, text, False) for number, text in await ctx.cpu.run(
+                read_text_layer, path, list(pages), password,
+                timeout_s=ctx.config.read_timeout_s)]
+        per_page_ms = (time.perf_counter() - started) * 1000 / max(1, len(read))
+        return [PageText(number, text, self.name, per_page_ms, stored=stored)
+                for number, text, stored in read]
+
+
+def read_and_store_text_layer(path: Path, page_numbers: Sequence[int], password: str | None,
+                              store: Any, document_id: str, job_id: str
+                              ) -> list[tuple[int, str, bool]]:
+    """Read the pages' text layer and store the pages that have text, durably, in one batch
+    (runs in a worker process); returns (number, text, stored) for every page."""
+    texts = read_text_layer(path, page_numbers, password)
+    keep = [(number, text) for number, text in texts if text.strip()]
+    if keep:
+        store.put_many([(page_key(document_id, job_id, number), text.encode("utf-8"),
+                         {"reader": READER, "chars": str(len(text))}) for number, text in keep])
+    kept = {number for number, _ in keep}
+    return [(number, text, number in kept) for number, text in texts]

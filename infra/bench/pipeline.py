@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,14 +42,14 @@ print(pages)
 
 
 def build_set(source: Path, into: Path, *, limit: int, book_pages: int) -> dict[str, int]:
-    """Link the first ``limit`` PDFs of ``source`` into ``into`` and add ``book.pdf``, the
+    """Copy the first ``limit`` PDFs of ``source`` into ``into`` and add ``book.pdf``, the
     following PDFs concatenated up to ``book_pages`` pages (0: no book)."""
     import pypdfium2 as pdfium
 
     paths = sorted(source.glob("*.pdf"))
     into.mkdir(parents=True, exist_ok=True)
     for path in paths[:limit]:
-        (into / path.name).symlink_to(path.resolve())
+        shutil.copyfile(path, into / path.name)  # a copy: ingest refuses symbolic links
     pages = 0
     if book_pages > 0:
         book = pdfium.PdfDocument.new()
@@ -133,16 +134,20 @@ def stage_breakdown(folder: Path, concurrency: int | None = None, reader: str = 
             options["concurrency"] = concurrency
         runtime = LocalRuntime(Settings(**options))
         runtime.cpu.warm()
+        cpu_started = _own_cpu_s()
         ingested = runtime.planner().ingest_many(sorted(folder.glob("*.pdf")))
         ids = [i.job_id for i in ingested]
         planned = time.perf_counter()
+        cpu_planned = _own_cpu_s()
 
         def done() -> bool:
             return all(j.settled for j in runtime.store.list_jobs(ids))
 
         stats = asyncio.run(runtime.process(done))
         finished = time.perf_counter()
+        cpu_finished = _own_cpu_s()
         jobs = runtime.store.list_jobs(ids)
+        pages = sum(j.pages or 0 for j in jobs)
         latencies = sorted((j.finished_at - j.created_at).total_seconds() for j in jobs
                            if j.finished_at)
         book = [j for j in jobs if j.source_name == "book.pdf"]
@@ -152,6 +157,13 @@ def stage_breakdown(folder: Path, concurrency: int | None = None, reader: str = 
             "ingest_s": planned - imported,
             "process_s": finished - planned,
             "succeeded": sum(j.status is JobStatus.SUCCEEDED for j in jobs),
+            "pages": pages,
+            # The main process's own CPU (its threads, not the parsing processes): the ceiling
+            # of one run is about 1000 / main_cpu_ms_per_page pages a second, whatever the cores.
+            "main_cpu_ingest_s": cpu_planned - cpu_started,
+            "main_cpu_process_s": cpu_finished - cpu_planned,
+            "main_cpu_ms_per_page": (1000 * (cpu_finished - cpu_started) / pages
+                                     if pages else None),
             "job_latency_p50_s": statistics.median(latencies) if latencies else None,
             "job_latency_max_s": latencies[-1] if latencies else None,
             "book_latency_s": ((book[0].finished_at - book[0].created_at).total_seconds()
@@ -162,6 +174,12 @@ def stage_breakdown(folder: Path, concurrency: int | None = None, reader: str = 
             "lake_files": files,
             "stages": stats.stages.as_dict(),
         }
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds of this process and its threads; the pool's processes are not counted."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def compare_fields(folder: Path, rounds: int, reader: str = "text",

@@ -48,6 +48,7 @@ def pipeline(
         figures.update(compare(bench_set, rounds, reader))
         breakdown = stage_breakdown(bench_set, concurrency, reader)
     stages = breakdown.pop("stages")
+    figures["main_cpu_ms_per_page"] = breakdown.pop("main_cpu_ms_per_page")
     figures.update({f"inprocess_{k}": v for k, v in breakdown.items()})
     figures.update({f"stage_{name}_s": v["seconds"] for name, v in stages.items()})
     print_object(figures, output_format)

@@ -55,14 +55,19 @@ class BackgroundIngest:
         planner = Planner(store, self._objects, queue, self._writer.write, batch_size=BATCH,
                           max_bytes=self._settings.max_file_bytes)
         self.skipped = planner.skipped  # files no longer regular when their turn came
+        # Keyed by Path once, each batch given only its own entries (normalising the whole
+        # mapping per batch was quadratic in the number of files).
+        passwords = {Path(p): secret for p, secret in (self._passwords or {}).items()}
+        sources = {Path(p): name for p, name in (self._source_paths or {}).items()}
         try:
             for start in range(0, len(self._files), BATCH):
                 if self._stop.is_set():
                     break
-                batch = planner.ingest_many(self._files[start:start + BATCH],
-                                            retry_failed=self._retry_failed,
-                                            passwords=self._passwords,
-                                            source_paths=self._source_paths)
+                files = [Path(f) for f in self._files[start:start + BATCH]]
+                batch = planner.ingest_many(
+                    files, retry_failed=self._retry_failed,
+                    passwords={f: passwords[f] for f in files if f in passwords},
+                    source_paths={f: sources[f] for f in files if f in sources})
                 if self._after_batch is not None:
                     self._after_batch(store, batch)
                 self._results += batch

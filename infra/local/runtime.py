@@ -45,6 +45,7 @@ from infra.local.background_ingest import BackgroundIngest
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
+from infra.local.pacing import PollPacer
 from infra.local.private_home import make_private
 from infra.local.publisher import publish_once, run_publisher
 from infra.local.queue import SqliteQueue
@@ -204,6 +205,7 @@ class LocalRuntime:
         cpu = self.cpu
         committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s)
         wake = self._wake = asyncio.Event()
+        self._worker_done = asyncio.Event()  # this loop's (a runtime may run process twice)
         publish = asyncio.Event()
         stages = self.stats.stages
 
@@ -214,7 +216,8 @@ class LocalRuntime:
         ctx = HandlerContext(store=self.store, objects=TimedObjects(self.objects, stages),
                              queue=self.queue, sink=TimedSink(committer, stages),
                              cpu=TimedCpu(cpu, stages), config=settings.extract_config(),
-                             index=self.index, notify=notify, results_stored=publish.set)
+                             index=self.index, notify=notify, results_stored=publish.set,
+                             worker_objects=self.objects, worker_index=self.index)
         supervisor = _Supervisor(wake)
         stop = asyncio.Event()
         shutdown = _on_signals(wake)
@@ -227,16 +230,25 @@ class LocalRuntime:
         tasks.append(asyncio.create_task(supervisor.keep_running(
             "publisher", lambda: run_publisher(ctx, publish, stop, settings.poll_interval_s))))
         poller = _PollerClock(settings.poll_interval_s)
+        pacer = PollPacer(settings.poll_interval_s)
         try:
             while supervisor.fatal is None:
+                pacer.started()
                 try:
                     await self._poll(ctx, poller)
                 except Exception:  # the next pass decides again, from the store
                     log.exception("poll failed; retrying at the next interval")
+                pacer.finished()
+                # A pass may have sent index or fields messages: the receiver looks now, not
+                # after its idle sleep (the next stage starts on a wake-up, not a poll).
+                self._worker_done.set()
                 if done() or shutdown.is_set() or supervisor.fatal:
                     break
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), timeout=settings.poll_interval_s)
+                if (pause := pacer.wait_s()) > 0:  # a dear pass: gather more wake-ups first
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(shutdown.wait(), timeout=pause)
                 wake.clear()
         finally:
             stop.set()
@@ -262,6 +274,7 @@ class LocalRuntime:
         """Poll now rather than at the next interval (the store changed outside a handler)."""
         if self._wake is not None:
             self._wake.set()
+        self._worker_done.set()  # new messages may be waiting: the receiver looks too
 
     async def _poll(self, ctx: HandlerContext, clock: _PollerClock) -> None:
         """One poll, by the one runtime that holds the poller's lease."""

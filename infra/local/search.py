@@ -21,13 +21,32 @@ CREATE VIRTUAL TABLE IF NOT EXISTS page_text USING fts5 (
 """
 
 
+_OPEN: dict[str, Fts5SearchIndex] = {}
+
+
+def _in_this_process(path: str) -> Fts5SearchIndex:
+    """The index at ``path`` as this process has it open (one connection a process)."""
+    index = _OPEN.get(path)
+    if index is None:
+        index = _OPEN[path] = Fts5SearchIndex(Path(path))
+    return index
+
+
 class Fts5SearchIndex:
-    """One connection, used from the indexer's threads one at a time (``_lock``)."""
+    """One connection, used from the indexer's threads one at a time (``_lock``).
+
+    Picklable: a worker process that receives it opens the same database once and keeps it
+    open, so a document's pages are tokenised and written by a worker, not the main process
+    (SQLite's write lock serialises the writers; WAL lets readers go on)."""
 
     def __init__(self, path: Path):
+        self.path = Path(path)
         self._db = open_database(path)
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
+
+    def __reduce__(self):
+        return (_in_this_process, (str(self.path),))
 
     def replace_document(self, document_id: str, job_id: str, source_name: str,
                          pages: Iterator[tuple[int, str]]) -> int:
