@@ -66,3 +66,37 @@ async def test_a_cancelled_caller_does_not_leave_its_call_running():
         assert time.monotonic() - started < 15  # the sleeping process was killed, not waited on
     finally:
         runner.close()
+
+
+async def test_an_error_raised_by_a_call_fails_that_call_only_and_the_pool_goes_on():
+    """A call that raises RuntimeError (what pypdfium2's PdfiumError is) while another call is
+    in flight in the same pool: the error is that call's, the other call finishes, and the pool
+    keeps taking work. (Before: any RuntimeError was taken for a broken pool, the pool was
+    stopped, and the call beside it never resolved.)"""
+    import asyncio
+
+    runner = ProcessPoolRunner(2)
+    try:
+        runner.warm()
+        beside = asyncio.ensure_future(runner.run(cpu_tasks.sleep_for, 2, timeout_s=60))
+        await asyncio.sleep(0.3)
+        with pytest.raises(RuntimeError, match="page 7 is broken"):
+            await runner.run(cpu_tasks.raise_runtime_error, "page 7 is broken", timeout_s=60)
+        assert await asyncio.wait_for(beside, timeout=60) == "woke"
+        assert await runner.run(cpu_tasks.square, 6, timeout_s=30) == 36
+    finally:
+        runner.close()
+
+
+async def test_a_page_pdfium_cannot_load_is_a_corrupt_document_not_a_runtime_error(pdf_factory):
+    """pdfium's page errors are converted to the project's error tree inside the worker."""
+    from extract.errors import CorruptDocument
+
+    pdf = pdf_factory("short.pdf", 2)
+    runner = ProcessPoolRunner(1)
+    try:
+        with pytest.raises(CorruptDocument, match="cannot read page 999") as caught:
+            await runner.run(cpu_tasks.fail_to_load_page, str(pdf), timeout_s=60)
+        assert caught.value.error_type == "corrupt"
+    finally:
+        runner.close()
