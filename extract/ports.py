@@ -119,6 +119,9 @@ class NewVersion:
     source_path: str | None = None
     """The file's path relative to the folder it was found in (its name for a file given alone);
     None where there is no such folder (an upload)."""
+    run_choices: str | None = None
+    """The run's choices (``extract.run_choices.record``), kept with the job; None: the handling
+    process's own settings apply."""
 
 
 class JobStore(Protocol):

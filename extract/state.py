@@ -82,6 +82,9 @@ class Job(_Record):
     """When the requested strategy's result (succeeded or failed) was published."""
     source_path: str | None = None
     """The file's path relative to the folder it was ingested from (``NewVersion.source_path``)."""
+    run_choices: str | None = None
+    """The choices of the run that created the job (``extract.run_choices``): every handler,
+    wherever it runs, reads, renders and splits the job with these."""
 
     @property
     def indexed(self) -> bool:

@@ -101,8 +101,14 @@ class Planner:
 
     def __init__(self, store: JobStore, objects: ObjectStore, queue: Queue,
                  write_events: Callable[[list[Event]], object], *, worker: str = "ingest",
-                 batch_size: int = 100):
+                 batch_size: int = 100, run_choices: str | None = None,
+                 fields: tuple[str, str] | None = None):
+        """``run_choices`` (``extract.run_choices.record``) and ``fields`` (schema, strategy)
+        are the run's choices: kept with every job it creates, before the job's split message is
+        sent, so whoever handles the job later (a resumed worker, a Lambda) uses them."""
         self.store = store
+        self.run_choices = run_choices
+        self.fields = fields
         self.objects = objects
         self.queue = queue
         self.write_events = write_events
@@ -174,6 +180,8 @@ class Planner:
             self.store.create_job(version)
             if version.job_id in secrets:
                 self.store.set_job_password(version.job_id, secrets[version.job_id])
+        if self.fields is not None and planned:
+            self.store.request_fields([v.job_id for v in planned], *self.fields)
         self._publish(planned)
         return results
 
@@ -202,7 +210,7 @@ class Planner:
                 document_id=job.document_id, job_id=job.job_id, source_name=job.source_name,
                 source_key=document.source_key, sha256=document.sha256, bytes=document.bytes,
                 version=document.version, object_key=job.object_key, created_at=job.created_at,
-                source_path=job.source_path))
+                source_path=job.source_path, run_choices=job.run_choices))
         self._publish(unsent)
         return len(unsent)
 
@@ -228,7 +236,7 @@ class Planner:
             source_key=source_key, sha256=digest, bytes=path.stat().st_size,
             version=previous.version + 1 if previous else 1,
             object_key=stored_key or upload_key(document_id, job_id), created_at=utc_now(),
-            source_path=source_path or path.name,
+            source_path=source_path or path.name, run_choices=self.run_choices,
         )
 
 

@@ -8,6 +8,7 @@ unchanged. A test here states what the handlers rely on, not how one adapter doe
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -348,3 +349,17 @@ async def test_event_sink_commit_is_durable_on_return(event_sink):
     count = query(lake, "SELECT count(*) AS n FROM events WHERE event_type = 'job_created'")
     assert count.to_pylist() == [{"n": 50}]
     await sink.close()
+
+
+def test_job_store_keeps_the_runs_choices_with_the_job(job_store):
+    """A job keeps the choices of the run that created it (issue 19): a resumed worker or a
+    Lambda reads it with them, not with its own settings."""
+    from extract import run_choices
+    from extract.config import ExtractConfig
+
+    recorded = run_choices.record(ExtractConfig(reader="simulated", pages_per_unit=3))
+    job_store.create_job(dataclasses.replace(_version(), run_choices=recorded))
+    job = job_store.get_job("j")
+    assert job.run_choices == recorded
+    applied = run_choices.apply(ExtractConfig(), job.run_choices)
+    assert (applied.reader, applied.pages_per_unit) == ("simulated", 3)

@@ -25,6 +25,7 @@ from extract.fields.claim import claim, settle, settle_failed_unclaimed
 from extract.fields.result import FieldResult, failed_result, succeeded_result
 from extract.fields.schemas import SchemaLoadError, load_schema
 from extract.fields.strategies import build_strategy
+from extract.handlers.split import job_context
 from extract.messages import FieldsMessage
 from extract.state import Job, JobStatus
 from lake.events import utc_now
@@ -50,6 +51,7 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
     if job.status is not JobStatus.SUCCEEDED:
         raise TransientError(f"job {job.job_id} is {job.status}, not finished yet",
                              error_type="job_not_finished")
+    ctx = job_context(ctx, job)  # the job's run's choices (its reader names the model provider)
 
     claimant = f"{ctx.worker}/attempt-{delivery.attempt}"
     if not claim(ctx.store, job_id=job.job_id, document_id=job.document_id,

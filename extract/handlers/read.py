@@ -61,10 +61,11 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
             await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, [page])
             saved[page.number] = page
 
-        chain = ctx.reader_chain()
-        # The document's own password (kept by ingest) before the run's --password.
+        # The job's own reader and models (its run's choices), and the document's own password
+        # (kept by ingest) before the run's --password.
         unit_ctx = dataclasses.replace(job_context(ctx, job),
                                        scope=ReadScope(delivery, unit.unit_id, save_page))
+        chain = unit_ctx.reader_chain()
         with ctx.objects.local_path(pdf_key(job)) as path:
             pages = await chain.read(unit_ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.

@@ -127,7 +127,8 @@ def run(
 
     ingest = runtime.ingest_in_background(
         files, retry_failed=retry_failed, passwords=per_file, source_paths=dict(sources),
-        after_batch=request_fields if schema_name is not None else None)
+        after_batch=request_fields if schema_name is not None else None,
+        fields=(schema_name, strategy) if schema_name is not None else None)
     state: dict = {}
     with progress_bar(console) as bar:
 

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from extract import run_choices
 from infra.local.jobstore import SqliteJobStore
 from infra.local.queue import SqliteQueue
 from infra.settings import Settings
@@ -27,7 +28,8 @@ class BackgroundIngest:
                  files: Sequence[Path], *, retry_failed: bool = False,
                  passwords: Mapping[Path, str] | None = None,
                  source_paths: Mapping[Path, str] | None = None,
-                 after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None):
+                 after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None,
+                 fields: tuple[str, str] | None = None):
         """``after_batch`` runs on the ingest thread, with its store, after each batch is planned
         (``run --fields`` asks for fields there, so extraction starts with the first documents)."""
         self._settings = settings
@@ -38,6 +40,7 @@ class BackgroundIngest:
         self._passwords = passwords  # per file (run --passwords): kept with each job by ingest
         self._source_paths = source_paths  # per file: its path relative to the folder given
         self._after_batch = after_batch
+        self._fields = fields  # (schema, strategy): kept with each job as it is created
         self._stop = threading.Event()
         self._results: list[Ingested] = []
         self._error: BaseException | None = None
@@ -51,7 +54,9 @@ class BackgroundIngest:
         home = self._settings.home
         store = SqliteJobStore(home / "jobs.db")
         queue = SqliteQueue(home / "queue.db", max_receives=self._settings.max_receives)
-        planner = Planner(store, self._objects, queue, self._writer.write, batch_size=BATCH)
+        planner = Planner(store, self._objects, queue, self._writer.write, batch_size=BATCH,
+                          run_choices=run_choices.record(self._settings.extract_config()),
+                          fields=self._fields)
         try:
             for start in range(0, len(self._files), BATCH):
                 if self._stop.is_set():

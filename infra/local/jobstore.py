@@ -107,10 +107,11 @@ class SqliteJobStore(SqliteClaims):
             )
             db.execute(
                 "INSERT INTO jobs (job_id, document_id, status, object_key, source_name, sha256, "
-                "created_at, updated_at, last_progress_at, source_path) "
-                "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, updated_at, last_progress_at, source_path, run_choices) "
+                "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (version.job_id, version.document_id, version.object_key, version.source_name,
-                 version.sha256, created, created, created, version.source_path),
+                 version.sha256, created, created, created, version.source_path,
+                 version.run_choices),
             )
 
     # --- split and read ------------------------------------------------------------------------

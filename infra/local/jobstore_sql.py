@@ -101,7 +101,7 @@ ADDED_COLUMNS = {
     "jobs": {"index_sent_at": "TEXT", "stalled_s": "REAL NOT NULL DEFAULT 0",
              "failure_detail": "TEXT", "status_event": "TEXT", "fields_schema": "TEXT",
              "fields_strategy": "TEXT", "fields_sent_at": "TEXT", "fields_published_at": "TEXT",
-             "source_path": "TEXT"},
+             "source_path": "TEXT", "run_choices": "TEXT"},
     "units": {"sent_at": "TEXT"},
 }
 # Store-internal bookkeeping that the Job record does not carry.

@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from extract import run_choices
 from extract.context import HandlerContext, default_worker_name
 from extract.handling import Outcome, handle_dead_letter, handle_message
 from extract.messages import (
@@ -145,14 +146,18 @@ class LocalRuntime:
         self._wake: asyncio.Event | None = None
 
     def planner(self) -> Planner:
-        return Planner(self.store, self.objects, self.queue, self.writer.write)
+        return Planner(self.store, self.objects, self.queue, self.writer.write,
+                       run_choices=run_choices.record(self.settings.extract_config()))
 
     def ingest_in_background(self, files, *, retry_failed: bool = False, passwords=None,
-                             after_batch=None, source_paths=None) -> BackgroundIngest:
-        """Plan ``files`` on a thread while ``process`` runs (see ``BackgroundIngest``)."""
+                             after_batch=None, source_paths=None,
+                             fields: tuple[str, str] | None = None) -> BackgroundIngest:
+        """Plan ``files`` on a thread while ``process`` runs (see ``BackgroundIngest``);
+        ``fields`` (schema, strategy) and the settings' run choices are kept with each job."""
         return BackgroundIngest(self.settings, self.objects, self.writer, files,
                                 retry_failed=retry_failed, passwords=passwords,
-                                source_paths=source_paths, after_batch=after_batch).start()
+                                source_paths=source_paths, after_batch=after_batch,
+                                fields=fields).start()
 
     def recover(self) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).

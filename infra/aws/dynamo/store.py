@@ -128,6 +128,7 @@ class DynamoJobStore(DynamoClaims):
                 "created_at": created, "updated_at": created, "last_progress_at": created,
                 "stalled_s": 0, "n_done": 0, "n_failed": 0, "n_running": 0,
                 "gsi_active": ONE, "gsi_split_due": ONE}.items()},
+            **({"run_choices": encode_value(version.run_choices)} if version.run_choices else {}),
         }
         document_update = {
             "TableName": self.table, "Key": document_key(version.document_id),
