@@ -39,6 +39,8 @@ class ExtractConfig(BaseModel):
     max_image_pixels: int = 250_000_000
     """page_too_large: a page holding an image larger than this is not rendered at all."""
     ocr_dpi: int = 300
+    unit_lease_s: float = 60.0
+    """A read's claim on its unit lasts this long unless renewed (every third of it)."""
     models: ModelConfig = Field(default_factory=ModelConfig)
 
     @property

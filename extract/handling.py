@@ -8,6 +8,8 @@ The same function serves the local runtime and the Lambda edge. Errors are sorte
 - any other error: record it as not final and leave the message for redelivery.
 - ``ClaimHeld`` (a fields claim another worker holds): retried even on the last delivery, so the
   queue moves it to the dead-letter queue, whose handler settles a failed result.
+- ``UnitBusy`` (another delivery is reading the unit): retried the same way, never failing the
+  unit that its holder is reading.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from enum import StrEnum
 from pydantic import ValidationError
 
 from extract.context import Delivery, HandlerContext
-from extract.errors import TerminalError, error_type_of
+from extract.errors import TerminalError, UnitBusy, error_type_of
 from extract.fields.claim import ClaimHeld, settle_failed_unclaimed
 from extract.handlers.convert import handle_convert
 from extract.handlers.fields import handle_fields
@@ -37,6 +39,7 @@ from extract.messages import (
     parse_message,
 )
 from extract.ports import ReceivedMessage
+from extract.state import UnitClaim
 from lake.events import FailureRecorded, UnitFailed, utc_now
 
 log = logging.getLogger(__name__)
@@ -78,7 +81,7 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
             await handle_fields(ctx, message, delivery)
         return Outcome.ACK
     except Exception as error:  # sorted here; only a failure to record it escapes
-        if isinstance(error, ClaimHeld):  # never acknowledged: the dead-letter queue settles it
+        if isinstance(error, ClaimHeld | UnitBusy):  # never final: the holder settles it
             await _record_failure(ctx, message, delivery, error, final=False,
                                   message_id=received.message_id)
             return Outcome.RETRY
@@ -129,6 +132,10 @@ async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> 
         return Outcome.ACK
     delivery = Delivery(received.receive_count, message.document_id, message.job_id,
                         ctx.worker, ctx.sink)
+    if isinstance(message, ReadUnitMessage | ReadSheetMessage) and ctx.store.claim_unit(
+            message.job_id, message.unit_id, received.receive_count, "dead-letter",
+            0) is UnitClaim.HELD:
+        return Outcome.ACK  # a duplicate of a unit its holder is reading: the holder settles it
     error = TerminalError(
         f"{message.type} message dead-lettered after {ctx.queue.max_receives} deliveries: "
         f"{received.body}",

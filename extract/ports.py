@@ -13,7 +13,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from extract.state import ClaimStatus, Document, FieldClaim, Job, JobProgress, JobStatus, Unit
+from extract.state import (
+    ClaimStatus,
+    Document,
+    FieldClaim,
+    Job,
+    JobProgress,
+    JobStatus,
+    Unit,
+    UnitClaim,
+)
 from lake.events import Event
 
 T = TypeVar("T")
@@ -158,6 +167,20 @@ class JobStore(Protocol):
 
     def start_unit(self, job_id: str, unit_id: str, attempt: int) -> bool:
         """pending|running -> running with ``attempts = attempt``; False when terminal."""
+        ...
+
+    def claim_unit(self, job_id: str, unit_id: str, attempt: int, owner: str,
+                   lease_s: float) -> UnitClaim:
+        """A read's claim, one conditional write: pending -> running owned by ``owner`` until
+        ``lease_s`` from now; running -> running only when the lease has expired, its owner is
+        ``owner``, or (local store) its owner's process is dead. ``HELD`` while another live
+        owner has it, ``CLOSED`` when terminal. Records progress on the job like
+        ``start_unit``."""
+        ...
+
+    def renew_unit(self, job_id: str, unit_id: str, owner: str, lease_s: float) -> bool:
+        """Extend ``owner``'s lease on a running unit to ``lease_s`` from now; False when the
+        unit is no longer running under ``owner``."""
         ...
 
     def finish_unit(self, job_id: str, unit_id: str) -> bool:

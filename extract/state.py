@@ -33,6 +33,17 @@ class UnitStatus(StrEnum):
         return self in (UnitStatus.DONE, UnitStatus.FAILED)
 
 
+class UnitClaim(StrEnum):
+    """What a read's claim on its unit found (``JobStore.claim_unit``)."""
+
+    CLAIMED = "claimed"
+    """Ours now: pending, or running under an expired lease (or a dead process's), or ours."""
+    HELD = "held"
+    """Another reader holds it under a live lease: this delivery backs off."""
+    CLOSED = "closed"
+    """Done or failed already (or no such unit): nothing to do."""
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True)
 

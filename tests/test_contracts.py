@@ -19,7 +19,7 @@ from support import awsmoto, cpu_tasks
 from extract.errors import TransientError, WorkerTimeout
 from extract.handlers.split import plan_pdf_units
 from extract.ports import NewVersion
-from extract.state import ClaimStatus, JobStatus
+from extract.state import ClaimStatus, JobStatus, UnitStatus
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
@@ -363,3 +363,29 @@ def test_job_store_keeps_the_runs_choices_with_the_job(job_store):
     assert job.run_choices == recorded
     applied = run_choices.apply(ExtractConfig(), job.run_choices)
     assert (applied.reader, applied.pages_per_unit) == ("simulated", 3)
+
+
+def test_job_store_a_read_claims_its_unit_with_an_owner_and_a_lease(job_store):
+    """Issue 19: a read claims its unit by a conditional write; a second claim while the first
+    owner's lease is live is refused (HELD), a lapsed lease is taken over, a terminal unit is
+    CLOSED. (Before: start_unit let RUNNING go to RUNNING for anyone.)"""
+    from extract.state import UnitClaim
+
+    job_store.create_job(_version())
+    job_store.add_units("j", _units(10), pages=10, detected_format="pdf")
+    assert job_store.claim_unit("j", "u00001", 1, "first", 30) is UnitClaim.CLAIMED
+    assert job_store.claim_unit("j", "u00001", 1, "duplicate", 30) is UnitClaim.HELD
+    assert job_store.claim_unit("j", "u00001", 2, "first", 30) is UnitClaim.CLAIMED  # its own
+    assert job_store.renew_unit("j", "u00001", "first", 30)
+    assert not job_store.renew_unit("j", "u00001", "duplicate", 30)
+    assert job_store.get_unit("j", "u00001").status is UnitStatus.RUNNING
+    # A lapsed lease (the holder let go, or hung past it) goes to the next delivery.
+    assert job_store.renew_unit("j", "u00001", "first", 0)
+    time.sleep(0.05)
+    assert job_store.claim_unit("j", "u00001", 3, "second", 30) is UnitClaim.CLAIMED
+    assert job_store.claim_unit("j", "u00001", 3, "first", 30) is UnitClaim.HELD
+    assert job_store.finish_unit("j", "u00001")
+    assert job_store.claim_unit("j", "u00001", 4, "third", 30) is UnitClaim.CLOSED
+    assert job_store.claim_unit("j", "nope", 1, "third", 30) is UnitClaim.CLOSED
+    progress = {p.job.job_id: p for p in job_store.active_jobs()}["j"]
+    assert (progress.units_done, progress.units_running) == (1, 0)

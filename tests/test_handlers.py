@@ -195,3 +195,42 @@ def test_render_pages_respects_the_pixel_cap(pdf_factory):
     (capped,) = render_pages(path, [2], dpi=600, max_pixels=100_000, image_format="jpeg")
     assert capped.width * capped.height <= 100_000 * 1.01
     assert capped.scale < 600 / 72 and capped.image.startswith(b"\xff\xd8")
+
+
+async def test_a_duplicate_read_message_while_the_first_is_being_read_backs_off(tmp_path,
+                                                                                pdf_factory):
+    """Issue 19: the same unit's read message twice (a split that died between send_batch and
+    mark_units_sent sends it again); the second arrives while the first is reading. The second
+    backs off without reading a page; the first finishes; the second's retry then finds the
+    unit done. Each page is read once. (Before: both read every page.)"""
+    import asyncio
+
+    from extract.messages import ReadUnitMessage
+
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 5))
+    (first,) = harness.receive(READ_QUEUE)
+    message = ReadUnitMessage.model_validate_json(first.body)
+    harness.queue.send(READ_QUEUE, message.model_dump_json())  # the duplicate
+    (second,) = harness.receive(READ_QUEUE)
+
+    reading = asyncio.Event()
+    real_run = harness.cpu.run
+
+    async def slow_read(fn, *args, timeout_s):
+        reading.set()
+        await asyncio.sleep(0.5)  # the first delivery is in the middle of its read
+        return await real_run(fn, *args, timeout_s=timeout_s)
+
+    harness.cpu.run = slow_read
+    first_task = asyncio.ensure_future(handle_message(harness.ctx, first))
+    await reading.wait()
+    assert await handle_message(harness.ctx, second) is Outcome.RETRY
+    assert await first_task is Outcome.ACK
+    reads = [c for c in harness.cpu.calls if c[0] == "read_text_layer"]
+    assert len(reads) == 1, reads
+    assert harness.store.get_unit(ingested.job_id, message.unit_id).status is UnitStatus.DONE
+    failures = harness.sink.of_type("failure")
+    assert [(f.error_type, f.final) for f in failures] == [("unit_claimed", False)]
+    assert await handle_message(harness.ctx, second) is Outcome.ACK  # the retry: done already
+    assert len([c for c in harness.cpu.calls if c[0] == "read_text_layer"]) == 1

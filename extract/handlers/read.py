@@ -15,8 +15,10 @@ from extract.context import Delivery, HandlerContext, ReadScope
 from extract.errors import TerminalError
 from extract.handlers.sources import pdf_key
 from extract.handlers.split import job_context
+from extract.handlers.unit_claim import unit_claimed
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
+from extract.state import Job, Unit
 from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key
 
@@ -38,7 +40,13 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
         raise TerminalError(f"no unit {message.job_id}/{message.unit_id}", error_type="unknown_unit")
     if job.status.terminal or unit.status.terminal:
         return
-    ctx.store.start_unit(job.job_id, unit.unit_id, delivery.attempt)
+    async with unit_claimed(ctx, job.job_id, unit.unit_id, delivery) as ours:
+        if ours:
+            await _read_unit(ctx, job, unit, delivery, started)
+
+
+async def _read_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: Delivery,
+                     started: float) -> None:
     delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
 
     missing: list[int] = []

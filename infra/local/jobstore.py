@@ -167,10 +167,12 @@ class SqliteJobStore(SqliteClaims):
                                  (attempt,), self._OPEN)
 
     def finish_unit(self, job_id: str, unit_id: str) -> bool:
-        return self._unit_update(job_id, unit_id, "status = 'done'", (), self._OPEN)
+        return self._unit_update(job_id, unit_id, "status = 'done', owner = NULL, "
+                                 "lease_until = NULL", (), self._OPEN)
 
     def fail_unit(self, job_id: str, unit_id: str, error_type: str, message: str) -> bool:
-        return self._unit_update(job_id, unit_id, "status = 'failed', error_type = ?, error = ?",
+        return self._unit_update(job_id, unit_id, "status = 'failed', error_type = ?, error = ?, "
+                                 "owner = NULL, lease_until = NULL",
                                  (error_type, message), self._OPEN)
 
     # --- poller and indexer --------------------------------------------------------------------

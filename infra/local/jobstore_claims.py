@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from extract.state import ClaimStatus, FieldClaim, Job
+from extract.state import ClaimStatus, FieldClaim, Job, UnitClaim
 from infra.local.jobstore_sql import claim_from_row, in_chunks, job_from_row, now_iso
 from infra.local.processes import process_alive
 from infra.local.sqlite import transaction
@@ -43,6 +43,38 @@ class SqliteClaims:
             "SELECT p.password FROM job_passwords p JOIN jobs j USING (job_id) "
             "WHERE p.job_id = ? AND j.status IN ('queued', 'extracting')", (job_id,)).fetchone()
         return row["password"] if row else None
+
+    # --- a read's claim on its unit --------------------------------------------------------------
+
+    def claim_unit(self, job_id: str, unit_id: str, attempt: int, owner: str,
+                   lease_s: float) -> UnitClaim:
+        """One transaction (``BEGIN IMMEDIATE``: the check and the write are one). On this host
+        an owner whose process has died loses the unit at once, so a resume after ``kill -9``
+        does not wait out the lease."""
+        now = time.time()
+        with transaction(self._db) as db:
+            row = db.execute("SELECT status, owner, owner_host, owner_pid, lease_until FROM units "
+                             "WHERE job_id = ? AND unit_id = ?", (job_id, unit_id)).fetchone()
+            if row is None or row["status"] in ("done", "failed"):
+                return UnitClaim.CLOSED
+            if (row["status"] == "running" and row["owner"] not in (None, owner)
+                    and (row["lease_until"] or 0) > now
+                    and (row["owner_host"] != self._host or process_alive(row["owner_pid"]))):
+                return UnitClaim.HELD
+            stamp = now_iso()
+            db.execute("UPDATE units SET status = 'running', attempts = ?, owner = ?, "
+                       "owner_host = ?, owner_pid = ?, lease_until = ?, updated_at = ? "
+                       "WHERE job_id = ? AND unit_id = ?",
+                       (attempt, owner, self._host, os.getpid(), now + lease_s, stamp, job_id,
+                        unit_id))
+            db.execute("UPDATE jobs SET last_progress_at = ?, updated_at = ?, stalled_s = 0 "
+                       "WHERE job_id = ?", (stamp, stamp, job_id))
+        return UnitClaim.CLAIMED
+
+    def renew_unit(self, job_id: str, unit_id: str, owner: str, lease_s: float) -> bool:
+        return self._db.execute(
+            "UPDATE units SET lease_until = ? WHERE job_id = ? AND unit_id = ? AND owner = ? "
+            "AND status = 'running'", (time.time() + lease_s, job_id, unit_id, owner)).rowcount > 0
 
     # --- the poller's lease --------------------------------------------------------------------
 
