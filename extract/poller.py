@@ -10,7 +10,8 @@ never keeps a decision the store did not take.
 
 The no-progress clock (``Job.stalled_s``) counts only time in which the job could have moved: the
 poller adds the time since its own previous pass (so time with no runtime running never counts),
-and skips a job that is waiting its turn (its next messages are visible on a queue with a backlog).
+and skips a job that is waiting its turn (its next messages are visible on a queue with a backlog:
+split or convert before it is planned, read or sheet after).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from datetime import datetime
 
 from extract.context import HandlerContext
 from extract.messages import (
+    CONVERT_QUEUE,
     FIELDS_QUEUE,
     INDEX_QUEUE,
     READ_QUEUE,
+    SHEET_QUEUE,
     SPLIT_QUEUE,
     FieldsMessage,
     IndexMessage,
@@ -76,12 +79,22 @@ def decide(progress: JobProgress, no_progress_timeout_s: float) -> Decision | No
     return None
 
 
+PLANNING_QUEUES = (SPLIT_QUEUE, CONVERT_QUEUE)
+"""Where a job's next message waits before it has units: its split, or (Office files) its
+conversion, whose queue runs a few at a time."""
+UNIT_QUEUES = (READ_QUEUE, SHEET_QUEUE)
+"""Where a planned job's pending units wait: pages, and sheets 2..n of a workbook."""
+
+
 def waiting_its_turn(progress: JobProgress, backlog: dict[str, bool]) -> bool:
     """True when the job's next step is a message that is visible on a queue with a backlog: it
-    waits behind other work, which is not a stall. ``backlog`` maps queue -> has visible messages."""
+    waits behind other work, which is not a stall. ``backlog`` maps queue -> has visible messages.
+
+    A unit in retry backoff is pending again (its failed attempt let it go, which also reset the
+    clock), so it counts as waiting like any other pending unit."""
     if progress.units_planned == 0:
-        return backlog.get(SPLIT_QUEUE, False)
-    return progress.units_pending > 0 and backlog.get(READ_QUEUE, False)
+        return any(backlog.get(queue, False) for queue in PLANNING_QUEUES)
+    return progress.units_pending > 0 and any(backlog.get(queue, False) for queue in UNIT_QUEUES)
 
 
 def status_events(job: Job, worker: str) -> list[Event]:
@@ -131,7 +144,8 @@ async def poll_once(ctx: HandlerContext, *, now: datetime | None = None,
 
 def _count_stalls(ctx: HandlerContext, active: list[JobProgress],
                   elapsed_s: float) -> list[JobProgress]:
-    backlog = {queue: ctx.queue.depth(queue).visible > 0 for queue in (SPLIT_QUEUE, READ_QUEUE)}
+    backlog = {queue: ctx.queue.depth(queue).visible > 0
+               for queue in (*PLANNING_QUEUES, *UNIT_QUEUES)}
     stalled = [p for p in active if not waiting_its_turn(p, backlog)]
     if not stalled:
         return active

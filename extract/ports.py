@@ -183,6 +183,11 @@ class JobStore(Protocol):
         unit is no longer running under ``owner``."""
         ...
 
+    def release_unit(self, job_id: str, unit_id: str, owner: str) -> bool:
+        """A failed or cancelled read lets its unit go: running under ``owner`` -> pending, no
+        owner, and progress recorded on the job (a unit in retry backoff is not a stall)."""
+        ...
+
     def finish_unit(self, job_id: str, unit_id: str) -> bool:
         """pending|running -> done, and record progress on the job."""
         ...

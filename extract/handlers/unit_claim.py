@@ -41,10 +41,11 @@ async def unit_claimed(ctx: HandlerContext, job_id: str, unit_id: str,
     try:
         yield True
     except BaseException:
-        # A failed or cancelled read lets go at once (a lease of 0 s): its retry, or another
-        # process, must not wait out the lease of a reader that has stopped.
+        # A failed or cancelled read lets go at once (the unit is pending again): its retry, or
+        # another process, must not wait out the lease of a reader that has stopped, and a unit
+        # waiting out its retry backoff is not a stalled job.
         with contextlib.suppress(Exception):
-            ctx.store.renew_unit(job_id, unit_id, owner, 0)
+            ctx.store.release_unit(job_id, unit_id, owner)
         raise
     finally:
         renewal.cancel()

@@ -76,6 +76,18 @@ class SqliteClaims:
             "UPDATE units SET lease_until = ? WHERE job_id = ? AND unit_id = ? AND owner = ? "
             "AND status = 'running'", (time.time() + lease_s, job_id, unit_id, owner)).rowcount > 0
 
+    def release_unit(self, job_id: str, unit_id: str, owner: str) -> bool:
+        stamp = now_iso()
+        with transaction(self._db) as db:
+            released = db.execute(
+                "UPDATE units SET status = 'pending', owner = NULL, lease_until = NULL, "
+                "updated_at = ? WHERE job_id = ? AND unit_id = ? AND owner = ? "
+                "AND status = 'running'", (stamp, job_id, unit_id, owner)).rowcount > 0
+            if released:
+                db.execute("UPDATE jobs SET last_progress_at = ?, updated_at = ?, stalled_s = 0 "
+                           "WHERE job_id = ?", (stamp, stamp, job_id))
+        return released
+
     # --- the poller's lease --------------------------------------------------------------------
 
     def acquire_lease(self, name: str, holder: str, ttl_s: float) -> bool:

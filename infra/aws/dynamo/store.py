@@ -269,6 +269,14 @@ class DynamoJobStore(DynamoClaims):
                             values=attr_values(until=time.time() + lease_s, owner=owner,
                                                running=UnitStatus.RUNNING.value))
 
+    def release_unit(self, job_id: str, unit_id: str, owner: str) -> bool:
+        # Back to pending under our own name with a lapsed lease: the condition (ours, or
+        # lapsed) refuses it when another delivery has taken the unit over meanwhile.
+        data = self._get(unit_key(job_id, unit_id))
+        if not data or data.get("status") != UnitStatus.RUNNING.value or data.get("owner") != owner:
+            return False
+        return self._unit_change(job_id, unit_id, UnitStatus.PENDING, owner=(owner, -1.0))
+
     def finish_unit(self, job_id: str, unit_id: str) -> bool:
         return self._unit_change(job_id, unit_id, UnitStatus.DONE)
 
