@@ -387,5 +387,11 @@ def test_job_store_a_read_claims_its_unit_with_an_owner_and_a_lease(job_store):
     assert job_store.finish_unit("j", "u00001")
     assert job_store.claim_unit("j", "u00001", 4, "third", 30) is UnitClaim.CLOSED
     assert job_store.claim_unit("j", "nope", 1, "third", 30) is UnitClaim.CLOSED
+    # A failed read lets go: pending again, and only its owner can do that.
+    assert job_store.claim_unit("j", "u00002", 1, "reader", 30) is UnitClaim.CLAIMED
+    assert not job_store.release_unit("j", "u00002", "someone-else")
+    assert job_store.release_unit("j", "u00002", "reader")
+    assert job_store.get_unit("j", "u00002").status is UnitStatus.PENDING
+    assert job_store.claim_unit("j", "u00002", 2, "retry", 30) is UnitClaim.CLAIMED
     progress = {p.job.job_id: p for p in job_store.active_jobs()}["j"]
-    assert (progress.units_done, progress.units_running) == (1, 0)
+    assert (progress.units_done, progress.units_running) == (1, 1)
