@@ -5,6 +5,7 @@
     ExtractError
     ├── TransientError        retried: the message goes back to its queue
     │   ├── WorkerTimeout     a read or conversion ran past its time limit
+    │   ├── StageTimeLimit    a delivery ran past its stage's time limit (a hung handler)
     │   └── UnitBusy          another delivery is reading this unit: back off
     └── TerminalError         not retried: the unit (or job) fails with ``error_type`` as reason
         ├── UnsupportedFormat   the bytes are not a format this build reads
@@ -47,6 +48,13 @@ class TransientError(ExtractError):
 
 class WorkerTimeout(TransientError):
     error_type = "timeout"
+
+
+class StageTimeLimit(TransientError):
+    """A delivery ran past its stage's own time limit (``extract.stage_limits``): cancelled,
+    handed back for another try."""
+
+    error_type = "stage_time_limit"
 
 
 class UnitBusy(TransientError):

@@ -14,13 +14,14 @@ The same function serves the local runtime and the Lambda edge. Errors are sorte
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from enum import StrEnum
 
 from pydantic import ValidationError
 
 from extract.context import Delivery, HandlerContext
-from extract.errors import TerminalError, UnitBusy, error_type_of
+from extract.errors import StageTimeLimit, TerminalError, UnitBusy, error_type_of
 from extract.fields.claim import ClaimHeld, settle_failed_unclaimed
 from extract.handlers.convert import handle_convert
 from extract.handlers.fields import handle_fields
@@ -39,6 +40,7 @@ from extract.messages import (
     parse_message,
 )
 from extract.ports import ReceivedMessage
+from extract.stage_limits import stage_time_limit
 from extract.state import UnitClaim
 from lake.events import FailureRecorded, UnitFailed, utc_now
 
@@ -66,21 +68,17 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
 
     delivery = Delivery(received.receive_count, message.document_id, message.job_id,
                         ctx.worker, ctx.sink)
+    limit_s = stage_time_limit(received.queue, ctx.config)
+    limit = asyncio.timeout(limit_s)
     try:
-        if isinstance(message, SplitMessage):
-            await handle_split(ctx, message, delivery)
-        elif isinstance(message, ReadUnitMessage):
-            await handle_read(ctx, message, delivery)
-        elif isinstance(message, ReadSheetMessage):
-            await handle_sheet(ctx, message, delivery)
-        elif isinstance(message, ConvertMessage):
-            await handle_convert(ctx, message, delivery)
-        elif isinstance(message, IndexMessage):
-            await handle_index(ctx, message, delivery)
-        elif isinstance(message, FieldsMessage):
-            await handle_fields(ctx, message, delivery)
+        async with limit:
+            await _dispatch(ctx, message, delivery)
         return Outcome.ACK
-    except Exception as error:  # sorted here; only a failure to record it escapes
+    except Exception as caught:  # sorted here; only a failure to record it escapes
+        error: Exception = caught
+        if isinstance(caught, TimeoutError) and limit.expired():
+            error = StageTimeLimit(f"{message.type} ran past its stage's time limit of "
+                                   f"{limit_s:g} s; handed back for another try")
         if isinstance(error, ClaimHeld | UnitBusy):  # never final: the holder settles it
             await _record_failure(ctx, message, delivery, error, final=False,
                                   message_id=received.message_id)
@@ -91,6 +89,21 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
         await _record_failure(ctx, message, delivery, error, final=give_up,
                               message_id=received.message_id)
         return Outcome.ACK if give_up else Outcome.RETRY
+
+
+async def _dispatch(ctx: HandlerContext, message: Message, delivery: Delivery) -> None:
+    if isinstance(message, SplitMessage):
+        await handle_split(ctx, message, delivery)
+    elif isinstance(message, ReadUnitMessage):
+        await handle_read(ctx, message, delivery)
+    elif isinstance(message, ReadSheetMessage):
+        await handle_sheet(ctx, message, delivery)
+    elif isinstance(message, ConvertMessage):
+        await handle_convert(ctx, message, delivery)
+    elif isinstance(message, IndexMessage):
+        await handle_index(ctx, message, delivery)
+    elif isinstance(message, FieldsMessage):
+        await handle_fields(ctx, message, delivery)
 
 
 async def _record_failure(ctx: HandlerContext, message: Message, delivery: Delivery,

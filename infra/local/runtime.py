@@ -42,6 +42,7 @@ from extract.messages import (
 )
 from extract.poller import poll_once
 from extract.ports import ReceivedMessage
+from extract.stage_limits import stage_time_limit
 from infra.local.background_ingest import BackgroundIngest
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
@@ -143,6 +144,7 @@ class LocalRuntime:
             self._others_limit = settings.concurrency - min(settings.read_concurrency,
                                                             settings.concurrency - 1)
         self._worker_done = asyncio.Event()
+        self._extract_config = settings.extract_config()
         self._wake: asyncio.Event | None = None
 
     def planner(self) -> Planner:
@@ -364,11 +366,18 @@ class LocalRuntime:
             self.queue.change_visibility(received, backoff)
 
     async def _heartbeat(self, received: ReceivedMessage) -> None:
-        """Keep a long-running message hidden: extend its visibility at half the timeout. A
-        failed extension is logged and tried again; it never ends the heartbeat."""
+        """Keep a long-running message hidden: extend its visibility at half the timeout, up to
+        the stage's own time limit (``extract.stage_limits``; the handler is cancelled there),
+        so a handler that ignores its cancellation still gives its message back. A failed
+        extension is logged and tried again; it never ends the heartbeat."""
         timeout = self.settings.visibility_timeout_s
+        ceiling = time.monotonic() + stage_time_limit(received.queue, self._extract_config)
         while True:
             await asyncio.sleep(timeout / 2)
+            if time.monotonic() >= ceiling:
+                log.warning("%s ran past its stage's time limit; no longer kept hidden",
+                            received.message_id)
+                return
             try:
                 self.queue.change_visibility(received, timeout)
             except Exception:
