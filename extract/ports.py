@@ -308,9 +308,11 @@ class JobStore(Protocol):
         ...
 
     def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
-                     at: datetime) -> bool:
-        """Create the claim row, status claimed, only if none exists; False otherwise (read it
-        with ``get_field_claim``). Never takes over an existing claim, however old."""
+                     at: datetime, stale_before: datetime | None = None) -> bool:
+        """Create the claim row, status claimed, only if none exists, or take over a row still
+        only claimed since before ``stale_before`` (its worker died or was cut off at the
+        stage's time limit); False otherwise (read it with ``get_field_claim``). A terminal row
+        is never touched."""
         ...
 
     def get_field_claim(self, job_id: str, strategy: str) -> FieldClaim | None: ...

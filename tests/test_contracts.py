@@ -272,6 +272,28 @@ def test_job_store_fields_claim_is_one_conditional_write_never_taken_over(job_st
     assert job_store.get_field_claim("j", "agentic").status is ClaimStatus.FAILED
 
 
+def test_job_store_a_fields_claim_older_than_its_lease_is_taken_over(job_store):
+    """Issue 19: a claim left by a killed worker is taken over once older than the lease the
+    caller gives (``stale_before``); a younger one, or a terminal row, never is."""
+    _succeeded(job_store)
+    at = utc_now()
+    assert job_store.claim_fields("j", "rules", document_id="d", claimant="dead", at=at)
+    assert not job_store.claim_fields("j", "rules", document_id="d", claimant="w2",
+                                      at=at + timedelta(seconds=5),
+                                      stale_before=at - timedelta(seconds=60))
+    assert job_store.claim_fields("j", "rules", document_id="d", claimant="w2",
+                                  at=at + timedelta(hours=1),
+                                  stale_before=at + timedelta(seconds=1))
+    assert job_store.get_field_claim("j", "rules").claimant == "w2"
+    assert not job_store.settle_fields("j", "rules", document_id="d", status=ClaimStatus.DONE,
+                                       result="{}", claimant="dead", at=at)
+    assert job_store.settle_fields("j", "rules", document_id="d", status=ClaimStatus.DONE,
+                                   result="{}", claimant="w2", at=at)
+    assert not job_store.claim_fields("j", "rules", document_id="d", claimant="w3",
+                                      at=at + timedelta(days=9), stale_before=at + timedelta(days=8))
+    assert job_store.get_field_claim("j", "rules").status is ClaimStatus.DONE
+
+
 def test_job_store_a_dead_claim_is_settled_only_without_a_claimant(job_store):
     _succeeded(job_store)
     job_store.claim_fields("j", "rules", document_id="d", claimant="dead", at=utc_now())

@@ -145,11 +145,15 @@ class SqliteClaims:
                            [(now, job_id) for job_id in job_ids])
 
     def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
-                     at: datetime) -> bool:
+                     at: datetime, stale_before: datetime | None = None) -> bool:
+        # ISO timestamps in UTC compare as strings; with no cutoff, '' takes over nothing.
+        cutoff = stale_before.isoformat() if stale_before is not None else ""
         cursor = self._db.execute(
             "INSERT INTO field_claims (job_id, strategy, document_id, status, claimant, claimed_at) "
-            "VALUES (?, ?, ?, 'claimed', ?, ?) ON CONFLICT (job_id, strategy) DO NOTHING",
-            (job_id, strategy, document_id, claimant, at.isoformat()))
+            "VALUES (?, ?, ?, 'claimed', ?, ?) ON CONFLICT (job_id, strategy) DO UPDATE SET "
+            "claimant = excluded.claimant, claimed_at = excluded.claimed_at "
+            "WHERE field_claims.status = 'claimed' AND field_claims.claimed_at < ?",
+            (job_id, strategy, document_id, claimant, at.isoformat(), cutoff))
         return cursor.rowcount == 1
 
     def get_field_claim(self, job_id: str, strategy: str) -> FieldClaim | None:
