@@ -29,6 +29,7 @@ from extract.handlers.index import handle_index
 from extract.handlers.read import handle_read
 from extract.handlers.sheet import handle_sheet
 from extract.handlers.split import handle_split
+from extract.handlers.unit_claim import emit_unit_failed
 from extract.messages import (
     ConvertMessage,
     FieldsMessage,
@@ -42,7 +43,7 @@ from extract.messages import (
 from extract.ports import ReceivedMessage
 from extract.stage_limits import stage_time_limit
 from extract.state import UnitClaim
-from lake.events import FailureRecorded, UnitFailed, utc_now
+from lake.events import FailureRecorded, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -113,13 +114,15 @@ async def _record_failure(ctx: HandlerContext, message: Message, delivery: Deliv
     unit_id = getattr(message, "unit_id", None)
     delivery.emit(FailureRecorded, unit_id=unit_id, stage=STAGES[message.type],
                   error_type=error_type, message=text, final=final, message_id=message_id)
-    if final and isinstance(message, ReadUnitMessage | ReadSheetMessage):
-        delivery.emit(UnitFailed, unit_id=unit_id, error_type=error_type, message=text)
     await delivery.commit()
     if not final:
         return
     if isinstance(message, ReadUnitMessage | ReadSheetMessage):
-        ctx.store.fail_unit(message.job_id, message.unit_id, error_type, text)
+        # The store's transition first, the event after: a unit another delivery finished
+        # meanwhile is not failed, and gets no unit_failed row. A crash between the two is
+        # repaired by the next delivery, which finds the unit failed (``emit_unit_failed``).
+        if ctx.store.fail_unit(message.job_id, message.unit_id, error_type, text):
+            await emit_unit_failed(ctx, delivery, message.job_id, message.unit_id)
     elif isinstance(message, SplitMessage | ConvertMessage):
         ctx.store.set_job_error(message.job_id, error_type)
     elif isinstance(message, IndexMessage):

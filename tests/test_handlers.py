@@ -234,3 +234,45 @@ async def test_a_duplicate_read_message_while_the_first_is_being_read_backs_off(
     assert [(f.error_type, f.final) for f in failures] == [("unit_claimed", False)]
     assert await handle_message(harness.ctx, second) is Outcome.ACK  # the retry: done already
     assert len([c for c in harness.cpu.calls if c[0] == "read_text_layer"]) == 1
+
+
+async def test_a_final_failure_writes_unit_failed_only_after_the_store_failed_the_unit(
+        tmp_path, pdf_factory):
+    """Issue 19: the store's transition first, the event after. A read's last delivery fails
+    while another delivery has finished the unit meanwhile: the store keeps it done and the lake
+    gets no unit_failed row. (Before: UnitFailed was committed before fail_unit was tried.)"""
+    from extract.errors import CorruptDocument
+    from extract.messages import ReadUnitMessage
+
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 3))
+    (received,) = harness.receive(READ_QUEUE)
+    unit_id = ReadUnitMessage.model_validate_json(received.body).unit_id
+
+    async def finished_elsewhere_then_fails(fn, *args, timeout_s):
+        harness.store.finish_unit(ingested.job_id, unit_id)  # the other delivery's write
+        raise CorruptDocument("page 2 is broken")
+
+    harness.cpu.run = finished_elsewhere_then_fails
+    assert await handle_message(harness.ctx, received) is Outcome.ACK
+    assert harness.store.get_unit(ingested.job_id, unit_id).status is UnitStatus.DONE
+    assert harness.sink.of_type("unit_failed") == []
+    assert [(f.error_type, f.final) for f in harness.sink.of_type("failure")] == [
+        ("corrupt", True)]
+
+
+async def test_a_unit_failed_event_lost_in_a_crash_is_written_by_the_next_delivery(
+        tmp_path, pdf_factory):
+    """The store failed the unit, then the process died before the event: the redelivery finds
+    the unit failed and writes its unit_failed event from the store's record."""
+    from extract.messages import ReadUnitMessage
+
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 3))
+    (received,) = harness.receive(READ_QUEUE)
+    unit_id = ReadUnitMessage.model_validate_json(received.body).unit_id
+    harness.store.fail_unit(ingested.job_id, unit_id, "corrupt", "page 2 is broken")
+    assert await handle_message(harness.ctx, received) is Outcome.ACK
+    (event,) = harness.sink.of_type("unit_failed")
+    assert (event.unit_id, event.error_type, event.message) == (unit_id, "corrupt",
+                                                                "page 2 is broken")

@@ -15,10 +15,10 @@ from extract.context import Delivery, HandlerContext, ReadScope
 from extract.errors import TerminalError
 from extract.handlers.sources import pdf_key
 from extract.handlers.split import job_context
-from extract.handlers.unit_claim import unit_claimed
+from extract.handlers.unit_claim import emit_unit_failed, unit_claimed
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
-from extract.state import Job, Unit
+from extract.state import Job, Unit, UnitStatus
 from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key
 
@@ -38,6 +38,8 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
     unit = ctx.store.get_unit(message.job_id, message.unit_id)
     if job is None or unit is None:
         raise TerminalError(f"no unit {message.job_id}/{message.unit_id}", error_type="unknown_unit")
+    if unit.status is UnitStatus.FAILED:  # its event may have been lost in a crash: again
+        await emit_unit_failed(ctx, delivery, job.job_id, unit.unit_id)
     if job.status.terminal or unit.status.terminal:
         return
     async with unit_claimed(ctx, job.job_id, unit.unit_id, delivery) as ours:

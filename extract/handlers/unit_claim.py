@@ -19,7 +19,8 @@ from collections.abc import AsyncIterator
 
 from extract.context import Delivery, HandlerContext
 from extract.errors import UnitBusy
-from extract.state import UnitClaim
+from extract.state import UnitClaim, UnitStatus
+from lake.events import UnitFailed
 
 log = logging.getLogger(__name__)
 
@@ -60,3 +61,15 @@ async def _renew(ctx: HandlerContext, job_id: str, unit_id: str, owner: str,
                 return  # finished, failed or taken over: nothing left to hold
         except Exception:  # the next renewal tries again; the lease has two more thirds
             log.exception("could not renew the lease on unit %s/%s", job_id, unit_id)
+
+
+async def emit_unit_failed(ctx: HandlerContext, delivery: Delivery, job_id: str,
+                           unit_id: str) -> None:
+    """The ``unit_failed`` event of a unit the store has failed, built from the store's record
+    (the same event id every time, so a repair after a crash is a duplicate, not a new row)."""
+    unit = ctx.store.get_unit(job_id, unit_id)
+    if unit is None or unit.status is not UnitStatus.FAILED:
+        return
+    delivery.emit(UnitFailed, unit_id=unit_id, error_type=unit.error_type or "failed",
+                  message=unit.error or "")
+    await delivery.commit()
