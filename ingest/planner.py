@@ -50,6 +50,8 @@ def worth_retrying(failure_reason: str | None) -> bool:
 class IngestOutcome(StrEnum):
     NEW = "new"
     NEW_VERSION = "new_version"
+    RETRY = "retry"
+    """Identical bytes whose last job failed, taken again: a new job on the same version."""
     UNCHANGED = "unchanged"
 
 
@@ -170,7 +172,13 @@ class Planner:
             planned.append(version)
             if path in passwords:
                 secrets[version.job_id] = passwords[path]
-            outcome = IngestOutcome.NEW_VERSION if version.version > 1 else IngestOutcome.NEW
+            if (seen is not None and version.document_id == seen[0].document_id
+                    and version.version == seen[0].version):
+                outcome = IngestOutcome.RETRY
+            elif version.version > 1:
+                outcome = IngestOutcome.NEW_VERSION
+            else:
+                outcome = IngestOutcome.NEW
             result = Ingested(outcome, version.document_id, version.job_id, path.name)
             claimed[digest] = result
             results.append(result)
@@ -234,7 +242,9 @@ class Planner:
         return NewVersion(
             document_id=document_id, job_id=job_id, source_name=path.name,
             source_key=source_key, sha256=digest, bytes=path.stat().st_size,
-            version=previous.version + 1 if previous else 1,
+            # Identical bytes taken again (a retry of a failed job): the same version, a new job.
+            version=(previous.version if previous and previous.sha256 == digest
+                     else previous.version + 1 if previous else 1),
             object_key=stored_key or upload_key(document_id, job_id), created_at=utc_now(),
             source_path=source_path or path.name, run_choices=self.run_choices,
         )

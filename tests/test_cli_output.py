@@ -164,3 +164,19 @@ def test_an_interrupted_worker_exits_130_and_says_what_finished(tmp_path):
     assert process.returncode == 130, err
     summary = json.loads(out)
     assert summary["interrupted"] is True and summary["documents"] == 0
+
+
+def test_retry_failed_is_a_new_job_on_the_same_version_not_a_new_version(home, tmp_path):
+    """Issue 19: --retry-failed on unchanged bytes used to bump documents.version (same sha256)
+    and report "new versions 1". A retry is a new job on the same version."""
+    before = json.loads(invoke("sql", "SELECT source_name, version, sha256 FROM documents "
+                               "ORDER BY 1", "--home", home, "--format", "json").output)
+    again = invoke("run", str(tmp_path / "docs"), "--home", home, "--retry-failed")
+    assert again.exit_code == 0, again.output
+    assert "new versions 0" in again.output and "retried 1" in again.output
+    after = json.loads(invoke("sql", "SELECT source_name, version, sha256 FROM documents "
+                              "ORDER BY 1", "--home", home, "--format", "json").output)
+    assert after == before
+    jobs = json.loads(invoke("sql", "SELECT count(*) AS n FROM jobs", "--home", home,
+                             "--format", "json").output)
+    assert jobs == [{"n": 4}]

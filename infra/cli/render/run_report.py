@@ -83,6 +83,7 @@ class RunReport:
             "documents": len(self.ingested),
             "new": outcomes[IngestOutcome.NEW],
             "new_versions": outcomes[IngestOutcome.NEW_VERSION],
+            "retried": outcomes[IngestOutcome.RETRY],
             "unchanged": outcomes[IngestOutcome.UNCHANGED],
             "failed_before": self.failed_before,
             "succeeded": len(succeeded),
@@ -98,7 +99,8 @@ class RunReport:
     def print(self, out: Console) -> None:
         s = self.summary
         line = (f"documents {s['documents']}  (new {s['new']}, new versions {s['new_versions']}, "
-                f"unchanged {s['unchanged']})")
+                + (f"retried {s['retried']}, " if s["retried"] else "")
+                + f"unchanged {s['unchanged']})")
         out.print(line)
         rate = s["pages_read"] / s["seconds"] if s["seconds"] else 0.0
         out.print(f"succeeded {s['succeeded']}  failed {s['failed']}  pages read "
