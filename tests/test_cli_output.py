@@ -180,3 +180,14 @@ def test_retry_failed_is_a_new_job_on_the_same_version_not_a_new_version(home, t
     jobs = json.loads(invoke("sql", "SELECT count(*) AS n FROM jobs", "--home", home,
                              "--format", "json").output)
     assert jobs == [{"n": 4}]
+
+
+def test_a_run_with_nothing_to_do_returns_without_waiting_a_poll_interval(home, tmp_path):
+    """Issue 19: a second run over unchanged files took one poll interval (5.4 to 5.8 s at the
+    default) before returning: the end of ingest did not wake the run's loop. With an interval
+    of an hour, it must still return (the subprocess limit is far below the interval)."""
+    env = {**os.environ, **FAST, "DOCLAKE_POLL_INTERVAL_S": "3600"}
+    done = subprocess.run([sys.executable, "-m", "infra.cli.main", "run", str(tmp_path / "docs"),
+                           "--home", home], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "unchanged 3" in done.stdout and "pages read 0" in done.stdout

@@ -29,7 +29,8 @@ class BackgroundIngest:
                  passwords: Mapping[Path, str] | None = None,
                  source_paths: Mapping[Path, str] | None = None,
                  after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None,
-                 fields: tuple[str, str] | None = None):
+                 fields: tuple[str, str] | None = None,
+                 on_finished: Callable[[], None] | None = None):
         """``after_batch`` runs on the ingest thread, with its store, after each batch is planned
         (``run --fields`` asks for fields there, so extraction starts with the first documents)."""
         self._settings = settings
@@ -41,6 +42,7 @@ class BackgroundIngest:
         self._source_paths = source_paths  # per file: its path relative to the folder given
         self._after_batch = after_batch
         self._fields = fields  # (schema, strategy): kept with each job as it is created
+        self._on_finished = on_finished  # called on the ingest thread when it ends
         self._stop = threading.Event()
         self._results: list[Ingested] = []
         self._error: BaseException | None = None
@@ -73,6 +75,8 @@ class BackgroundIngest:
         finally:
             store.close()
             queue.close()
+            if self._on_finished is not None:  # the run's loop looks now, not at its next poll
+                self._on_finished()
 
     @property
     def finished(self) -> bool:

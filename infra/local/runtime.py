@@ -146,6 +146,7 @@ class LocalRuntime:
         self._worker_done = asyncio.Event()
         self._extract_config = settings.extract_config()
         self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write,
@@ -159,7 +160,7 @@ class LocalRuntime:
         return BackgroundIngest(self.settings, self.objects, self.writer, files,
                                 retry_failed=retry_failed, passwords=passwords,
                                 source_paths=source_paths, after_batch=after_batch,
-                                fields=fields).start()
+                                fields=fields, on_finished=self.nudge_from_thread).start()
 
     def recover(self) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).
@@ -192,6 +193,7 @@ class LocalRuntime:
         cpu = self.cpu
         committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s)
         wake = self._wake = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
         publish = asyncio.Event()
         stages = self.stats.stages
 
@@ -250,6 +252,14 @@ class LocalRuntime:
         """Poll now rather than at the next interval (the store changed outside a handler)."""
         if self._wake is not None:
             self._wake.set()
+
+    def nudge_from_thread(self) -> None:
+        """``nudge`` from another thread (ingest ending): a run with nothing left to do returns
+        at once rather than after a poll interval."""
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing to wake
+                loop.call_soon_threadsafe(wake.set)
 
     async def _poll(self, ctx: HandlerContext, clock: _PollerClock) -> None:
         """One poll, by the one runtime that holds the poller's lease."""
