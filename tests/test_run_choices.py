@@ -69,3 +69,8 @@ def test_a_killed_simulated_run_resumed_by_a_plain_worker_reads_every_page_by_th
                   ).to_pylist()[0]["n"]
     in_flight = 4 * 5  # concurrency x pages_in_flight: the most answered but unsaved at the kill
     assert 60 <= calls <= 60 + in_flight, calls
+    # Issue 19, item 9: simulated calls are kept apart from real spend in daily_costs.
+    costs = query(lake, "SELECT model, simulated, is_total, pages FROM daily_costs "
+                        "ORDER BY is_total, model").to_pylist()
+    assert costs and all(r["simulated"] and r["model"].startswith("simulated:") for r in costs)
+    assert [r["pages"] for r in costs if r["is_total"]] == [60]
