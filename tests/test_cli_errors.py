@@ -117,3 +117,24 @@ def test_unknown_format_reader_and_table(tmp_path, pdf_factory):
     assert_user_error(invoke("run", str(pdf_factory("a.pdf", 1)), "--reader", "magic",
                              "--home", str(tmp_path)), "--reader 'magic'", "auto, ", "simulated, text")
     assert_user_error(invoke("schema", "nope"), "no table 'nope'", "documents")
+
+
+@pytest.mark.parametrize("model", ["gemini-9-ultra", "models/gemini-9-ultra-001"])
+def test_a_model_with_no_price_stops_the_run_at_start_naming_it(tmp_path, pdf_factory, model):
+    """Issue 19: a model missing from the price table was recorded at $0 all run long."""
+    pdf = pdf_factory("a.pdf", 1)
+    home = tmp_path / "home"
+    result = invoke("run", str(pdf), "--home", str(home), "--reader", "simulated",
+                    env={"DOCLAKE_PRIMARY_MODEL": model})
+    assert_user_error(result, f"no price for model '{model}'", "DOCLAKE_MODEL_PRICES")
+    assert not (home / "lake").exists() or not any((home / "lake").rglob("*.parquet"))
+
+
+def test_a_priced_model_spelled_as_the_provider_spells_it_has_its_price():
+    """``models/`` before the name or a pinned ``-001`` after it: the same price."""
+    from extract.models.pricing import PriceTable
+
+    prices = PriceTable()
+    assert prices.missing(["models/gemini-2.5-flash", "gemini-2.5-flash-lite-001"]) == []
+    assert prices.cost("models/gemini-2.5-flash-001", 1_000_000, 0) == prices.cost(
+        "gemini-2.5-flash", 1_000_000, 0) > 0
