@@ -267,7 +267,8 @@ class ModelCalled(Event):
     purpose: str = Field(description="what the call was for: read a page, extract fields...")
     provider: str = Field(description="the model provider (gemini, bedrock, simulated)")
     model: str = Field(description="the model's name")
-    outcome: str = Field(description="ok, error, timeout, blocked or empty")
+    outcome: str = Field(description="ok, error, timeout, blocked, empty or cancelled (we stopped "
+                         "waiting; the provider may bill it)")
     http_status: int | None = Field(None, description="HTTP status of the answer, when there was one")
     input_tokens: int = Field(0, description="tokens sent")
     output_tokens: int = Field(0, description="tokens received")

@@ -168,3 +168,26 @@ async def test_the_limiter_shrinks_under_429_and_recovers():
                                for n in range(200)))
     assert limiter.limit >= 4 * low and limiter.limit > 16
     assert sum(e.outcome == "ok" for e in sink.events) == 260
+
+
+async def test_a_cancelled_call_is_on_the_ledger():
+    """Issue 19: a call cancelled while the provider works on it (a stop, a stage's time limit)
+    left no model_calls row, though the provider may bill it."""
+    import time
+
+    def slow(call):
+        time.sleep(3)
+        return answer("late", 10, 2)
+
+    with FakeGemini(slow) as fake:
+        sink = ListSink()
+        models = build_models(config(fake))
+        task = asyncio.ensure_future(models.call(Prompt("Transcribe"), CallSite(
+            "read_page", job_id="j", page_number=1), Ledger(sink)))
+        while not fake.calls:
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    [event] = sink.events
+    assert (event.outcome, event.model, event.page_number) == ("cancelled", PRIMARY, 1)

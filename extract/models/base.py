@@ -20,6 +20,8 @@ to one model once and turn the answer, or the failure, into a ``Reply`` or a ``P
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -45,6 +47,8 @@ class Outcome(StrEnum):
     TIMEOUT = "timeout"
     BLOCKED = "blocked"
     EMPTY = "empty"
+    CANCELLED = "cancelled"
+    """Our side stopped waiting (a stop, a time limit): the provider may still bill it."""
 
 
 # 429 and 503 mean "slow down": they shrink the AIMD limit. 500, 502 and 504 are retried too, but
@@ -249,8 +253,17 @@ class ModelClient:
                                 latency_ms=(time.perf_counter() - started) * 1000,
                                 call_attempt=number, detail=str(error)[:500])
             raise
-        except BaseException:
+        except BaseException as error:
+            # Cancelled, or failed after the answer arrived (a reply that cannot be parsed):
+            # the call was made and may be billed, so it is on the ledger all the same.
             self.limiter.release(permit, throttled=False, success=False)
+            cancelled = isinstance(error, asyncio.CancelledError)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(ledger.record(
+                    site, provider=self.provider.provider, model=self.model,
+                    outcome=(Outcome.CANCELLED if cancelled else Outcome.ERROR).value,
+                    latency_ms=(time.perf_counter() - started) * 1000, call_attempt=number,
+                    detail=(repr(error) or "cancelled")[:500]))
             raise
         self.limiter.release(permit, throttled=False, success=True)
         await ledger.record(site, provider=self.provider.provider, model=self.model,
