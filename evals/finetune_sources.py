@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from evals.finetune import FinetuneDocument
 from evals.lakeio import read_labels, read_results
 from evals.scoring import Label, Result, group_of
 
@@ -21,16 +22,23 @@ INCLUDE_RULES = ("labelled", "agreement")
 
 
 def labelled_documents(labels: Sequence[Label], results: Sequence[Result],
-                       read_pages: PageReader) -> list[tuple]:
-    """Each labelled document that has a successful result, with that latest result's pages."""
-    latest: dict[str, Result] = {}
+                       read_pages: PageReader) -> list[FinetuneDocument]:
+    """Each labelled document with the pages of its latest successful result *of the version
+    the label was written for* (its SHA-256): a label never meets another version's text."""
+    by_document: dict[str, list[Result]] = {}
     for result in sorted(results, key=lambda r: r.published_at):
         if result.status == "succeeded":
-            latest[result.document_id] = result
-    return [(label.document_id, "labelled",
-             read_pages(label.document_id, latest[label.document_id].job_id),
-             label.values, label.value_format)
-            for label in labels if label.document_id in latest]
+            by_document.setdefault(result.document_id, []).append(result)
+    out = []
+    for label in labels:
+        matching = [r for r in by_document.get(label.document_id, [])
+                    if not (label.sha256 and r.sha256 and r.sha256 != label.sha256)]
+        if matching:
+            r = matching[-1]
+            out.append(FinetuneDocument(label.document_id, "labelled",
+                                        read_pages(label.document_id, r.job_id), label.values,
+                                        label.value_format, r.schema_name or "nda"))
+    return out
 
 
 def agreeing_documents(results: Sequence[Result], labelled: set[str],
@@ -47,9 +55,10 @@ def agreeing_documents(results: Sequence[Result], labelled: set[str],
                                 for k, vs in r.values.items())) for r in groups.values()}
         if len(groups) >= 2 and len(answers) == 1:
             newest = max(groups.values(), key=lambda r: r.published_at)
-            chosen.append((document_id, "confirmed", read_pages(document_id, newest.job_id),
-                           {k: tuple(v for v, _ in vs) for k, vs in newest.values.items()},
-                           "text"))
+            chosen.append(FinetuneDocument(
+                document_id, "confirmed", read_pages(document_id, newest.job_id),
+                {k: tuple(v for v, _ in vs) for k, vs in newest.values.items()}, "text",
+                newest.schema_name or "nda"))
     return chosen
 
 

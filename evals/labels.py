@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from evals.csv_cells import restore
 from lake.events import LabelRecorded, LabelValueRecorded
 
 __all__ = ["LabelError", "LabelInput", "DocumentIndex", "parse_labels", "label_events",
@@ -115,8 +116,9 @@ def parse_csv(path: Path) -> list[LabelInput]:
                              "document_id or sha256)")
         grouped: dict[tuple, dict[str, list[str]]] = {}
         first_line: dict[tuple, str] = {}
-        for line, row in enumerate(reader, start=2):
+        for line, raw in enumerate(reader, start=2):
             where = f"{path.name}:{line}"
+            row = {k: restore(v) if isinstance(v, str) else v for k, v in raw.items()}
             key, kind = _key(row, where)
             name = (row.get("field") or "").strip()
             if not name:

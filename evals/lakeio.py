@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from evals.scoring import Label, Result
 from lake.events import Event
 
-__all__ = ["read_documents", "read_labels", "read_results", "write_events", "read_rows"]
+__all__ = ["read_call_costs", "read_current_versions", "read_documents", "read_labels", "read_results",
+           "write_events", "read_rows"]
 
 
 def read_rows(lake_uri: str, sql: str, parameters: list | None = None) -> list[dict]:
@@ -35,12 +36,18 @@ def read_documents(lake_uri: str) -> list[dict]:
                      "FROM ev_document_registered")
 
 
+def read_current_versions(lake_uri: str) -> dict[str, str]:
+    """document_id -> SHA-256 of its latest version: what a label must have been written for."""
+    return {r["document_id"]: r["sha256"]
+            for r in read_rows(lake_uri, "SELECT document_id, sha256 FROM documents")}
+
+
 def read_labels(lake_uri: str, *, include_superseded: bool = False) -> list[Label]:
     """The current label of every labelled document (every version with the flag)."""
     where = "" if include_superseded else "WHERE NOT l.superseded"
     rows = read_rows(lake_uri, f"""
         SELECT l.document_id, l.label_id, l.labeller, l.labelled_at, l.fields_labelled,
-               l.value_format, v.field, v.value, v.value_index
+               l.value_format, l.sha256, v.field, v.value, v.value_index
         FROM labels AS l
         LEFT JOIN label_values AS v ON v.dt = l.dt AND v.label_id = l.label_id
         {where}
@@ -54,7 +61,7 @@ def read_labels(lake_uri: str, *, include_superseded: bool = False) -> list[Labe
     return [Label(document_id=e["row"]["document_id"], label_id=lid,
                   labeller=e["row"]["labeller"], labelled_at=_utc(e["row"]["labelled_at"]),
                   values={k: tuple(v) for k, v in e["values"].items()},
-                  value_format=e["row"]["value_format"])
+                  value_format=e["row"]["value_format"], sha256=e["row"]["sha256"])
             for lid, e in labels.items()]
 
 
@@ -66,8 +73,11 @@ def read_results(lake_uri: str, document_ids: Iterable[str] | None = None) -> li
     where = "WHERE r.document_id IN (SELECT unnest(?))" if ids is not None else ""
     rows = read_rows(lake_uri, f"""
         SELECT r.document_id, r.job_id, r.strategy, r.model_version, r.schema_name, r.status,
-               r.occurred_at AS published_at, f.field, f.value, f.value_index, f.page_number
+               r.occurred_at AS published_at, r.failure_reason, r.processing_ms,
+               r.input_tokens + r.output_tokens AS tokens, d.sha256,
+               f.field, f.value, f.value_index, f.page_number
         FROM ev_result_published AS r
+        LEFT JOIN ev_document_registered AS d ON d.dt = r.dt AND d.job_id = r.job_id
         LEFT JOIN result_fields AS f
           ON f.dt = r.dt AND f.job_id = r.job_id AND f.strategy = r.strategy
         {where}
@@ -82,8 +92,24 @@ def read_results(lake_uri: str, document_ids: Iterable[str] | None = None) -> li
                    model_version=e["row"]["model_version"],
                    published_at=_utc(e["row"]["published_at"]), status=e["row"]["status"],
                    schema_name=e["row"]["schema_name"],
-                   values={k: tuple(v) for k, v in e["values"].items()})
+                   values={k: tuple(v) for k, v in e["values"].items()},
+                   failure_reason=e["row"]["failure_reason"], sha256=e["row"]["sha256"],
+                   processing_ms=e["row"]["processing_ms"], tokens=e["row"]["tokens"] or 0)
             for (job, strategy), e in results.items()]
+
+
+def read_call_costs(lake_uri: str, job_ids: Iterable[str]) -> dict[str, dict]:
+    """job_id -> model calls made to extract its fields (purpose ``extract_fields``): calls,
+    tokens and US dollars. A job extracted by two LLM strategies has their calls together."""
+    ids = sorted(set(job_ids))
+    if not ids:
+        return {}
+    rows = read_rows(lake_uri, """
+        SELECT job_id, count(*) AS calls, sum(input_tokens + output_tokens) AS tokens,
+               sum(cost_usd) AS cost_usd
+        FROM model_calls WHERE purpose = 'extract_fields' AND job_id IN (SELECT unnest(?))
+        GROUP BY job_id""", [ids])
+    return {r["job_id"]: r for r in rows}
 
 
 def write_events(lake_uri: str, events: Sequence[Event]) -> None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import csv
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
+
+from evals.csv_cells import neutralise
 
 __all__ = ["size_bucket", "stratified", "write_sheet", "sample_candidates", "SHEET_COLUMNS"]
 
@@ -55,19 +57,27 @@ def stratified(candidates: Sequence[dict], n: int, seed: int = 13) -> list[dict]
     return picked[:n]
 
 
-def write_sheet(path: Path, picked: Iterable[dict], fields: Sequence[str]) -> int:
-    """One CSV row per extracted value, and one empty row per field without a value."""
+def write_sheet(path: Path, picked: Iterable[dict],
+                fields: Sequence[str] | Callable[[dict], Sequence[str]], *,
+                blind: bool = False) -> int:
+    """One CSV row per extracted value, and one empty row per field without a value; ``blind``:
+    one empty row per field, no extracted value, model or page (the labeller reads the
+    document, not the model's answer). A cell that a spreadsheet would run as a formula is
+    written as text (``evals.csv_cells``)."""
     count = 0
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(SHEET_COLUMNS)
         for row in picked:
             base = [row["document_id"], row.get("sha256") or "", row.get("source_name") or "",
-                    row.get("model_version") or "", row["strategy"]]
-            values = row.get("values") or {}
-            for name in [*fields, *sorted(set(values) - set(fields))]:
+                    "" if blind else row.get("model_version") or "",
+                    "" if blind else row["strategy"]]
+            values = {} if blind else row.get("values") or {}
+            names = fields(row) if callable(fields) else fields  # each document's own schema
+            for name in [*names, *sorted(set(values) - set(names))]:
                 for value, page in values.get(name) or [("", None)]:
-                    writer.writerow([*base, name, value, value, "" if page is None else page])
+                    writer.writerow([neutralise(cell) for cell in (
+                        *base, name, value, value, "" if page is None else page)])
             count += 1
     return count
 
@@ -87,4 +97,5 @@ def sample_candidates(lake_uri: str, since: datetime | None = None, *,
         if (since is None or r.published_at >= since) and r.document_id not in labelled:
             latest[r.document_id] = r
     return [{**documents.get(d, {}), "document_id": d, "model_version": r.model_version,
-             "strategy": r.strategy, "values": r.values} for d, r in latest.items()]
+             "strategy": r.strategy, "schema_name": r.schema_name, "values": r.values}
+            for d, r in latest.items()]

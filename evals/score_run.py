@@ -7,6 +7,7 @@ report and an analyst's SQL find a run's failures after the fact.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,12 +15,39 @@ from datetime import datetime
 
 from uuid6 import uuid7
 
-from evals.bootstrap import RESAMPLES, SEED, Comparison, Figures, GroupFigures, compare, group_figures, pooled
-from evals.lakeio import read_labels, read_results, write_events
-from evals.scoring import Normalizer, Scored, group_of, score_all
+from evals.bootstrap import (
+    INTERVAL,
+    MIN_DOCUMENTS,
+    RESAMPLES,
+    SEED,
+    Comparison,
+    Figures,
+    GroupFigures,
+    compare,
+    group_figures,
+)
+from evals.lakeio import (
+    read_call_costs,
+    read_current_versions,
+    read_labels,
+    read_results,
+    write_events,
+)
+from evals.scoring import Label, Normalizer, Scored, coverage, group_of, score_all, split_stale
 from lake.events import EvalOutcomeRecorded, EvalRunCompleted, EvalScoreComputed, Event
 
-__all__ = ["ScoreRun", "run_scoring", "score_lake"]
+__all__ = ["ScoreRun", "TrainingSet", "run_scoring", "score_lake"]
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """The documents a shipped model was fitted on: scoring it on them says nothing about it.
+    ``version_prefix`` matches the groups it produced (e.g. ``rules-lr1-254docs-44ca855c``)."""
+
+    version_prefix: str
+    sha256s: frozenset[str]
+    names: frozenset[str] = frozenset()
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -29,14 +57,23 @@ class ScoreRun:
     until: datetime | None
     labels: int
     scored: tuple[Scored, ...]
-    overall: Figures
     groups: tuple[GroupFigures, ...]
     comparisons: tuple[Comparison, ...]
     resamples: int
     seed: int
+    stale: tuple[Label, ...] = ()
+    coverage: dict | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def overall(self) -> Figures | None:
+        """The headline: the one group's figures, None when there are several (pooling them
+        would count a document scored by two strategies twice; read ``groups``)."""
+        return self.groups[0].overall if len(self.groups) == 1 else None
 
     def to_dict(self) -> dict:
         """The JSON of ``doclake evals score --format json``: figures under their own names."""
+        single = self.groups[0] if len(self.groups) == 1 else None
         return {
             "eval_run_id": self.eval_run_id,
             "since": self.since.isoformat() if self.since else None,
@@ -44,49 +81,95 @@ class ScoreRun:
             "labelled_documents": self.labels,
             "scored_documents": len({s.label.document_id for s in self.scored}),
             "scored_results": len(self.scored),
-            "overall": self.overall.to_dict(),
-            "fields": _pooled_fields(self.scored),
+            "stale_labels": len(self.stale),
+            "stale": [{"document_id": x.document_id, "label_id": x.label_id,
+                       "labelled_for_sha256": x.sha256, "labeller": x.labeller}
+                      for x in self.stale],
+            "overall": single.overall.to_dict() if single else None,
+            "fields": {k: v.to_dict() for k, v in sorted(single.fields.items())} if single
+            else {},
             "groups": [g.to_dict() for g in self.groups],
             "comparisons": [c.to_dict() for c in self.comparisons],
+            "coverage": self.coverage or {},
+            "warnings": list(self.warnings),
             "bootstrap": {"resamples": self.resamples, "seed": self.seed, "unit": "document",
-                          "interval": "2.5-97.5 percentile"},
+                          "interval": INTERVAL},
         }
 
 
-def _pooled_fields(scored: Sequence[Scored]) -> dict:
-    from evals.kleister_metric import Score
+def _with_costs(groups: Sequence[GroupFigures], scored: Sequence[Scored],
+                costs: Mapping[str, dict]) -> list[GroupFigures]:
+    """Each group's mean model cost and extraction time per scored document, beside its F1
+    (cost from ``model_calls`` of the result's job, for a result that spent tokens; the rules
+    strategy spends none)."""
+    out = []
+    for g in groups:
+        rows = [s for s in scored if s.latest_in_group and group_of(s.result) == (
+            g.model_version, g.strategy)]
+        spent = [float(costs.get(s.result.job_id, {}).get("cost_usd") or 0.0)
+                 if s.result.tokens else 0.0 for s in rows]
+        times = [s.result.processing_ms for s in rows if s.result.processing_ms is not None]
+        details = {**g.details,
+                   "cost_usd_per_document": sum(spent) / len(rows) if rows else None,
+                   "processing_ms_per_document": sum(times) / len(times) if times else None}
+        out.append(dataclasses.replace(g, details=details))
+    return out
 
-    rows = [s for s in scored if s.latest_in_group]
-    names = sorted({name for s in rows for name in s.fields})
-    return {name: sum((s.fields.get(name, Score()) for s in rows), Score()).to_dict()
-            for name in names}
+
+def _warnings(groups: Sequence[GroupFigures], scored: Sequence[Scored], stale: Sequence[Label],
+              training_sets: Sequence[TrainingSet]) -> list[str]:
+    out = []
+    for g in groups:
+        if g.overall.documents < MIN_DOCUMENTS:
+            out.append(f"{g.strategy} {g.model_version}: {g.overall.documents} documents, fewer "
+                       f"than {MIN_DOCUMENTS}; the interval is wide and a difference this small "
+                       "decides nothing")
+        for ts in training_sets:
+            if not g.model_version.startswith(ts.version_prefix):
+                continue
+            inside = {s.label.document_id for s in scored if group_of(s.result) == (
+                g.model_version, g.strategy) and s.latest_in_group and (
+                (s.result.sha256 or s.label.sha256) in ts.sha256s)}
+            if inside:
+                out.append(f"{g.strategy} {g.model_version}: {len(inside)} of "
+                           f"{g.overall.documents} scored documents are in the model's training "
+                           f"set{' (' + ts.description + ')' if ts.description else ''}: "
+                           "in-sample, this figure says nothing about unseen documents")
+    if stale:
+        out.append(f"{len(stale)} stale labels: their document has a newer version than the one "
+                   "labelled; not scored (label the new content, or see --format json)")
+    return out
 
 
 def score_lake(lake_uri: str, *, since: datetime | None, until: datetime | None,
                normalizers: Mapping[str, Normalizer] | None = None,
-               resamples: int = RESAMPLES, seed: int = SEED) -> ScoreRun:
+               resamples: int = RESAMPLES, seed: int = SEED,
+               training_sets: Sequence[TrainingSet] = ()) -> ScoreRun:
     """Score without writing anything (the report and ``--dry-run`` use it)."""
-    labels = read_labels(lake_uri)
+    labels, stale = split_stale(read_labels(lake_uri), read_current_versions(lake_uri))
     results = read_results(lake_uri, [label.document_id for label in labels])
     scored = score_all(labels, results, normalizers=normalizers, since=since, until=until)
-    groups = group_figures(scored, resamples=resamples, seed=seed)
+    groups = _with_costs(group_figures(scored, resamples=resamples, seed=seed), scored,
+                         read_call_costs(lake_uri, {s.result.job_id for s in scored}))
     keys = [(g.model_version, g.strategy) for g in groups]
     comparisons = tuple(c for a, b in itertools.combinations(keys, 2)
                         if (c := compare(scored, a, b, resamples=resamples, seed=seed)).documents)
-    return ScoreRun(str(uuid7()), since, until, len(labels), tuple(scored),
-                    pooled(scored, resamples=resamples, seed=seed), tuple(groups), comparisons,
-                    resamples, seed)
+    return ScoreRun(str(uuid7()), since, until, len(labels), tuple(scored), tuple(groups),
+                    comparisons, resamples, seed, tuple(stale),
+                    coverage(labels, results, since=since, until=until),
+                    tuple(_warnings(groups, scored, stale, training_sets)))
 
 
 def run_events(run: ScoreRun, now: datetime) -> list[Event]:
     """Everything a run writes to the lake."""
     rid = run.eval_run_id
-    o = run.overall
+    o = run.overall.score if run.overall else None  # no pooled figure across groups
     events: list[Event] = [EvalRunCompleted(
         eval_run_id=rid, since=run.since, until=run.until,
         documents=len({s.label.document_id for s in run.scored}), scored_results=len(run.scored),
-        groups=len(run.groups), precision=o.score.precision, recall=o.score.recall,
-        f1=o.score.f1, resamples=run.resamples, seed=run.seed, occurred_at=now)]
+        groups=len(run.groups), precision=o.precision if o else None,
+        recall=o.recall if o else None, f1=o.f1 if o else None, resamples=run.resamples,
+        seed=run.seed, occurred_at=now)]
     for group in run.groups:
         for name, figures in [("overall", group.overall), *group.fields.items()]:
             events.append(_score_event(rid, "group", group.model_version, group.strategy, name,
@@ -123,9 +206,10 @@ def _score_event(rid: str, level: str, version: str, strategy: str, name: str,
 
 def run_scoring(lake_uri: str, *, since: datetime | None, until: datetime | None, now: datetime,
                 normalizers: Mapping[str, Normalizer] | None = None,
-                resamples: int = RESAMPLES, seed: int = SEED) -> ScoreRun:
+                resamples: int = RESAMPLES, seed: int = SEED,
+                training_sets: Sequence[TrainingSet] = ()) -> ScoreRun:
     """Score and write the run to the lake (eval_runs, eval_scores, eval_outcomes)."""
     run = score_lake(lake_uri, since=since, until=until, normalizers=normalizers,
-                     resamples=resamples, seed=seed)
+                     resamples=resamples, seed=seed, training_sets=training_sets)
     write_events(lake_uri, run_events(run, now))
     return run

@@ -19,6 +19,18 @@ token already; any other value, labelled or extracted, goes through the schema's
 (for the NDA schema infra passes the Kleister formatting: 'Nike, Inc.' -> 'Nike_Inc.').
 Predicted values of fields the label does not cover are not scored: a partial label says
 nothing about them.
+
+Versions and failures:
+
+- a label carries the SHA-256 of the document version it was written for; it meets only
+  results of that version, and once the document has a newer version the label is *stale*
+  (``split_stale``): not scored, reported, until someone labels the new content;
+- a failed result belongs to its strategy's group (its ``model_version``; an older failure
+  without one takes the version of the same strategy's nearest result, ``with_versions``): a
+  model failure (invalid output, a blocked document, a dead letter) is an empty prediction there;
+- an infrastructure failure (``INFRASTRUCTURE_FAILURES``: no API key, an unknown schema, a job
+  that failed before its text was read) says nothing of the model: it is left out of the
+  figures and counted as coverage (``coverage``).
 """
 
 from __future__ import annotations
@@ -30,8 +42,14 @@ from datetime import datetime
 
 from evals.kleister_metric import Score, score_document
 
-__all__ = ["Label", "Result", "Outcome", "Scored", "Normalizer", "plain_value", "select",
-           "score_pair", "score_all", "group_of"]
+__all__ = ["INFRASTRUCTURE_FAILURES", "Label", "Result", "Outcome", "Scored", "Normalizer",
+           "coverage", "plain_value", "select", "score_pair", "score_all", "group_of",
+           "split_stale", "with_versions"]
+
+INFRASTRUCTURE_FAILURES = frozenset({
+    "strategy_unavailable", "schema_unavailable", "unsupported_schema", "job_failed",
+    "missing_pages", "model_missing", "unknown_job"})
+"""Failure reasons that are not the model's doing: reported as coverage, never as quality."""
 
 Normalizer = Callable[[str, str], str]
 """(field, value) -> the value as it appears in a ``field=value`` token."""
@@ -50,6 +68,8 @@ class Label:
     labelled_at: datetime
     values: Mapping[str, tuple[str, ...]]  # every labelled field; () = none
     value_format: str = "text"
+    sha256: str | None = None
+    """The document version the label was written for (None: an old label, any version)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +83,16 @@ class Result:
     schema_name: str | None = None
     values: Mapping[str, tuple[tuple[str, int | None], ...]] = field(default_factory=dict)
     """field -> ((value, page_number), ...) in value_index order."""
+    failure_reason: str | None = None
+    sha256: str | None = None
+    """The document version the result was extracted from."""
+    processing_ms: float | None = None
+    tokens: int = 0
+    """Model tokens the result spent (0: no model was called, as with rules)."""
+
+    @property
+    def infrastructure_failure(self) -> bool:
+        return self.status != "succeeded" and self.failure_reason in INFRASTRUCTURE_FAILURES
 
 
 @dataclass(frozen=True)
@@ -96,16 +126,86 @@ def group_of(result: Result) -> tuple[str, str]:
     return (result.model_version or "", result.strategy)
 
 
+def split_stale(labels: Iterable[Label], current: Mapping[str, str]
+                ) -> tuple[list[Label], list[Label]]:
+    """(labels of the document's current version, stale labels): ``current`` maps a document
+    id to the SHA-256 of its latest version. A label without a SHA-256 is kept (it predates
+    versioned labels)."""
+    fresh, stale = [], []
+    for label in labels:
+        now = current.get(label.document_id)
+        (stale if label.sha256 and now and label.sha256 != now else fresh).append(label)
+    return fresh, stale
+
+
+def with_versions(results: Sequence[Result]) -> list[Result]:
+    """Failed results without a version take the version of the same strategy's nearest
+    result in time (of the same schema), so a model's failures stay in its group."""
+    import dataclasses
+
+    versioned = sorted((r for r in results if r.model_version), key=lambda r: r.published_at)
+    out = []
+    for r in results:
+        if r.model_version or r.status == "succeeded" or r.infrastructure_failure:
+            out.append(r)
+            continue
+        peers = [v for v in versioned if v.strategy == r.strategy
+                 and v.schema_name == r.schema_name]
+        if peers:
+            near = min(peers, key=lambda v: abs((v.published_at - r.published_at).total_seconds()))
+            r = dataclasses.replace(r, model_version=near.model_version)
+        out.append(r)
+    return out
+
+
+def _in_window(result: Result, since: datetime | None, until: datetime | None) -> bool:
+    return (since is None or result.published_at >= since) and (
+        until is None or result.published_at < until)
+
+
+def coverage(labels: Iterable[Label], results: Iterable[Result], *,
+             since: datetime | None = None, until: datetime | None = None) -> dict[str, dict]:
+    """Per strategy: labelled documents with a result in the window, how many of them were
+    scored (latest result a success or a model failure), and how many only have an
+    infrastructure failure (by reason)."""
+    labelled = {label.document_id: label for label in labels}
+    latest: dict[tuple[str, str], Result] = {}
+    for r in sorted(results, key=lambda r: (r.published_at, r.job_id)):
+        label = labelled.get(r.document_id)
+        if label is None or not _in_window(r, since, until) or (
+                label.sha256 and r.sha256 and r.sha256 != label.sha256):
+            continue
+        latest[(r.strategy, r.document_id)] = r
+    out: dict[str, dict] = {}
+    for (strategy, _), r in sorted(latest.items()):
+        entry = out.setdefault(strategy, {"documents": 0, "scored": 0,
+                                          "infrastructure_failures": 0, "model_failures": 0,
+                                          "reasons": {}})
+        entry["documents"] += 1
+        if r.infrastructure_failure:
+            entry["infrastructure_failures"] += 1
+            entry["reasons"][r.failure_reason] = entry["reasons"].get(r.failure_reason, 0) + 1
+        else:
+            entry["scored"] += 1
+            entry["model_failures"] += r.status != "succeeded"
+    for entry in out.values():
+        entry["coverage"] = entry["scored"] / entry["documents"] if entry["documents"] else None
+    return out
+
+
 def select(labels: Iterable[Label], results: Iterable[Result], *, since: datetime | None = None,
            until: datetime | None = None) -> list[tuple[Label, Result, bool, bool]]:
     """(label, result, as_labelled, latest_in_group) for every pair to score, ordered by
-    document then publication."""
+    document then publication. A label meets only results of the version it was written for;
+    infrastructure failures meet none."""
     by_document: dict[str, list[Result]] = {}
     for result in results:
-        by_document.setdefault(result.document_id, []).append(result)
+        if not result.infrastructure_failure:
+            by_document.setdefault(result.document_id, []).append(result)
     pairs = []
     for label in sorted(labels, key=lambda item: item.document_id):
-        history = sorted(by_document.get(label.document_id, []),
+        history = sorted((r for r in by_document.get(label.document_id, [])
+                          if not (label.sha256 and r.sha256 and r.sha256 != label.sha256)),
                          key=lambda r: (r.published_at, r.job_id, r.strategy))
         before = [r for r in history if r.published_at <= label.labelled_at]
         had = before[-1] if before else None
@@ -185,4 +285,5 @@ def score_all(labels: Iterable[Label], results: Iterable[Result], *,
     normalizers = normalizers or {}
     return [score_pair(label, result, normalizers.get(result.schema_name or "", plain_value),
                        as_labelled=had, latest_in_group=latest)
-            for label, result, had, latest in select(labels, results, since=since, until=until)]
+            for label, result, had, latest in select(labels, with_versions(list(results)),
+                                                     since=since, until=until)]

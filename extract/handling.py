@@ -85,6 +85,8 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
                                   message_id=received.message_id)
             return Outcome.RETRY
         give_up = isinstance(error, TerminalError) or final
+        if final and delivery.attempt >= 2 and error_type_of(error) == "worker_crashed":
+            error = crashes_parser(message, delivery.attempt)
         if not isinstance(error, TerminalError):
             log.warning("%s failed (attempt %d): %r", message.type, delivery.attempt, error)
         await _record_failure(ctx, message, delivery, error, final=give_up,
@@ -105,6 +107,15 @@ async def _dispatch(ctx: HandlerContext, message: Message, delivery: Delivery) -
         await handle_index(ctx, message, delivery)
     elif isinstance(message, FieldsMessage):
         await handle_fields(ctx, message, delivery)
+
+
+def crashes_parser(message: Message, attempts: int) -> TerminalError:
+    """The last delivery of a message killed its worker again: the bytes crash the parser.
+    A final reason (``crashes_parser``), so later runs do not take the same bytes again and
+    again (``ingest.planner.FINAL_REASONS``); ``--retry-failed`` still does, after an upgrade."""
+    return TerminalError(f"the {message.type} step killed its worker process on delivery "
+                         f"{attempts} as on those before: these bytes crash the parser",
+                         error_type="crashes_parser")
 
 
 async def _record_failure(ctx: HandlerContext, message: Message, delivery: Delivery,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from extract.context import HandlerContext
+from extract.handlers.sources import decrypted_key
 from extract.messages import (
     CONVERT_QUEUE,
     FIELDS_QUEUE,
@@ -136,10 +137,19 @@ async def poll_once(ctx: HandlerContext, *, now: datetime | None = None,
                                     failure_reason=decision.reason,
                                     failure_detail=decision.detail, at=now):
             applied.append(decision)
+    for decision in applied:
+        if decision.new.terminal:  # a decrypted copy is plaintext: it lives as long as its job
+            remove_decrypted_copy(ctx, decision.document_id, decision.job_id)
     await publish_status_events(ctx, [d.job_id for d in applied])
     send_index_messages(ctx)
     send_fields_messages(ctx)
     return applied
+
+
+def remove_decrypted_copy(ctx: HandlerContext, document_id: str, job_id: str) -> int:
+    """Delete the plaintext copy of an encrypted upload once its job has ended (a retry decrypts
+    again from the upload); also run by the runtime's recovery for jobs that ended in a crash."""
+    return ctx.objects.delete_prefix(decrypted_key(document_id, job_id))
 
 
 def _count_stalls(ctx: HandlerContext, active: list[JobProgress],

@@ -40,7 +40,10 @@ class ObjectStore(Protocol):
         """Several ``put``s at once (a unit's pages); each object is atomic, the batch is not."""
         ...
 
-    def put_file(self, key: str, path: Path) -> None: ...
+    def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
+        """Store a local file; with ``max_bytes`` at most ``max_bytes + 1`` of its bytes (a file
+        over the size limit is stored only far enough to be failed ``file_too_large``)."""
+        ...
 
     def get(self, key: str) -> bytes:
         """Raises ``KeyError`` when the key does not exist."""

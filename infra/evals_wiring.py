@@ -1,19 +1,23 @@
-"""What the evals package needs to know about schemas and stored pages, wired in one place.
+"""What the evals package needs to know about schemas, prompts and stored pages, wired in one place.
 
 ``evals`` imports only ``lake``: it must not know how the NDA schema's values become the
-benchmark's tokens, which fields are lists, or where a job's pages are stored. The command
-(`doclake evals ...`) and the weekly-evals Lambda both take that knowledge from here, so the two
-score with the same rules.
+benchmark's tokens, which fields are lists, how a ``MODULE:CLASS`` schema types its values, what
+prompt production sends, what the shipped model was trained on, or where a job's pages are
+stored. The command (`doclake evals ...`) and the weekly-evals Lambda both take that knowledge
+from here, so the two score with the same rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 
 from extract.ports import ObjectStore
 from lake.layout import pages_prefix
 
-__all__ = ["list_fields", "normalizers", "page_reader", "schema_fields"]
+__all__ = ["SchemaNormalizers", "list_fields", "normalizers", "page_reader", "schema_fields",
+           "target_schema", "training_sets"]
 
 
 def _kleister_normalizer(field: str, value: str) -> str:
@@ -22,33 +26,125 @@ def _kleister_normalizer(field: str, value: str) -> str:
     return kleister_value(value)
 
 
-def normalizers() -> dict:
-    """How each schema's values become tokens: the NDA schema in the benchmark's form; other
-    schemas (MODULE:CLASS) get ``evals.scoring.plain_value``."""
-    return {"nda": _kleister_normalizer}
+@cache
+def _schema(name: str):
+    """The schema class a result names (``nda`` or ``MODULE:CLASS``), None when it cannot be
+    loaded here (a schema module not on this machine's path)."""
+    from extract.fields.schemas import SchemaLoadError, load_schema
+
+    try:
+        return load_schema(name)
+    except SchemaLoadError:
+        return None
 
 
-def list_fields() -> tuple[str, ...]:
-    """List fields of the built-in schema (a user schema's lists are read from its labels)."""
-    from extract.fields.schemas import NdaFields
+class SchemaNormalizers(Mapping):
+    """Schema name -> how its values become tokens: the NDA schema in the benchmark's form;
+    any other schema by its own field types (``evals.canonical``), loaded when first asked."""
 
-    return tuple(name for name, info in NdaFields.model_fields.items()
-                 if getattr(info.annotation, "__origin__", None) is list)
+    def __getitem__(self, name: str):
+        if name == "nda":
+            return _kleister_normalizer
+        schema = _schema(name)
+        if schema is None:
+            raise KeyError(name)
+        return _normalizer_for(schema)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("nda",))
+
+    def __len__(self) -> int:
+        return 1
 
 
-def schema_fields() -> tuple[str, ...]:
-    """The built-in schema's fields, in order: the labelling sheet's columns."""
-    from extract.fields.schemas import NdaFields
+@cache
+def _normalizer_for(schema):
+    from evals.canonical import schema_normalizer
 
-    return tuple(NdaFields.model_fields)
+    return schema_normalizer(schema)
+
+
+def normalizers() -> Mapping:
+    return SchemaNormalizers()
+
+
+def list_fields(schema_name: str = "nda") -> tuple[str, ...]:
+    """The schema's list fields (a user schema's too)."""
+    from evals.canonical import list_fields as lists
+
+    schema = _schema(schema_name)
+    return lists(schema) if schema is not None else ()
+
+
+def schema_fields(schema_name: str = "nda") -> tuple[str, ...]:
+    """The schema's fields, in order: the labelling sheet's rows, a target's keys."""
+    schema = _schema(schema_name)
+    return tuple(schema.model_fields) if schema is not None else ()
+
+
+def schema_class(schema_name: str):
+    return _schema(schema_name)
+
+
+def target_schema(schema_name: str):
+    """What a fine-tuning set needs to know about one schema (``evals.finetune.TargetSchema``);
+    None when the schema cannot be loaded here."""
+    from evals.canonical import item_type, typed_value
+    from evals.canonical import list_fields as lists
+    from evals.finetune import TargetSchema
+    from extract.fields.base import PageText
+    from extract.fields.llm.prompts import document_text, single_pass_prompt
+    from extract.fields.llm.shared import DEFAULT_MAX_CHARS
+
+    schema = _schema(schema_name)
+    if schema is None:
+        return None
+
+    def prompt(pages):
+        texts = [PageText(n, t) for n, t in pages]
+        built = single_pass_prompt(texts, schema, DEFAULT_MAX_CHARS)
+        return (built.system or "", built.text, built.response_schema or {},
+                document_text(texts, DEFAULT_MAX_CHARS).truncated)
+
+    def validate(answer: dict) -> dict:
+        from pydantic import ValidationError
+
+        try:
+            return schema.model_validate(answer).model_dump(mode="json")
+        except ValidationError as error:
+            raise ValueError(str(error)) from None
+
+    text_fields = tuple(name for name, info in schema.model_fields.items()
+                        if item_type(info.annotation) is str)
+    return TargetSchema(tuple(schema.model_fields), lists(schema), text_fields, prompt,
+                        lambda name, value: typed_value(schema, name, value), validate,
+                        _kleister_normalizer if schema_name == "nda" else None)
+
+
+def training_sets() -> list:
+    """The shipped rules model's training documents (``nda_model.training.json``, written by
+    `doclake fields train` beside the model): all 254 of the Kleister NDA train split."""
+    from evals.score_run import TrainingSet
+    from extract.fields.rules.strategy import MODEL_PATH
+
+    path = MODEL_PATH.with_name(f"{MODEL_PATH.stem}.training.json")
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    docs = data.get("documents", [])
+    return [TrainingSet(f"rules-{data['model_version']}",
+                        frozenset(d["sha256"] for d in docs if d.get("sha256")),
+                        frozenset(d["name"] for d in docs),
+                        f"{len(docs)} documents of {data.get('split', 'its split')}")]
 
 
 def page_reader(store: ObjectStore) -> Callable[[str, str], list[tuple[int, str]]]:
     """(document_id, job_id) -> the job's stored pages, in order, from ``store``."""
 
     def read(document_id: str, job_id: str) -> list[tuple[int, str]]:
-        keys = sorted(store.list(pages_prefix(document_id, job_id)))
-        return [(int(key.rsplit("/", 1)[-1].split(".")[0]), store.get(key).decode("utf-8"))
-                for key in keys if key.endswith(".md")]
+        keys = [key for key in store.list(pages_prefix(document_id, job_id))
+                if key.endswith(".md")]
+        numbered = sorted((int(key.rsplit("/", 1)[-1].split(".")[0]), key) for key in keys)
+        return [(number, store.get(key).decode("utf-8")) for number, key in numbered]
 
     return read

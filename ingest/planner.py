@@ -10,7 +10,11 @@ only when asked (``retry_failed``), as a new job over the copy already stored, n
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import logging
+import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,7 +29,10 @@ from extract.state import Document, Job, JobStatus
 from lake.events import DocumentRegistered, Event, JobCreated, utc_now
 from lake.layout import upload_key
 
+log = logging.getLogger(__name__)
+
 CHUNK = 1024 * 1024
+MAX_DEPTH = 64  # folders below a folder given: deeper ones are skipped (and said so), not a crash
 IO_THREADS = 8  # files hashed and stored at once: the disk, not the CPU, is what they wait on
 
 # Failure reasons the same bytes would meet again with the same build and settings. Any other
@@ -37,6 +44,8 @@ FINAL_REASONS = frozenset({
     # a size limit the same settings hit again (raise the setting, then --retry-failed)
     "limit_exceeded", "file_too_large", "too_many_pages", "page_too_large", "too_many_cells",
     "sheet_too_long", "converted_too_large",
+    # the parser killed its worker on every delivery of these bytes (a native crash)
+    "crashes_parser",
 })
 """Reasons that are not: a missing reader or converter (now installed?), a timeout or a memory
 limit (load-dependent), a model or a dead letter (transient by nature)."""
@@ -67,11 +76,31 @@ class Ingested:
         return Ingested(IngestOutcome.UNCHANGED, self.document_id, self.job_id, source_name)
 
 
-def sha256_of(path: Path) -> str:
+def open_regular(path: Path) -> int:
+    """A descriptor on ``path`` opened without following a link at its last component, or
+    ``OSError`` when it is a link or anything but a regular file (a FIFO would block a read,
+    a device would never end): the walk checked the same, and this closes the gap between."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return descriptor
+
+
+def sha256_of(path: Path, max_bytes: int | None = None) -> str:
+    """The sha256 of the file's bytes, or of its first ``max_bytes + 1`` bytes when it is longer
+    (what is stored of a file over the size limit: enough to fail it ``file_too_large``, never
+    the whole of a sparse terabyte)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK):
+    remaining = None if max_bytes is None else max_bytes + 1
+    with os.fdopen(open_regular(path), "rb") as handle:
+        while remaining is None or remaining > 0:
+            chunk = handle.read(CHUNK if remaining is None else min(CHUNK, remaining))
+            if not chunk:
+                break
             digest.update(chunk)
+            if remaining is not None:
+                remaining -= len(chunk)
     return digest.hexdigest()
 
 
@@ -103,9 +132,12 @@ class Planner:
 
     def __init__(self, store: JobStore, objects: ObjectStore, queue: Queue,
                  write_events: Callable[[list[Event]], object], *, worker: str = "ingest",
-                 batch_size: int = 100, run_choices: str | None = None,
-                 fields: tuple[str, str] | None = None):
-        """``run_choices`` (``extract.run_choices.record``) and ``fields`` (schema, strategy)
+                 batch_size: int = 100, max_bytes: int | None = None,
+                 run_choices: str | None = None, fields: tuple[str, str] | None = None):
+        """``max_bytes`` (the ``max_file_bytes`` setting): a longer file is hashed and stored only
+        to ``max_bytes + 1`` bytes, so a sparse terabyte neither fills the disk nor takes hours,
+        and its split fails it ``file_too_large`` and removes the stored part.
+        ``run_choices`` (``extract.run_choices.record``) and ``fields`` (schema, strategy)
         are the run's choices: kept with every job it creates, before the job's split message is
         sent, so whoever handles the job later (a resumed worker, a Lambda) uses them."""
         self.store = store
@@ -116,6 +148,8 @@ class Planner:
         self.write_events = write_events
         self.worker = worker
         self.batch_size = batch_size
+        self.max_bytes = max_bytes
+        self.skipped: list[tuple[Path, str]] = []  # files that could not be opened as planned
 
     def ingest(self, path: Path) -> Ingested:
         return self.ingest_many([path])[0]
@@ -148,7 +182,9 @@ class Planner:
         passwords = {Path(p): secret for p, secret in (passwords or {}).items()}
         relative = {Path(p): name for p, name in (source_paths or {}).items()}
         with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
-            digests = list(pool.map(sha256_of, paths))
+            digests = list(pool.map(self._digest, paths))
+        kept = [(p, d) for p, d in zip(paths, digests, strict=True) if d is not None]
+        paths, digests = [p for p, _ in kept], [d for _, d in kept]
         results: list[Ingested] = []
         planned: list[NewVersion] = []
         uploads: list[tuple[str, Path]] = []
@@ -183,7 +219,8 @@ class Planner:
             claimed[digest] = result
             results.append(result)
         with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
-            list(pool.map(lambda upload: self.objects.put_file(*upload), uploads))
+            list(pool.map(lambda upload: self.objects.put_file(
+                *upload, max_bytes=self.max_bytes), uploads))
         for version in planned:
             self.store.create_job(version)
             if version.job_id in secrets:
@@ -192,6 +229,20 @@ class Planner:
             self.store.request_fields([v.job_id for v in planned], *self.fields)
         self._publish(planned)
         return results
+
+    def _digest(self, path: Path) -> str | None:
+        """The file's sha256, or None (and the file skipped, said why) when it is no longer a
+        regular file one can open without following a link (swapped for a link or a FIFO since
+        the walk). A file gone or unreadable raises, as before: the caller says which."""
+        try:
+            return sha256_of(path, self.max_bytes)
+        except OSError as error:
+            if error.errno not in (errno.ELOOP, errno.EINVAL):
+                raise
+            reason = "a symbolic link" if error.errno == errno.ELOOP else "not a regular file"
+            log.warning("skipped %s: %s", path, reason)
+            self.skipped.append((path, reason))
+            return None
 
     def _publish(self, planned: Sequence[NewVersion]) -> None:
         """Events first (durable), then the split messages, then the outbox flag."""
@@ -241,7 +292,7 @@ class Planner:
         job_id = str(uuid7())
         return NewVersion(
             document_id=document_id, job_id=job_id, source_name=path.name,
-            source_key=source_key, sha256=digest, bytes=path.stat().st_size,
+            source_key=source_key, sha256=digest, bytes=path.lstat().st_size,
             # Identical bytes taken again (a retry of a failed job): the same version, a new job.
             version=(previous.version if previous and previous.sha256 == digest
                      else previous.version + 1 if previous else 1),
@@ -251,7 +302,7 @@ class Planner:
 
 
 def expand_paths(paths: list[Path]) -> list[Path]:
-    """Files named, and every non-hidden file under folders named, in a stable order.
+    """Files named, and every non-hidden regular file under folders named, in a stable order.
 
     Raises ``FileNotFoundError`` naming the first missing path before anything is ingested.
     """
@@ -261,20 +312,84 @@ def expand_paths(paths: list[Path]) -> list[Path]:
 def expand_sources(paths: list[Path]) -> list[tuple[Path, str]]:
     """``expand_paths`` with each file's ``source_path``: its path relative to the folder named
     (``a/NDA.pdf``, POSIX separators), or its name for a file named by itself."""
+    return walk_sources(paths).files
+
+
+@dataclass
+class Walk:
+    """What a walk found: the files to ingest (each with its ``source_path``) and what it left
+    out, each with the reason (a link, not a regular file, too deep, unreadable)."""
+
+    files: list[tuple[Path, str]]
+    skipped: list[tuple[Path, str]]
+
+    def skipped_summary(self) -> str | None:
+        """One line for the user: how many were skipped, why, and a few of them by name."""
+        if not self.skipped:
+            return None
+        counts: dict[str, int] = {}
+        for _, reason in self.skipped:
+            counts[reason] = counts.get(reason, 0) + 1
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+        shown = ", ".join(str(p) for p, _ in self.skipped[:3])
+        more = " ..." if len(self.skipped) > 3 else ""
+        return f"skipped {len(self.skipped)} ({reasons}): {shown}{more}"
+
+
+SKIP_LINK = "symbolic link, not followed"
+SKIP_SPECIAL = "not a regular file"
+SKIP_DEEP = "folder deeper than the limit"
+SKIP_UNREADABLE = "unreadable folder"
+
+
+def walk_sources(paths: list[Path], *, max_depth: int = MAX_DEPTH) -> Walk:
+    """Walk the paths given, taking regular files only.
+
+    A data room arrives from outside, often an unpacked archive, and unzip keeps symbolic links:
+    a link inside a folder given is never followed (``link.csv -> /etc/passwd`` would copy that
+    file into the home), nor is anything but a regular file taken (a FIFO blocks a read, a device
+    never ends). A path named on the command line is the user's own choice and is taken as named.
+    The walk is iterative with a depth limit, so a folder nested 1,200 deep is reported, not a
+    ``RecursionError``. Hidden files and folders are skipped silently, as before.
+    Raises ``FileNotFoundError`` naming the first missing path before anything is ingested.
+    """
     files: list[tuple[Path, str]] = []
+    skipped: list[tuple[Path, str]] = []
     for path in paths:
         if not path.exists():
             raise FileNotFoundError(f"no such file or folder: {path}")
-        if path.is_dir():
-            files += [
-                (p, p.relative_to(path).as_posix()) for p in sorted(
-                    p for p in path.rglob("*")
-                    if p.is_file()
-                    and not any(part.startswith(".") for part in p.relative_to(path).parts))
-            ]
-        else:
-            files.append((path, path.name))
-    return files
+        if not path.is_dir():
+            if path.is_file():
+                files.append((path, path.name))
+            else:
+                skipped.append((path, SKIP_SPECIAL))
+            continue
+        found: list[tuple[Path, str]] = []
+        stack: list[tuple[Path, int]] = [(path, 0)]
+        while stack:
+            folder, depth = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                skipped.append((folder, SKIP_UNREADABLE))
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                child = Path(entry.path)
+                if entry.is_symlink():
+                    skipped.append((child, SKIP_LINK))
+                elif entry.is_dir(follow_symlinks=False):
+                    if depth + 1 > max_depth:
+                        skipped.append((child, SKIP_DEEP))
+                    else:
+                        stack.append((child, depth + 1))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append((child, child.relative_to(path).as_posix()))
+                else:
+                    skipped.append((child, SKIP_SPECIAL))
+        files += sorted(found)
+    return Walk(files, skipped)
 
 
 def passwords_for(files: Sequence[Path], roots: Sequence[Path],

@@ -234,7 +234,8 @@ class LakeSession:
     """
 
     def __init__(self, lake_uri: str, *, threads: int | None = None,
-                 retries: int = DEFAULT_RETRIES, refresh_after_s: float = REFRESH_AFTER_S):
+                 retries: int = DEFAULT_RETRIES, refresh_after_s: float = REFRESH_AFTER_S,
+                 confined: bool = True):
         config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
         if threads:
             config["threads"] = threads
@@ -249,6 +250,8 @@ class LakeSession:
         self.con.execute("SET TimeZone = 'UTC'")
         self.con.execute("SET parquet_metadata_cache = true")  # views stack: read each footer once
         self.con.execute(f"CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA}")
+        if confined:
+            confine(self.con, self.root if self.local else None)
         self.listing: Listing = {}
         self._defined: set[str] = set()
         self._views_defined = False
@@ -394,11 +397,29 @@ def define_views(con, lake_uri: str) -> None:
     _define_layers(con)
 
 
+def confine(con, lake_root: str | None) -> None:
+    """Limit a connection to reading the lake, then lock its configuration.
+
+    DuckDB can read and write any file the user can (``read_csv('/etc/...')``, ``COPY ... TO``,
+    ``ATTACH``) and one statement could turn extension autoinstall back on. Here external access
+    is off except for the lake's own folder (``allowed_directories``; none for a lake in S3,
+    read through Arrow datasets registered in the connection), and ``lock_configuration`` makes
+    every later ``SET`` of these an error. Needs DuckDB 1.3 or later."""
+    if lake_root is not None:
+        folders = {os.path.join(path, "") for path in
+                   (os.path.abspath(lake_root), os.path.realpath(lake_root))}
+        con.execute("SET allowed_directories = [" + ", ".join(map(_sql_string, sorted(folders)))
+                    + "]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
 def connect(lake_uri: str, *, threads: int | None = None, retries: int = DEFAULT_RETRIES,
-            refresh_after_s: float = REFRESH_AFTER_S) -> LakeSession:
-    """A DuckDB session with the lake's views; never downloads an extension."""
+            refresh_after_s: float = REFRESH_AFTER_S, confined: bool = True) -> LakeSession:
+    """A DuckDB session with the lake's views; never downloads an extension. ``confined`` (the
+    default): it reads the lake and nothing else, and writes no file (``confine``)."""
     return LakeSession(lake_uri, threads=threads, retries=retries,
-                       refresh_after_s=refresh_after_s)
+                       refresh_after_s=refresh_after_s, confined=confined)
 
 
 def query(lake_uri: str, sql: str, parameters: list | None = None) -> pa.Table:

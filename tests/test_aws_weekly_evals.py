@@ -53,7 +53,7 @@ def test_the_scheduled_function_writes_the_weekly_report_to_the_results_bucket(
     markdown = s3.get_object(Bucket=results, Key=keys[0] if keys[0].endswith(".md") else keys[1])[
         "Body"].read().decode()
     assert "# Field accuracy, week to 2026-05-04" in markdown
-    assert "| v1 | rules | 1 | 66.67 |  |  | new |" in markdown
+    assert "| v1 | rules | 1 | 66.67 |  |  | 0 | new |  |" in markdown
     assert "<table>" in s3.get_object(Bucket=results, Key="reports/weekly-2026-05-04.html")[
         "Body"].read().decode()
 

@@ -136,6 +136,6 @@ def test_the_weekly_report_shows_the_change_since_last_week(lake, tmp_path):
     written = write_weekly_report(lake, str(tmp_path / "weekly"), NOW)
     markdown = Path(written["md"]).read_text()
     # one result in the window (party: 1 hit of 2 predicted, 1 expected): F1 2/3, new this week
-    assert "| v1 | rules | 1 | 66.67 |  |  | new |" in markdown
+    assert "| v1 | rules | 1 | 66.67 |  |  | 0 | new |  |" in markdown
     assert "| party | v1 | rules | 66.67 | 0 | 1 |" in markdown
     assert "<table>" in Path(written["html"]).read_text()

@@ -29,3 +29,15 @@ def test_the_sheet_imports_as_labels(tmp_path):
     labels = parse_csv(sheet)
     assert len(labels) == 2
     assert all(dict(x.values) == {"party": ("Acme",), "term": ()} for x in labels)
+
+
+def test_a_custom_schemas_fields_make_its_rows(tmp_path):
+    from infra import evals_wiring
+
+    sheet = tmp_path / "sheet.csv"
+    row = {"document_id": "d1", "model_version": "m", "strategy": "single-pass",
+           "schema_name": "support.invoice_schema:Invoice", "values": {"total": [("1200.0", 1)]}}
+    write_sheet(sheet, [row], lambda r: evals_wiring.schema_fields(r["schema_name"]))
+    (label,) = parse_csv(sheet)
+    assert dict(label.values) == {"total": ("1200.0",), "issued": (), "paid": (), "buyer": (),
+                                  "items": ()}

@@ -74,7 +74,7 @@ async def test_single_pass_makes_one_structured_call_and_fills_the_result(tmp_pa
 
     assert result.status == "succeeded" and result.strategy == "single-pass"
     assert result.extracted_fields == RECORD
-    assert result.model_version == "gemini:gemini-2.5-flash"
+    assert result.model_version.startswith("gemini:gemini-2.5-flash+")  # + prompt/schema/code
     assert (result.input_tokens, result.output_tokens) == (900, 60)
     where = {(v.field, v.value): (v.page_number, v.char_offset) for v in result.values}
     assert where[("jurisdiction", "Delaware")] == (2, NDA[1].index("Delaware"))
@@ -145,6 +145,8 @@ async def test_invalid_output_is_retried_then_fails_clearly(tmp_path):
     assert fake.count() == 3
     assert "not valid: term" in fake.calls[1].text  # the retry says what was wrong
     assert result.status == "failed" and result.failure_reason == "invalid_output"
+    # the failure is the model's: it carries the version a success of the same model would
+    assert result.model_version.startswith("gemini:gemini-2.5-flash+")
     assert "after 3 calls" in result.failure_message and "term" in result.failure_message
     assert [r.outcome for r in ledger(harness)] == ["ok"] * 3  # paid for, all three
 
@@ -204,7 +206,7 @@ async def test_the_simulated_provider_serves_both_strategies_offline(tmp_path, s
                                                       models=quiet)
     assert outcome is Outcome.ACK, result
     assert result.status == "succeeded"
-    assert result.model_version == "simulated:gemini-2.5-flash"
+    assert result.model_version.startswith("simulated:gemini-2.5-flash+")
     rows = ledger(harness)
     assert rows and {r.provider for r in rows} == {"simulated"}
     assert all(r.purpose == "extract_fields" and r.input_tokens > 0 for r in rows)
@@ -229,13 +231,15 @@ def test_run_with_single_pass_against_the_fake_server_fills_results_and_the_ledg
         assert result.exit_code == 0, result.output
     assert fake.count() == 2  # one call a document
 
-    rows = sql(home, "SELECT status, strategy, model_version, jurisdiction, term, party, "
+    rows = sql(home, "SELECT status, strategy, split_part(model_version, '+', 1) AS model_version,"
+               " jurisdiction, term, party, "
                "input_tokens, output_tokens FROM results ORDER BY document_id")
     assert rows == [{"status": "succeeded", "strategy": "single-pass",
                      "model_version": "gemini:gemini-2.5-flash", "jurisdiction": "Delaware",
                      "term": "2 years", "party": RECORD["party"], "input_tokens": 1500,
                      "output_tokens": 70}] * 2
-    values = sql(home, "SELECT field, value, strategy, model_version FROM result_fields "
+    values = sql(home, "SELECT field, value, strategy, split_part(model_version, '+', 1) AS "
+                 "model_version FROM result_fields "
                  "ORDER BY document_id, field, value_index")
     assert len(values) == 2 * 5
     assert {(v["strategy"], v["model_version"]) for v in values} == {
@@ -271,3 +275,42 @@ async def extract_fields_pending(tmp_path, config: ModelConfig):
     send_fields_messages(harness.ctx)
     (message,) = fields_messages(harness)
     return harness, doc, await handle_message(harness.ctx, message), message
+
+
+def test_the_version_changes_with_the_prompt_the_schema_and_the_code():
+    """Finding 6: a prompt, schema description or code change is a new version."""
+    from pydantic import BaseModel, Field
+
+    from extract.fields.version import llm_version, rules_version
+
+    class A(BaseModel):
+        name: str | None = Field(None, description="The buyer.")
+
+    class B(BaseModel):
+        name: str | None = Field(None, description="The seller.")
+
+    base = llm_version("gemini:m", "system", A, "code1")
+    assert base.startswith("gemini:m+")
+    assert len({base, llm_version("gemini:m", "system!", A, "code1"),
+                llm_version("gemini:m", "system", B, "code1"),
+                llm_version("gemini:m", "system", A, "code2")}) == 4
+    assert llm_version("gemini:m", "system", A, "code1") == base  # stable
+    assert rules_version("lr1", b"{}", "c") != rules_version("lr1", b"{ }", "c")
+    assert rules_version("lr1", b"{}", "c") != rules_version("lr1", b"{}", "d")
+
+
+async def test_single_pass_version_names_its_prompt_and_schema(tmp_path):
+    from extract.fields.llm import single_pass
+
+    with FakeGemini(lambda call: answer(json.dumps(RECORD))) as fake:
+        _, _, _, first = await extract_fields(tmp_path / "a", "single-pass", models=models(fake))
+    original = single_pass.SINGLE_PASS_SYSTEM
+    single_pass.SINGLE_PASS_SYSTEM = original + "\nBe brief."
+    try:
+        with FakeGemini(lambda call: answer(json.dumps(RECORD))) as fake:
+            _, _, _, second = await extract_fields(tmp_path / "b", "single-pass",
+                                                   models=models(fake))
+    finally:
+        single_pass.SINGLE_PASS_SYSTEM = original
+    assert first.model_version != second.model_version
+    assert first.model_version.split("+")[0] == second.model_version.split("+")[0]

@@ -13,13 +13,19 @@ wedges LibreOffice cannot poison the one after it. What makes that cheap and saf
 - no network: where unprivileged network namespaces exist (``unshare -rn``) LibreOffice runs
   with no network device at all; the profile also points every proxy at a closed local port,
   which covers the machines without namespaces (the XXE sample in the corpus must fetch nothing);
-- memory: an address-space limit on the process;
+- the filesystem: under bubblewrap the converter sees the system read-only and its own work
+  folder, nothing else (``extract.formats.sandbox``): a linked ``file:///`` image is not there to
+  embed; the profile's ``BlockUntrustedRefererLinks`` blocks such links as well, and is what is
+  left where bwrap is not available (warned);
+- resources: address space, file size (``RLIMIT_FSIZE``: no file past the output limit) and CPU
+  time limits on the process; its temporary files go to the work folder, removed after it;
 - the output: a missing PDF is a refusal (``corrupt``), an oversized one a limit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import os
@@ -40,6 +46,7 @@ from extract.errors import (
     LimitExceeded,
 )
 from extract.formats.limits import memory_limit
+from extract.formats.sandbox import find_bwrap, sandbox
 from extract.formats.sniff import Format
 
 CONVERTER = "soffice"
@@ -63,6 +70,9 @@ _SETTINGS = (
     ("/org.openoffice.Inet/Settings", "ooInetNoProxy", ""),
     ("/org.openoffice.Office.Common/Misc", "UseOpenCL", "false"),
     ("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel", "3"),
+    # A linked image or object (file:///..., http://...) is not fetched: a document from outside
+    # must not pull in a local file (the sandbox would hide it anyway, where there is one).
+    ("/org.openoffice.Office.Common/Security/Scripting", "BlockUntrustedRefererLinks", "true"),
 )
 
 
@@ -137,13 +147,27 @@ async def _profile_template(soffice: str, timeout_s: float) -> Path | None:
         return _template
     folder = Path(tempfile.mkdtemp(prefix="doclake-lo-template-"))
     _write_settings(folder)
-    code, _ = await _run([*network_isolation(), soffice, *_flags(folder),
+    code, _ = await _run([*_isolation(folder), soffice, *_flags(folder),
                           "--terminate_after_init"], timeout_s, None, folder)
     if code != 0:
         shutil.rmtree(folder, ignore_errors=True)
         return None
+    if _template is None:
+        atexit.register(_remove_template)
     _template = folder
     return folder
+
+
+def _remove_template() -> None:
+    """The template profile goes with the process that made it (no folders left in /tmp)."""
+    if _template is not None:
+        shutil.rmtree(_template, ignore_errors=True)
+
+
+def _isolation(work: Path) -> tuple[str, ...]:
+    """The prefix that confines a conversion to ``work``: bwrap where it works, else no network
+    only (``unshare -n``)."""
+    return sandbox([work]) or network_isolation()
 
 
 def _flags(profile: Path) -> list[str]:
@@ -152,14 +176,22 @@ def _flags(profile: Path) -> list[str]:
 
 
 async def _run(argv: list[str], timeout_s: float, memory: int | None,
-               home: Path) -> tuple[int | None, str]:
+               home: Path, max_file_bytes: int | None = None) -> tuple[int | None, str]:
     """Run to completion or kill the whole process group at the time limit (code None)."""
+    cpu_s = max(int(timeout_s * 2), 10)  # CPU seconds: a backstop to the wall-clock limit
 
     def limits() -> None:  # in the child, before exec
         if memory:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        if max_file_bytes:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file of a document's pages
 
+    temporary = home / "tmp"
+    temporary.mkdir(exist_ok=True)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+           "TMPDIR": str(temporary),
            "LANG": "C.UTF-8", "SAL_USE_VCLPLUGIN": "svp",
            "http_proxy": f"http://127.0.0.1:{PROXY_PORT}",
            "https_proxy": f"http://127.0.0.1:{PROXY_PORT}", "no_proxy": ""}
@@ -210,14 +242,19 @@ async def convert_to_pdf(source: Path, fmt: Format, limits: ConvertLimits
         out = work / "out"
         remaining = max(1.0, limits.timeout_s - (time.perf_counter() - started))
         code, output = await _run(
-            [*network_isolation(), soffice, *_flags(profile), "--convert-to", "pdf",
+            [*_isolation(work), soffice, *_flags(profile), "--convert-to", "pdf",
              "--outdir", str(out), str(document)],
-            remaining, limits.max_memory_bytes, work)
+            remaining, limits.max_memory_bytes, work,
+            # a file one byte past the output limit fails the write (SIGXFSZ), not the disk
+            max_file_bytes=limits.max_output_bytes + 1)
         if code is None:
             raise LimitExceeded(f"LibreOffice did not convert the file within "
                                 f"{limits.timeout_s:g} s; its processes were killed",
                                 error_type="conversion_timeout")
         pdf = out / "document.pdf"
+        if pdf.is_file() and pdf.stat().st_size > limits.max_output_bytes:
+            raise LimitExceeded(f"the converted PDF has more than {limits.max_output_bytes} "
+                                "bytes, the limit", error_type="converted_too_large")
         if not pdf.is_file() or pdf.stat().st_size == 0:
             tail = " ".join(output.split())[-300:]
             raise CorruptDocument(f"LibreOffice could not convert the {fmt.value} file "
@@ -227,7 +264,7 @@ async def convert_to_pdf(source: Path, fmt: Format, limits: ConvertLimits
             raise LimitExceeded(f"the converted PDF has {size} bytes, over the limit of "
                                 f"{limits.max_output_bytes}", error_type="converted_too_large")
         yield Conversion(pdf, (time.perf_counter() - started) * 1000, CONVERTER,
-                         bool(network_isolation()))
+                         bool(find_bwrap() or network_isolation()))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -82,6 +82,19 @@ KEEP_OPEN = 8
 _open_documents = _OpenDocuments()
 
 
+def _page(document, number: int):
+    """Page ``number`` (1-based), or ``CorruptDocument`` when PDFium cannot load it: a page tree
+    with a cycle or a count that lies. PDFium's error is a ``RuntimeError``, which the process
+    pool would otherwise take for a broken pool (``worker_crashed``, taken again every run)."""
+    import pypdfium2 as pdfium
+
+    try:
+        return document[number - 1]
+    except pdfium.PdfiumError as error:
+        raise CorruptDocument(f"PDFium cannot load page {number} ({error}): a broken page "
+                              "tree (a cycle, or a page count that lies)") from None
+
+
 def count_pages(path: Path, password: str | None = None) -> int:
     """The number of pages; raises a terminal error for an unreadable or empty PDF."""
     pages = len(_open_documents.get(path, password))
@@ -98,7 +111,7 @@ def read_text_layer(path: Path, page_numbers: Sequence[int],
     try:
         for number in page_numbers:
             with page_errors(number):
-                page = document[number - 1]
+                page = _page(document, number)
                 try:
                     textpage = page.get_textpage()
                     try:
@@ -140,7 +153,7 @@ def render_pages(path: Path, page_numbers: Sequence[int], password: str | None =
     try:
         for number in page_numbers:
             with page_errors(number):
-                page = document[number - 1]
+                page = _page(document, number)
             try:
                 width_pt, height_pt = page.get_size()
                 scale = dpi / 72

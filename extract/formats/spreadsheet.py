@@ -265,6 +265,21 @@ def _sheets(workbook) -> list[SheetInfo]:
             for position, meta in enumerate(workbook.sheets_metadata, start=1)]
 
 
+def _check_extents(path: Path, fmt: Format, sheets: Sequence[SheetInfo],
+                   limits: SheetLimits) -> None:
+    """Refuse a sheet whose grid is over the cell limit before calamine builds it (xlsx and
+    xlsm: ``extract.formats.sheet_extents``)."""
+    if fmt not in (Format.XLSX, Format.XLSM):
+        return
+    from extract.formats.sheet_extents import ooxml_extents
+
+    for name, (height, width) in ooxml_extents(path, [s.name for s in sheets]).items():
+        if height * width > limits.max_cells:
+            raise LimitExceeded(
+                f"sheet {name!r} spans {height} x {width} cells, over the limit of "
+                f"{limits.max_cells}", error_type="too_many_cells")
+
+
 def _read(workbook, sheet: SheetInfo, limits: SheetLimits, *,
           header: str | None = None) -> SheetText:
     import python_calamine as calamine
@@ -303,6 +318,7 @@ def plan_workbook(path: Path, fmt: Format, limits: SheetLimits,
         workbook = _open(path, fmt, folder)
         sheets = _sheets(workbook)
         wanted = sheets if (read_all or len(sheets) == 1) else sheets[:1]
+        _check_extents(path, fmt, wanted, limits)
         return WorkbookPlan(sheets, [_read(workbook, sheet, limits) for sheet in wanted])
 
 
@@ -314,4 +330,5 @@ def read_sheet(path: Path, fmt: Format, position: int, limits: SheetLimits) -> S
         sheets = _sheets(workbook)
         if not 1 <= position <= len(sheets):
             raise CorruptDocument(f"the workbook has {len(sheets)} sheets, no sheet {position}")
+        _check_extents(path, fmt, [sheets[position - 1]], limits)
         return _read(workbook, sheets[position - 1], limits)

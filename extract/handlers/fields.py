@@ -64,8 +64,9 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
                  lease_s=lease_s).ours:
         return  # a redelivery: the result is already written
     started = time.perf_counter()
+    built: dict[str, str] = {}  # the strategy's version, once it is known: failures carry it
     try:
-        result = await _extract(ctx, message, job, delivery, started)
+        result = await _extract(ctx, message, job, delivery, started, built)
     except asyncio.CancelledError:  # a stop, or the stage's time limit: the claim goes back
         ctx.store.release_fields(job.job_id, message.strategy, claimant)
         raise
@@ -77,7 +78,8 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
                 document_id=job.document_id, job_id=job.job_id, strategy=message.strategy,
                 schema_name=message.schema_name, reason=error_type_of(error),
                 message=str(error) or repr(error),
-                processing_ms=1000 * (time.perf_counter() - started)),
+                processing_ms=1000 * (time.perf_counter() - started),
+                model_version=built.get("version")),
                 claimant=claimant, at=utc_now())
             ctx.results_stored()
         else:
@@ -91,7 +93,7 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
 
 
 async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delivery: Delivery,
-                   started: float) -> FieldResult:
+                   started: float, built: dict[str, str]) -> FieldResult:
     try:
         schema = load_schema(message.schema_name)
     except SchemaLoadError as error:
@@ -100,6 +102,8 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
         raise TerminalError("the fields message names no schema (none)",
                             error_type="schema_unavailable")
     strategy = build_strategy(message.strategy, ctx, delivery)
+    version = getattr(strategy, "version", None)  # a model's failures belong to its group
+    built["version"] = version(schema) if callable(version) else strategy.model_version
     pages = await asyncio.to_thread(read_pages, ctx, job)  # file reads, off the event loop
     try:
         extraction = await strategy.extract(pages, schema)

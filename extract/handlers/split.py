@@ -145,8 +145,13 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
         if detected is Format.EMPTY:
             raise EmptyDocument("the file is empty (0 bytes)")
         if size > config.max_file_bytes:
+            document = ctx.store.get_document(job.document_id)
+            total = max(size, document.bytes if document is not None else 0)
+            # Ingest stored no more than the limit and a byte of it: that part goes now, so a
+            # rejected file leaves nothing in the store (a retry copies it again).
+            ctx.objects.delete_prefix(job.object_key)
             raise LimitExceeded(
-                f"the file has {size} bytes, over the limit of {config.max_file_bytes}",
+                f"the file has {total} bytes, over the limit of {config.max_file_bytes}",
                 error_type="file_too_large",
             )
         if sniffed.damaged:

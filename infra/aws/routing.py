@@ -29,8 +29,8 @@ class RoutedObjectStore:
         self.uploads.put_many(uploads)
         self.results.put_many([o for o in objects if not o[0].startswith(UPLOADS_PREFIX)])
 
-    def put_file(self, key: str, path: Path) -> None:
-        self._for(key).put_file(key, path)
+    def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
+        self._for(key).put_file(key, path, max_bytes=max_bytes)
 
     def get(self, key: str) -> bytes:
         return self._for(key).get(key)

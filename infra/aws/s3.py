@@ -6,6 +6,7 @@ here is paging, batching and turning boto errors into ours (``infra.aws.errors``
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -17,6 +18,25 @@ from infra.aws.errors import is_not_found, mapped
 
 PUT_THREADS = 8  # a unit's five pages go up together; S3 latency, not bandwidth, is the cost
 DELETE_BATCH = 1000  # DeleteObjects' limit
+
+
+class _Bounded(io.RawIOBase):
+    """A raw stream over the first ``limit`` bytes of a binary file."""
+
+    def __init__(self, handle, limit: int):
+        self._handle = handle
+        self._left = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._left <= 0:
+            return 0
+        view = memoryview(buffer)[:self._left]
+        count = self._handle.readinto(view)
+        self._left -= count or 0
+        return count or 0
 
 
 class S3ObjectStore:
@@ -43,9 +63,16 @@ class S3ObjectStore:
         with ThreadPoolExecutor(max_workers=min(PUT_THREADS, len(objects))) as pool:
             list(pool.map(lambda o: self.put(o[0], o[1], metadata=o[2]), objects))
 
-    def put_file(self, key: str, path: Path) -> None:
-        with mapped(f"s3 upload {key}"):
-            self.client.upload_file(str(path), self.bucket, self._key(key))
+    def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
+        """Upload a local file; with ``max_bytes``, no more than ``max_bytes + 1`` of it (what
+        is needed to fail it ``file_too_large``), read through a bounded stream."""
+        if max_bytes is None or path.stat().st_size <= max_bytes:
+            with mapped(f"s3 upload {key}"):
+                self.client.upload_file(str(path), self.bucket, self._key(key))
+            return
+        with open(path, "rb") as handle, mapped(f"s3 upload {key}"):
+            head = io.BufferedReader(_Bounded(handle, max_bytes + 1))
+            self.client.upload_fileobj(head, self.bucket, self._key(key))
 
     def get(self, key: str) -> bytes:
         try:

@@ -109,10 +109,55 @@ def import_labels(
                                                            examples}, output_format)
     for example in examples if output_format != "json" else []:
         console.print(f"unmatched {example['where']}: {example['key']} ({example['why']})")
+    if report.replaced_other_labeller:
+        console.print(f"warning: {report.replaced_other_labeller} labels replace another "
+                      "labeller's answer; to measure a second reviewer instead, run `doclake "
+                      "evals agreement FILE`")
     if report.read and not report.imported and not report.unchanged:
         raise UserError(f"none of the {report.read} labels matched a document",
                         "labels are matched by document id, sha256 or source file name; "
                         "run the documents first")
+
+
+@evals_app.command()
+def agreement(
+    file: Annotated[Path, typer.Argument(help="The second reviewer's label file.")],
+    file_format: Annotated[str, typer.Option("--format", help="csv|jsonl|kleister")] = "csv",
+    labeller: Annotated[str | None, typer.Option(help="The second reviewer, when the file does "
+                        "not say (default: $USER).", show_default=False)] = None,
+    home: HomeOption = None,
+    report_format: Annotated[str | None, typer.Option(
+        "--report-format", help="table|csv|json for the result.", show_default=False)] = None,
+) -> None:
+    """Cohen's kappa per field between a second reviewer's labels and the current ones, over
+    the documents both labelled. Writes nothing: the first answer stays the label."""
+    from evals.agreement import review_agreement
+    from evals.labels import FORMATS, LabelError
+
+    output_format = resolve_format(report_format)
+    if file_format not in FORMATS:
+        raise UserError(f"--format {file_format!r} is not a label format",
+                        f"use one of: {', '.join(FORMATS)}")
+    if not file.exists():
+        raise UserError(f"no such file: {file}", "give the path of the label file")
+    try:
+        found, compared, unmatched = review_agreement(
+            open_settings(home, Access.READ).lake, file, file_format,
+            labeller=labeller or os.environ.get("USER") or getpass.getuser(),
+            normalizers=evals_wiring.normalizers())
+    except LabelError as error:
+        raise UserError(str(error), "see `doclake evals import-labels -h` for the layouts") from None
+    if not compared:
+        raise UserError("no label in the file is for a labelled document",
+                        "import the first reviewer's labels with `doclake evals import-labels`")
+    if output_format == "json":
+        print_object({"documents": compared, "unmatched": unmatched,
+                      "fields": [f.to_dict() for f in found]}, "json")
+        return
+    print_records(("field", "documents", "observed", "kappa"),
+                  [(f.field, f.documents, f"{f.observed:.3f}",
+                    "" if f.kappa is None else f"{f.kappa:.3f}") for f in found], output_format,
+                  title=f"agreement on {compared} documents ({unmatched} labels unmatched)")
 
 
 # --- scores -------------------------------------------------------------------------------------
@@ -129,9 +174,13 @@ def score(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print, write nothing to the "
                        "lake.")] = False,
     output_format: FormatOption = None,
+    fail_under: Annotated[float | None, typer.Option(
+        "--fail-under", help="Exit 1 when a group's F1 (percent, 0-100) is below this: a gate "
+        "for CI.", min=0, max=100, show_default=False)] = None,
 ) -> None:
     """Precision, recall and F1 per field and overall, by model version and strategy, with
-    bootstrap intervals; written to eval_runs, eval_scores and eval_outcomes."""
+    bootstrap intervals; written to eval_runs, eval_scores and eval_outcomes. Labels of an
+    older version of their document are reported as stale, not scored."""
     from evals.score_run import run_scoring, score_lake
 
     output_format = resolve_format(output_format)
@@ -139,26 +188,90 @@ def score(
     window = {"since": parse_moment(since, now, "--since"),
               "until": parse_moment(until, now, "--until") or now}
     settings = open_settings(home, Access.READ if dry_run else Access.WRITE)
+    options = {"normalizers": evals_wiring.normalizers(), "resamples": resamples, "seed": seed,
+               "training_sets": evals_wiring.training_sets()}
     if dry_run:
-        run = score_lake(settings.lake, **window, normalizers=evals_wiring.normalizers(),
-                         resamples=resamples, seed=seed)
+        run = score_lake(settings.lake, **window, **options)
     else:
-        run = run_scoring(settings.lake, **window, now=now, normalizers=evals_wiring.normalizers(),
-                          resamples=resamples, seed=seed)
+        run = run_scoring(settings.lake, **window, now=now, **options)
     if output_format == "json":
         print_object(run.to_dict(), "json")
+    else:
+        _print_score(run, output_format)
+    _gate(run, fail_under)
+
+
+def _gate(run, fail_under: float | None) -> None:
+    """``--fail-under``: every scored group's F1 must reach it; nothing scored fails too."""
+    if fail_under is None:
         return
+    below = [g for g in run.groups if 100 * g.overall.score.f1 < fail_under]
+    if not run.groups or below:
+        for g in below:
+            console.print(f"FAIL: {g.strategy} {g.model_version} F1 "
+                          f"{100 * g.overall.score.f1:.2f} < {fail_under:g}")
+        if not run.groups:
+            console.print("FAIL: nothing was scored")
+        raise typer.Exit(1)
+
+
+def _print_score(run, output_format: str) -> None:
     print_records(SCORE_COLUMNS, score_rows(run), output_format,
                   title=f"eval run {run.eval_run_id}: {len(run.scored)} results of "
-                  f"{run.labels} labelled documents")
+                  f"{run.labels} labelled documents; {len(run.stale)} stale labels")
     for c in run.comparisons:
         ci = f" [{100 * c.difference_ci[0]:+.2f}, {100 * c.difference_ci[1]:+.2f}]" \
             if c.difference_ci else ""
         console.print(f"{c.b[1]} {c.b[0]} minus {c.a[1]} {c.a[0]} on {c.documents} documents: "
                       f"F1 {100 * c.difference:+.2f}{ci}")
+    for warning in run.warnings:
+        console.print(f"warning: {warning}")
     if not run.scored:
         console.print("nothing scored: no labelled document has a result in the window "
                       "(import labels with `doclake evals import-labels`)")
+
+
+def _group(run, spec: str, option: str) -> tuple[str, str]:
+    """``STRATEGY`` or ``STRATEGY@VERSION`` (a version prefix will do) -> the one group."""
+    strategy, _, version = spec.partition("@")
+    found = [(g.model_version, g.strategy) for g in run.groups if g.strategy == strategy
+             and g.model_version.startswith(version)]
+    if len(found) != 1:
+        known = ", ".join(f"{g.strategy}@{g.model_version}" for g in run.groups) or "none"
+        raise UserError(f"{option} {spec!r} names {len(found)} scored groups",
+                        f"name one as STRATEGY or STRATEGY@VERSION; scored groups: {known}")
+    return found[0]
+
+
+@evals_app.command()
+def compare(
+    a: Annotated[str, typer.Argument(help="The baseline: STRATEGY or STRATEGY@VERSION.")],
+    b: Annotated[str, typer.Argument(help="The candidate: STRATEGY or STRATEGY@VERSION.")],
+    since: SinceOption = None,
+    until: UntilOption = None,
+    home: HomeOption = None,
+    resamples: Annotated[int, typer.Option(callback=at_least(0), help="Bootstrap "
+                         "resamples.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 13,
+    output_format: FormatOption = None,
+) -> None:
+    """F1 of B minus F1 of A on the labelled documents both scored, with a paired BCa interval
+    (the same document draws for both)."""
+    from evals.bootstrap import compare as paired_compare
+    from evals.score_run import score_lake
+
+    output_format = resolve_format(output_format)
+    now = _now()
+    run = score_lake(open_settings(home, Access.READ).lake,
+                     since=parse_moment(since, now, "--since"),
+                     until=parse_moment(until, now, "--until") or now,
+                     normalizers=evals_wiring.normalizers(), resamples=0)
+    first, second = _group(run, a, "A"), _group(run, b, "B")
+    result = paired_compare(run.scored, first, second, resamples=resamples, seed=seed)
+    if not result.documents:
+        raise UserError(f"{a} and {b} share no scored document",
+                        "run both on the same labelled documents")
+    print_object(result.to_dict(), output_format)
 
 
 SCORE_COLUMNS = ("model_version", "strategy", "field", "precision", "recall", "f1", "f1_ci",
@@ -226,17 +339,17 @@ def failures(
 def export_finetune(
     out: Annotated[Path, typer.Option(help="The train JSONL; validation and manifest are "
                                       "written beside it.")],
-    file_format: Annotated[str, typer.Option("--format", help="gemini|openai")] = "gemini",
+    file_format: Annotated[str, typer.Option("--format", help="gemini (Vertex AI supervised "
+                           "tuning) | openai")] = "gemini",
     include: Annotated[str, typer.Option(help="labelled (labelled documents only) or agreement "
                        "(also unlabelled documents whose latest results from two or more model "
                        "versions or strategies agree on every value).")] = "labelled",
-    max_chars: Annotated[int, typer.Option(callback=at_least(1000), help="Input text limit; "
-                         "longer texts are cut and counted in the manifest.")] = 100_000,
-    validation_percent: Annotated[int, typer.Option(help="Share of content hashes for "
+    validation_percent: Annotated[int, typer.Option(help="Share of document groups for "
                                   "validation.", min=0, max=100)] = 10,
     home: HomeOption = None,
 ) -> None:
-    """Fine-tuning JSONL (Gemini or OpenAI), split by content hash, duplicates removed."""
+    """Fine-tuning JSONL (Gemini or OpenAI) made by production's prompt builder, split on
+    document groups with near-duplicates kept together, duplicates removed."""
     from evals.finetune import FORMATS, build_examples, write_set
     from evals.finetune_sources import finetune_documents
 
@@ -247,13 +360,16 @@ def export_finetune(
         raise UserError(f"--include {include!r} is not a rule", "use labelled or agreement")
     settings = open_settings(home, Access.READ)
     documents = finetune_documents(settings.lake, page_reader(settings), include)
-    examples = build_examples(documents, list_fields=evals_wiring.list_fields(), max_chars=max_chars)
+    examples, skipped = build_examples(documents, evals_wiring.target_schema)
     if not examples:
-        raise UserError("nothing to export: no labelled document has a result with text",
+        raise UserError("nothing to export: no labelled document has a result with text of the "
+                        "version it was labelled for",
                         "import labels first (doclake evals import-labels)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    manifest = write_set(examples, out, file_format, max_chars=max_chars,
-                         validation_percent=validation_percent)
+    manifest = write_set(examples, out, file_format, validation_percent=validation_percent,
+                         skipped=skipped)
+    for warning in manifest.warnings:
+        console.print(f"warning: {warning}")
     print_object({**manifest.counts, "manifest": str(out.with_name(f"{out.stem}.manifest.json"))},
                  resolve_format(None))
 
@@ -268,7 +384,8 @@ def report(
     from evals.weekly import write_weekly_report
 
     settings = open_settings(home, Access.READ)
-    written = write_weekly_report(settings.lake, out, _now(), normalizers=evals_wiring.normalizers())
+    written = write_weekly_report(settings.lake, out, _now(), normalizers=evals_wiring.normalizers(),
+                                  training_sets=evals_wiring.training_sets())
     console.print("wrote " + " and ".join(written.values()))
 
 
@@ -281,6 +398,9 @@ def sample(
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 13,
     include_labelled: Annotated[bool, typer.Option("--include-labelled", help="Also documents "
                                 "already labelled.")] = False,
+    blind: Annotated[bool, typer.Option("--blind", help="Leave the value column empty (and "
+                     "hide the extracted values and model), so the labeller is not anchored on "
+                     "the model's answer.")] = False,
     home: HomeOption = None,
 ) -> None:
     """Pick documents to label (stratified by model version, strategy, format and size) and
@@ -292,5 +412,6 @@ def sample(
     candidates = sample_candidates(settings.lake, parse_moment(since, now, "--since"),
                                    include_labelled=include_labelled)
     picked = stratified(candidates, n, seed)
-    written = write_sheet(out, picked, evals_wiring.schema_fields())
+    written = write_sheet(out, picked, lambda row: evals_wiring.schema_fields(
+        row.get("schema_name") or "nda"), blind=blind)
     console.print(f"wrote {written} documents of {len(candidates)} candidates to {out}")

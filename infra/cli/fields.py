@@ -83,6 +83,20 @@ def cv(
     Console().print(table)
 
 
+def _write_training_set(model_path: Path, version: str, folder: Path, names: list[str]) -> None:
+    """``<model>.training.json`` beside the model: the documents it was fitted on (name and
+    SHA-256), so `doclake evals score` can warn when it scores the model on its own training set."""
+    import hashlib
+    import json
+
+    documents = [{"name": name, "sha256": hashlib.sha256(
+        (folder / "documents" / name).read_bytes()).hexdigest()
+        if (folder / "documents" / name).is_file() else None} for name in sorted(names)]
+    model_path.with_name(f"{model_path.stem}.training.json").write_text(json.dumps(
+        {"model_version": version, "split": str(folder.name), "documents": documents},
+        indent=0) + "\n", encoding="utf-8")
+
+
 @fields_app.command()
 def train(
     data: DataOption = None,
@@ -98,6 +112,7 @@ def train(
     model = fit(documents)
     target = out or MODEL_PATH
     target.write_text(model.to_json() + "\n", encoding="utf-8")
+    _write_training_set(target, model.version, _split(data), [d.name for d in documents])
     weights = sum(len(m.weights) for m in model.fields.values())
     Console().print(f"wrote {target} ({model.version}, {weights} weights, "
                     f"{target.stat().st_size // 1024} KiB)")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.cli.errors import UserError, settings_error
+from infra.local.private_home import make_private
 
 HOME_HINT = "pass --home DIR or set DOCLAKE_HOME to the folder `doclake run` used"
 
@@ -50,7 +51,7 @@ def check_home(home: Path, access: Access) -> Path:
             raise UserError(f"no doclake home at {home.resolve()} (nothing has run there)",
                             f"{HOME_HINT}; `doclake run PATH --home DIR` creates one")
         try:
-            home.mkdir(parents=True, exist_ok=True)
+            make_private(home)
         except OSError as error:
             raise UserError(f"cannot create home {home}: {error.strerror or error}",
                             "choose a folder you can write, with --home or DOCLAKE_HOME") from None
@@ -58,6 +59,8 @@ def check_home(home: Path, access: Access) -> Path:
         raise UserError(f"home {home} is not writable",
                         "doclake keeps its queues and job store there (even `status` opens them); "
                         "fix its permissions or choose another --home")
+    if access is not Access.READ:
+        make_private(home)  # what this command writes is the owner's alone (umask 077)
     return home
 
 

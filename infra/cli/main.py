@@ -29,7 +29,13 @@ from infra.cli.evals import evals_app
 from infra.cli.fields import fields_app
 from infra.cli.home import Access, open_settings
 from infra.cli.lake import lake_app
-from infra.cli.render.output import FormatOption, print_object, print_records, resolve_format
+from infra.cli.render.output import (
+    FormatOption,
+    print_object,
+    print_records,
+    resolve_format,
+    terminal_safe,
+)
 from infra.cli.serve import serve as serve_command
 
 if TYPE_CHECKING:
@@ -87,7 +93,11 @@ def run(
     strategy: Annotated[str, typer.Option(help="rules|single-pass|agentic")] = "rules",
     concurrency: Annotated[int | None, typer.Option(callback=at_least(1),
                                                     help="Messages handled at once.")] = None,
-    password: Annotated[str | None, typer.Option(help="Password for encrypted PDFs.")] = None,
+    password: Annotated[str | None, typer.Option(
+        help="Password for encrypted files. Shown in the process list: prefer --ask-password or "
+             "DOCLAKE_PASSWORD.")] = None,
+    ask_password: Annotated[bool, typer.Option("--ask-password", help="Prompt for the password "
+                            "(not echoed, not in the process list).")] = False,
     passwords: Annotated[Path | None, typer.Option(
         help="A CSV or JSON file mapping a file's name (or its path relative to a folder given) "
              "to its own password; used before --password, never stored in the lake.")] = None,
@@ -96,16 +106,21 @@ def run(
 ) -> None:
     """Ingest files and folders and process them to a terminal state."""
     from extract.readers import READERS
-    from ingest.planner import expand_sources
+    from ingest.planner import walk_sources
 
     if reader not in READERS:
         raise UserError(f"--reader {reader!r} is not available in this build",
                         f"use one of: {', '.join(sorted(READERS))}")
     schema_name = _fields_request(fields, strategy)
+    if ask_password:
+        password = typer.prompt("Password", hide_input=True, err=True)
     try:
-        sources = expand_sources(paths)
+        walk = walk_sources(paths)
     except FileNotFoundError as error:
         raise UserError(str(error), "check the path; nothing was ingested") from None
+    sources = walk.files
+    if (skipped := walk.skipped_summary()) is not None:
+        console.print(f"[yellow]warning:[/yellow] {terminal_safe(skipped)}")
     files = [file for file, _ in sources]
     if not files:
         console.print(f"[yellow]warning:[/yellow] no files in {', '.join(map(str, paths))}; "
@@ -246,11 +261,16 @@ def worker(
     home: HomeOption = None,
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Stop when nothing is left.")]
     = False,
-    password: Annotated[str | None, typer.Option(help="Password for encrypted PDFs.")] = None,
+    password: Annotated[str | None, typer.Option(
+        help="Password for encrypted files (prefer --ask-password or DOCLAKE_PASSWORD).")] = None,
+    ask_password: Annotated[bool, typer.Option("--ask-password", help="Prompt for the password "
+                            "(not echoed, not in the process list).")] = False,
     output_format: FormatOption = None,
 ) -> None:
     """Resume and drain pending work (after a crash, say)."""
     output_format = resolve_format(output_format)
+    if ask_password:
+        password = typer.prompt("Password", hide_input=True, err=True)
     settings = open_settings(home, Access.CREATE, password=password)
     from infra.cli.render.run_report import WorkerReport
     from infra.local.runtime import LocalRuntime

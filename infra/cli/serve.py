@@ -31,5 +31,9 @@ def serve(
         raise UserError(f"--expiry-s {expiry_s} is over 15 minutes", "use at most 900")
     settings = open_settings(home, Access.CREATE)
     console = Console(stderr=True, highlight=False)
-    serve_command(host, port, settings, expiry_s=expiry_s, max_bytes=max_bytes,
-                  echo=console.print)
+    try:
+        serve_command(host, port, settings, expiry_s=expiry_s, max_bytes=max_bytes,
+                      echo=console.print)
+    except ValueError as error:  # a secret too short: said before anything listens
+        raise UserError(str(error), "set DOCLAKE_SERVE_SECRET to 32 random bytes or more") \
+            from None

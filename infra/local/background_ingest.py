@@ -43,6 +43,7 @@ class BackgroundIngest:
         self._after_batch = after_batch
         self._fields = fields  # (schema, strategy): kept with each job as it is created
         self._on_finished = on_finished  # called on the ingest thread when it ends
+        self.skipped: list[tuple[Path, str]] = []
         self._stop = threading.Event()
         self._results: list[Ingested] = []
         self._error: BaseException | None = None
@@ -58,7 +59,8 @@ class BackgroundIngest:
         queue = SqliteQueue(home / "queue.db", max_receives=self._settings.max_receives)
         planner = Planner(store, self._objects, queue, self._writer.write, batch_size=BATCH,
                           run_choices=run_choices.record(self._settings.extract_config()),
-                          fields=self._fields)
+                          fields=self._fields, max_bytes=self._settings.max_file_bytes)
+        self.skipped = planner.skipped  # files no longer regular when their turn came
         try:
             for start in range(0, len(self._files), BATCH):
                 if self._stop.is_set():

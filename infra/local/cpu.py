@@ -30,6 +30,23 @@ log = logging.getLogger(__name__)
 PRELOAD = ["pypdfium2", "extract.formats.pdf"]
 
 
+# What one parser process may write in one file: decrypted copies are bounded by the file-size
+# setting (512 MiB by default), so 2 GiB stops only a runaway, before it fills the disk.
+MAX_WORKER_FILE_BYTES = 2 * 1024**3
+
+
+def _limit_worker() -> None:
+    """In each worker process, once: no core files (a crashing parser's memory is document
+    content, and would land in the working folder) and a file-size limit (``RLIMIT_FSIZE``)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    limit = MAX_WORKER_FILE_BYTES if hard == resource.RLIM_INFINITY else min(
+        MAX_WORKER_FILE_BYTES, hard)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+
+
 def _warm_up() -> None:
     import pypdfium2  # noqa: F401  (the import is the warm-up)
 
@@ -47,7 +64,8 @@ class ProcessPoolRunner:
             if self._pool is None or not self._pool.active:
                 context = multiprocessing.get_context("forkserver")
                 context.set_forkserver_preload(PRELOAD)
-                self._pool = ProcessPool(max_workers=self.workers, context=context)
+                self._pool = ProcessPool(max_workers=self.workers, context=context,
+                                         initializer=_limit_worker)
             return self._pool
 
     def warm(self) -> None:

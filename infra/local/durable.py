@@ -2,25 +2,26 @@
 
 A rename is only durable once the folder that holds it is fsynced, and a new folder only once its
 parent is; without that, a power loss can leave a file that was acknowledged missing. Object store
-writes go through here (the lake's writer keeps its own copy of the rule: ``lake`` imports
-nothing of ours).
+writes go through here; the fsync primitives are the lake's own (``lake.files``), one copy of the
+rule for both.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
+import stat
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from lake.files import fsync_directory
+
+COPY_CHUNK = 1024 * 1024
+
 
 def fsync_dir(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    fsync_directory(str(folder))
 
 
 def make_dirs(folder: Path) -> None:
@@ -75,10 +76,37 @@ def write_many(files: Sequence[tuple[Path, bytes, Callable[[int], None] | None]]
         fsync_dir(folder)
 
 
-def copy_file(source: Path, path: Path) -> None:
+def copy_file(source: Path, path: Path, *, max_bytes: int | None = None) -> None:
+    """Copy ``source`` durably to ``path``. The source is opened without following a link and
+    must be a regular file; with ``max_bytes`` at most ``max_bytes + 1`` bytes are copied (a
+    file over the limit is stored only far enough to be failed ``file_too_large``). The copy is
+    private to its owner (0600) whatever the source's mode; a failed copy leaves nothing."""
     make_dirs(path.parent)
     temporary = _temporary(path)
-    shutil.copyfile(source, temporary)
-    with open(temporary, "rb+") as handle:
-        os.fsync(handle.fileno())
-    _publish(temporary, path)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    source_fd = os.open(source, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(source_fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(source))
+        target_fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            remaining = None if max_bytes is None else max_bytes + 1
+            while remaining is None or remaining > 0:
+                chunk = os.read(source_fd, COPY_CHUNK if remaining is None
+                                else min(COPY_CHUNK, remaining))
+                if not chunk:
+                    break
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(target_fd, view):]
+                if remaining is not None:
+                    remaining -= len(chunk)
+            os.fsync(target_fd)
+        finally:
+            os.close(target_fd)
+        _publish(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    finally:
+        os.close(source_fd)

@@ -38,6 +38,20 @@ class SqliteClaims:
                        (job_id, password))
         return True
 
+    def erase_passwords(self) -> int:
+        """On start, before anything is ingested: erase every password left in the store. Any
+        there belongs to a run that ended without finishing its jobs (kill -9, a power cut,
+        Ctrl-C), and a password must not outlive the run that was given it. Those jobs, if
+        they still need it, fail ``encrypted``; ``run ... --retry-failed`` with the password
+        takes them again. The WAL is folded in and truncated so the bytes go too. Nothing is
+        erased while another live process holds a lease here (a run still working its jobs)."""
+        if self._lease_held_elsewhere():
+            return 0
+        with transaction(self._db) as db:
+            erased = db.execute("DELETE FROM job_passwords").rowcount
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return erased
+
     def job_password(self, job_id: str) -> str | None:
         row = self._db.execute(
             "SELECT p.password FROM job_passwords p JOIN jobs j USING (job_id) "
@@ -111,6 +125,16 @@ class SqliteClaims:
                 (name, holder, self._host, os.getpid(), now + ttl_s),
             )
         return True
+
+    def _lease_held_elsewhere(self) -> bool:
+        """Whether a live process other than this one holds any lease on this store."""
+        now = time.time()
+        for row in self._db.execute("SELECT * FROM leases WHERE expires_at > ?", (now,)):
+            if row["holder_host"] != self._host:
+                return True
+            if row["holder_pid"] != os.getpid() and process_alive(row["holder_pid"]):
+                return True
+        return False
 
     def release_lease(self, name: str, holder: str) -> None:
         self._db.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))

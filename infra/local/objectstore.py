@@ -76,8 +76,9 @@ class FolderObjectStore:
             files.append((self._path(key), data, tag))
         durable.write_many(files)
 
-    def put_file(self, key: str, path: Path) -> None:
-        durable.copy_file(path, self._path(key))
+    def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
+        """Copy a local file in; with ``max_bytes``, no more than ``max_bytes + 1`` of it."""
+        durable.copy_file(path, self._path(key), max_bytes=max_bytes)
 
     def get(self, key: str) -> bytes:
         try:

@@ -47,6 +47,7 @@ from infra.local.background_ingest import BackgroundIngest
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
+from infra.local.private_home import make_private
 from infra.local.publisher import publish_once, run_publisher
 from infra.local.queue import SqliteQueue
 from infra.local.search import Fts5SearchIndex
@@ -119,8 +120,7 @@ class LocalRuntime:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        home = settings.home
-        home.mkdir(parents=True, exist_ok=True)
+        home = make_private(settings.home)
         self.objects = FolderObjectStore(home / "objects")
         self.queue = SqliteQueue(home / "queue.db", max_receives=settings.max_receives)
         self.store = SqliteJobStore(home / "jobs.db")
@@ -150,6 +150,7 @@ class LocalRuntime:
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write,
+                       max_bytes=self.settings.max_file_bytes,
                        run_choices=run_choices.record(self.settings.extract_config()))
 
     def ingest_in_background(self, files, *, retry_failed: bool = False, passwords=None,
@@ -162,7 +163,7 @@ class LocalRuntime:
                                 source_paths=source_paths, after_batch=after_batch,
                                 fields=fields, on_finished=self.nudge_from_thread).start()
 
-    def recover(self) -> dict[str, int]:
+    def recover(self, *, erase_passwords: bool = True) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).
 
         Index messages and status events lost in a crash are repaired by the poller's own
@@ -170,7 +171,25 @@ class LocalRuntime:
         """
         released = self.queue.release_orphans()
         resent_splits = self.planner().resend_unsent()
-        return {"released": released, "resent_splits": resent_splits}
+        # Passwords of an earlier run that did not finish (``erase_passwords``): serve erases
+        # them itself before it takes uploads, and passes False here.
+        erased = self.store.erase_passwords() if erase_passwords else 0
+        removed = self._remove_stale_decrypted()
+        return {"released": released, "resent_splits": resent_splits,
+                "erased_passwords": erased, "removed_decrypted": removed}
+
+    def _remove_stale_decrypted(self) -> int:
+        """Decrypted copies whose job ended while no poller was there to remove them (a crash
+        between the transition and the removal): plaintext must not outlive its job."""
+        removed = 0
+        for key in self.objects.list("decrypted/"):
+            parts = key.split("/")
+            if len(parts) != 3:
+                continue
+            job = self.store.get_job(parts[2])
+            if job is None or job.status.terminal:
+                removed += self.objects.delete_prefix(key)
+        return removed
 
     def idle(self) -> bool:
         """No active job, nothing left to index or to publish, nothing in any queue."""

@@ -77,9 +77,9 @@ class TimedObjects:
         with self.times.timing("store_put"):
             self.inner.put_many(objects)
 
-    def put_file(self, key: str, path: Path) -> None:
+    def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
         with self.times.timing("store_put"):
-            self.inner.put_file(key, path)
+            self.inner.put_file(key, path, max_bytes=max_bytes)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

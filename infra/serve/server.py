@@ -15,11 +15,23 @@ limit (decided from the header, before a byte is read; a body longer than announ
 read past it). The embedded runtime works the jobs in a background thread, as ``doclake worker``
 would, and a small loop publishes each finished job's result (``extract.result_json``).
 Binds 127.0.0.1 unless told otherwise: this is a development door, with no TLS and no accounts.
+
+Hardened against a hostile client (issue 20): a length is digits only (``-1`` or ``abc`` is a
+400), a request with ``Transfer-Encoding`` is refused (chunked bodies are not taken, and a
+request carrying both framings could be read two ways behind a proxy), the ``Host`` must name
+this server (a DNS-rebinding page in a browser cannot talk to it), each connection has a socket
+timeout and at most ``MAX_CONNECTIONS`` are served at once (503 beyond), a secret from
+``DOCLAKE_SERVE_SECRET`` must have at least ``MIN_SECRET_BYTES``, and an upload is streamed to
+a private temporary file and hashed as it arrives, then stored with no lock held (a slot is
+claimed, not locked). Anything unexpected is a 4xx or a 500 with a JSON body, never a traceback
+on the wire; the traceback goes to the log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -45,6 +57,75 @@ _UPLOAD_PATH = re.compile(r"^/uploads/([0-9a-f-]{36})/([0-9a-f-]{36})$")
 _RESULT_PATH = re.compile(r"^/results/([0-9a-f-]{36})\.json$")
 _CHUNK = 1024 * 1024
 MAX_REQUEST_JSON = 64 * 1024
+MAX_CONNECTIONS = 64  # served at once; more wait in the kernel's backlog no longer than a 503
+SOCKET_TIMEOUT_S = 30.0  # a client that stops sending mid-request is dropped after this
+MIN_SECRET_BYTES = 32
+_DIGITS = re.compile(r"[0-9]{1,19}")
+_LOCAL_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class BadRequest(Exception):
+    """A malformed request: answered 400 (or ``status``) with this message."""
+
+    def __init__(self, message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST):
+        super().__init__(message)
+        self.status = status
+
+
+def content_length(headers, *, required: bool) -> int:
+    """The request's body length: digits only, and never together with a Transfer-Encoding."""
+    if headers.get("Transfer-Encoding") is not None:
+        raise BadRequest("Transfer-Encoding is not accepted; send the body with a Content-Length",
+                         HTTPStatus.NOT_IMPLEMENTED if headers.get("Content-Length") is None
+                         else HTTPStatus.BAD_REQUEST)
+    values = headers.get_all("Content-Length") or []
+    if not values:
+        if required:
+            raise BadRequest("send a Content-Length", HTTPStatus.LENGTH_REQUIRED)
+        return 0
+    if len(set(values)) != 1 or not _DIGITS.fullmatch(values[0]):
+        raise BadRequest("Content-Length must be one number of bytes (digits only)")
+    return int(values[0])
+
+
+def check_secret(secret: bytes) -> bytes:
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ValueError(f"DOCLAKE_SERVE_SECRET has {len(secret)} bytes; it needs at least "
+                         f"{MIN_SECRET_BYTES} (e.g. `python -c 'import secrets; "
+                         "print(secrets.token_hex(32))'`), or leave it unset for a random one")
+    return secret
+
+
+_BUSY_BODY = b'{"error": "too many connections", "status": 503}'
+_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+         b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
+
+
+class _Server(ThreadingHTTPServer):
+    """A threading server that serves at most ``MAX_CONNECTIONS`` connections at once."""
+
+    daemon_threads = True
+
+    def __init__(self, address, handler, max_connections: int | None = None):
+        self._slots = threading.BoundedSemaphore(max_connections or MAX_CONNECTIONS)
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address) -> None:
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.sendall(_BUSY)
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request, client_address) -> None:
+        log.debug("connection from %s ended with an error", client_address, exc_info=True)
 
 
 class ServeApp:
@@ -61,22 +142,27 @@ class ServeApp:
         self.settings = settings
         self.expiry_s = expiry_s
         self.max_bytes = max_bytes or settings.max_file_bytes
-        self.secret = secret or os.urandom(32)
-        home = settings.home
-        home.mkdir(parents=True, exist_ok=True)
+        self.secret = check_secret(secret) if secret is not None else os.urandom(32)
+        from infra.local.private_home import make_private
+
+        home = make_private(settings.home)
         self.objects = FolderObjectStore(home / "objects")
         self.store = SqliteJobStore(home / "jobs.db")
         self.queue = SqliteQueue(home / "queue.db", max_receives=settings.max_receives)
         self.writer = ParquetEventWriter.for_uri(settings.lake)
+        self.store.erase_passwords()  # an earlier process's, left by a crash
         self.lock = threading.Lock()  # the HTTP side's stores: one writer at a time
         self.pending: set[str] = set()  # job ids planned here, result not yet published
+        self.claimed: set[str] = set()  # slots whose upload is being stored right now
         # job id -> (password, expiry): a slot's password until its upload arrives or it expires
         self._passwords: dict[str, tuple[str, float]] = {}
         self.run_workers = run_workers
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self.httpd.daemon_threads = True
+        self.httpd = _Server((host, port), _handler_for(self))
+        bound = self.httpd.server_address[0]
+        self.host_names = set(_LOCAL_NAMES) | {host, str(bound)}
+        self.any_address = bound in ("0.0.0.0", "::")  # then an IP literal Host is accepted too
 
     @property
     def base_url(self) -> str:
@@ -105,18 +191,49 @@ class ServeApp:
         return (self.objects.head(slot.object_key) is not None
                 or self.store.get_job(slot.job_id) is not None)
 
-    def accept(self, slot: Slot, path: Path, source_name: str, size: int) -> None:
-        """Store the bytes at the slot's key and plan the job; the caller holds ``lock``."""
-        import hashlib
+    def claim(self, slot: Slot) -> bool:
+        """Take the slot for one upload (False: it has one, or one is arriving)."""
+        with self.lock:
+            if slot.job_id in self.claimed or self.slot_used(slot):
+                return False
+            self.claimed.add(slot.job_id)
+            return True
 
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        self.objects.put_file(slot.object_key, path)
-        plan_upload(self.store, self.queue, self.writer.write, Upload(
-            slot=slot, source_name=source_name, source_key=f"serve:{slot.object_key}",
-            fingerprint=digest, bytes=size), worker="serve",
-            password=self._passwords.pop(slot.job_id, (None, 0))[0],
-            run_choices=run_choices.record(self.settings.extract_config()))
-        self.pending.add(slot.job_id)
+    def accept(self, slot: Slot, path: Path, source_name: str, size: int, digest: str) -> None:
+        """Store the bytes at the claimed slot's key (no lock held: a large copy does not stop
+        other clients), then plan the job under the lock."""
+        try:
+            self.objects.put_file(slot.object_key, path)
+            with self.lock:
+                plan_upload(self.store, self.queue, self.writer.write, Upload(
+                    slot=slot, source_name=source_name, source_key=f"serve:{slot.object_key}",
+                    fingerprint=digest, bytes=size), worker="serve",
+                    password=self._passwords.pop(slot.job_id, (None, 0))[0],
+                    run_choices=run_choices.record(self.settings.extract_config()))
+                self.pending.add(slot.job_id)
+        finally:
+            with self.lock:
+                self.claimed.discard(slot.job_id)
+
+    def host_allowed(self, host_header: str | None) -> bool:
+        """The Host names this server: a name it was bound as, or a loopback name (a page whose
+        DNS name was rebound to 127.0.0.1 sends its own name and is refused)."""
+        if not host_header:
+            return False
+        name = urlsplit(f"//{host_header}").hostname
+        if name is None:
+            return False
+        if name in self.host_names:
+            return True
+        if self.any_address:
+            import ipaddress
+
+            try:
+                ipaddress.ip_address(name)
+                return True
+            except ValueError:
+                return False
+        return False
 
     def result(self, document_id: str) -> bytes | None:
         try:
@@ -130,7 +247,7 @@ class ServeApp:
         from infra.local.runtime import LocalRuntime
 
         runtime = LocalRuntime(self.settings)
-        runtime.recover()
+        runtime.recover(erase_passwords=False)  # erased in __init__, before uploads came in
         try:
             asyncio.run(runtime.process(self._stop.is_set))
         except Exception:  # the server keeps answering; the failure is in the log
@@ -199,17 +316,50 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
             # A refused upload's body is never read: close the connection instead.
             self._send(status, {"error": message, "status": status.value}, close=True)
 
+        timeout = SOCKET_TIMEOUT_S  # the socket's: a stalled client is dropped, not waited on
+
+        def handle_one_request(self) -> None:
+            """Every request through here: a malformed one is a 4xx, a failure of ours a 500
+            with a JSON body; neither sends a traceback."""
+            try:
+                super().handle_one_request()
+            except (TimeoutError, ConnectionError):
+                self.close_connection = True
+
+        def _guarded(self, method) -> None:
+            try:
+                if not app.host_allowed(self.headers.get("Host")):
+                    raise BadRequest("the Host header does not name this server",
+                                     HTTPStatus.MISDIRECTED_REQUEST)
+                method()
+            except BadRequest as error:
+                self._error(error.status, str(error))
+            except (TimeoutError, ConnectionError):
+                self.close_connection = True
+            except Exception:
+                log.exception("%s %s failed", self.command, self.path[:200])
+                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "the server failed; see its log")
+
         def do_POST(self) -> None:  # noqa: N802 - http.server's spelling
+            self._guarded(self._post)
+
+        def do_PUT(self) -> None:  # noqa: N802
+            self._guarded(self._put)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._guarded(self._get)
+
+        def _post(self) -> None:
             if urlsplit(self.path).path != "/uploads":
                 return self._error(HTTPStatus.NOT_FOUND, "POST /uploads is the only POST")
-            length = int(self.headers.get("Content-Length") or 0)
+            length = content_length(self.headers, required=False)
             if length > MAX_REQUEST_JSON:
                 return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "the request is too large")
             try:
                 request = json.loads(self.rfile.read(length) or b"{}")
                 if not isinstance(request, dict):
                     raise ValueError
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
                 return self._error(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
             name = Path(str(request.get("source_name") or "upload")).name[:255] or "upload"
             password = request.get("password")
@@ -218,7 +368,7 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
                                    "password must be a string of at most 1024 characters")
             self._send(HTTPStatus.CREATED, app.new_upload(name, password or None))
 
-        def do_PUT(self) -> None:  # noqa: N802
+        def _put(self) -> None:
             parts = urlsplit(self.path)
             match = _UPLOAD_PATH.match(parts.path)
             if not match:
@@ -230,33 +380,39 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
                 return self._error(HTTPStatus.FORBIDDEN, str(error))
             except SignatureError as error:
                 return self._error(HTTPStatus.FORBIDDEN, str(error))
-            if self.headers.get("Content-Length") is None:
-                return self._error(HTTPStatus.LENGTH_REQUIRED, "send a Content-Length")
-            size = int(self.headers["Content-Length"])
+            size = content_length(self.headers, required=True)
             if size > grant.max_bytes:
                 return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                                    f"{size} bytes, over this slot's limit of {grant.max_bytes}")
             if size == 0:
                 return self._error(HTTPStatus.BAD_REQUEST, "the body is empty")
             name = Path(self.headers.get("X-Doclake-Source-Name") or "upload").name[:255]
-            with tempfile.NamedTemporaryFile(dir=app.settings.home, prefix=".upload-") as tmp:
-                remaining = size
-                while remaining:
-                    chunk = self.rfile.read(min(_CHUNK, remaining))
-                    if not chunk:
-                        return self._error(HTTPStatus.BAD_REQUEST, "the body ended early")
-                    tmp.write(chunk)
-                    remaining -= len(chunk)
-                tmp.flush()
-                with app.lock:
-                    if app.slot_used(slot):
-                        return self._error(HTTPStatus.CONFLICT,
-                                           "this slot has its upload already; ask for a new one")
-                    app.accept(slot, Path(tmp.name), name or "upload", size)
+            if not app.claim(slot):
+                return self._error(HTTPStatus.CONFLICT,
+                                   "this slot has its upload already; ask for a new one")
+            handed_over = False  # to accept(), which releases the claim itself
+            try:
+                with tempfile.NamedTemporaryFile(dir=app.settings.home, prefix=".upload-") as tmp:
+                    digest = hashlib.sha256()
+                    remaining = size
+                    while remaining:
+                        chunk = self.rfile.read(min(_CHUNK, remaining))
+                        if not chunk:
+                            return self._error(HTTPStatus.BAD_REQUEST, "the body ended early")
+                        tmp.write(chunk)
+                        digest.update(chunk)
+                        remaining -= len(chunk)
+                    tmp.flush()
+                    handed_over = True
+                    app.accept(slot, Path(tmp.name), name or "upload", size, digest.hexdigest())
+            finally:
+                if not handed_over:
+                    with app.lock:
+                        app.claimed.discard(slot.job_id)
             self._send(HTTPStatus.CREATED, {"document_id": slot.document_id,
                                             "result_url": f"{app.base_url}/{slot.result_key}"})
 
-        def do_GET(self) -> None:  # noqa: N802
+        def _get(self) -> None:
             match = _RESULT_PATH.match(urlsplit(self.path).path)
             if not match:
                 return self._error(HTTPStatus.NOT_FOUND, "GET /results/<document_id>.json")
@@ -273,6 +429,8 @@ def serve_command(host: str, port: int, settings: Settings, *, expiry_s: int,
                   max_bytes: int | None, echo) -> None:
     """Run until interrupted (the ``doclake serve`` command's body)."""
     secret = os.environ.get("DOCLAKE_SERVE_SECRET", "").encode() or None
+    if secret is not None:
+        check_secret(secret)
     app = ServeApp(settings, host=host, port=port, expiry_s=expiry_s, max_bytes=max_bytes,
                    secret=secret).start()
     echo(f"doclake serve on {app.base_url} (POST /uploads); Ctrl-C stops")

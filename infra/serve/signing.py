@@ -48,7 +48,9 @@ def verify(secret: bytes, key: str, query: str, *, now: float) -> UploadGrant:
         given = fields["signature"][0]
     except (KeyError, IndexError, ValueError):
         raise SignatureError("the upload URL has no valid signature") from None
-    if not hmac.compare_digest(given, _signature(secret, key, expires, max_bytes)):
+    # bytes, not str: compare_digest refuses a str with non-ASCII characters (a TypeError)
+    expected = _signature(secret, key, expires, max_bytes).encode()
+    if not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected):
         raise SignatureError("the upload URL's signature does not match")
     if now > expires:
         raise ExpiredError("the upload URL has expired; ask POST /uploads for a new one")

@@ -30,3 +30,16 @@ def fail_to_load_page(path: str) -> None:
     from extract.formats.pdf import read_text_layer
 
     read_text_layer(Path(path), [999])
+
+
+def crash_parsing(*args, **kwargs) -> None:
+    """Stands for a parser that kills its process on certain bytes (a native abort)."""
+    os._exit(13)
+
+
+def resource_limits() -> dict[int, tuple[int, int]]:
+    """The worker process's own soft and hard limits on core files and file size."""
+    import resource
+
+    return {limit: resource.getrlimit(limit)
+            for limit in (resource.RLIMIT_CORE, resource.RLIMIT_FSIZE)}

@@ -39,6 +39,7 @@ from extract.fields.llm.shared import (
     problems,
     validate,
 )
+from extract.fields.version import code_digest, llm_version
 from extract.models.base import CallSite, Prompt
 from extract.models.fallback import FallbackModels
 from extract.ports import EventSink
@@ -91,6 +92,11 @@ class Agentic:
         self.pages_per_turn = pages_per_turn
         self.model_version = models.primary.name
 
+    def version(self, schema: type[BaseModel], model: str | None = None) -> str:
+        """The model plus the hash of the system prompt, the schema and this code."""
+        return llm_version(model or self.model_version, AGENT_SYSTEM, schema,
+                           code_digest(__name__, "extract.fields.llm.prompts"))
+
     async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
         ledger = TallyLedger(self.sink)
         by_number = {page.number: page for page in pages}
@@ -112,13 +118,13 @@ class Agentic:
             try:
                 if forced:
                     record = validate(reply.text, schema)
-                    return self._done(record, pages, ledger, reply.model)
+                    return self._done(record, pages, ledger, self.version(schema, reply.model))
                 step = cast(AgentStep, validate(reply.text, AgentStep))
                 if step.action == "answer":
                     if step.answer is None:
                         raise ValueError("action answer without an answer")
                     record = validate(json.dumps(step.answer), schema)
-                    return self._done(record, pages, ledger, reply.model)
+                    return self._done(record, pages, ledger, self.version(schema, reply.model))
             except (ValidationError, ValueError) as error:
                 errors.append(problems(error) if reply.text else "no answer")
                 if len(errors) >= self.attempts:

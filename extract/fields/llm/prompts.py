@@ -18,9 +18,10 @@ from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import PageText, Source
+from extract.models.base import Prompt
 
 __all__ = ["AGENT_SYSTEM", "SINGLE_PASS_SYSTEM", "DocumentText", "document_text", "gemini_schema",
-           "locate_values", "page_block"]
+           "locate_values", "page_block", "single_pass_prompt"]
 
 SINGLE_PASS_SYSTEM = """You extract structured fields from one document.
 Answer with JSON that follows the response schema. Each field's description says what it holds
@@ -74,6 +75,18 @@ def document_text(pages: Sequence[PageText], max_chars: int) -> DocumentText:
     cut = whole[:max_chars]
     return DocumentText(cut + "\n[... the rest of the document is not shown ...]",
                         len(cut), total)
+
+
+def single_pass_prompt(pages: Sequence[PageText], schema: type[BaseModel], max_chars: int,
+                       *, system: str | None = None) -> Prompt:
+    """The single-pass strategy's prompt: the system prompt, the document's text and the schema
+    as the response schema. One builder for inference and for fine-tuning sets
+    (``infra.evals_wiring.prompt_builder``), so a tuned model is trained on what it is sent."""
+    document = document_text(pages, max_chars)
+    text = (f"Extract the fields of the schema {schema.__name__} from this document.\n\n"
+            f"{document.text}")
+    return Prompt(text, system=SINGLE_PASS_SYSTEM if system is None else system,
+                  response_schema=gemini_schema(schema))
 
 
 _DROPPED = frozenset({"additionalProperties", "title", "default", "$defs", "$schema",

@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ValidationError
 
 from extract.fields.base import Extraction, PageText
-from extract.fields.llm.prompts import SINGLE_PASS_SYSTEM, document_text, gemini_schema, locate_values
+from extract.fields.llm.prompts import (
+    SINGLE_PASS_SYSTEM,
+    document_text,
+    locate_values,
+    single_pass_prompt,
+)
 from extract.fields.llm.shared import (
     DEFAULT_ATTEMPTS,
     DEFAULT_MAX_CHARS,
@@ -30,6 +35,7 @@ from extract.fields.llm.shared import (
     problems,
     validate,
 )
+from extract.fields.version import code_digest, llm_version
 from extract.models.base import CallSite, Prompt
 from extract.models.fallback import FallbackModels
 from extract.ports import EventSink
@@ -55,15 +61,20 @@ class SinglePass:
         self.attempts = max(1, attempts)
         self.model_version = models.primary.name
 
+    def version(self, schema: type[BaseModel], model: str | None = None) -> str:
+        """The model (the primary unless another answered) plus the hash of the system prompt,
+        the schema and this code (``extract.fields.version``); failures record it too."""
+        return llm_version(model or self.model_version, SINGLE_PASS_SYSTEM, schema,
+                           code_digest(__name__, "extract.fields.llm.prompts"))
+
     async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
         document = document_text(pages, self.max_chars)
         ledger = TallyLedger(self.sink, document.note())
-        base = (f"Extract the fields of the schema {schema.__name__} from this document.\n\n"
-                f"{document.text}")
-        response_schema = gemini_schema(schema)
+        first = single_pass_prompt(pages, schema, self.max_chars, system=SINGLE_PASS_SYSTEM)
+        base, response_schema = first.text, first.response_schema
         text, errors = base, []
         for _ in range(self.attempts):
-            answer = await ask(self.models, Prompt(text, system=SINGLE_PASS_SYSTEM,
+            answer = await ask(self.models, Prompt(text, system=first.system,
                                                    response_schema=response_schema),
                                self.site, ledger)
             try:
@@ -73,7 +84,8 @@ class SinglePass:
                 text = (f"{base}\n\nYour previous answer was not valid: {errors[-1]}. Answer "
                         "again with JSON that follows the schema.")
                 continue
-            return Extraction(record, locate_values(record, pages), ledger.usage, answer.model)
+            return Extraction(record, locate_values(record, pages), ledger.usage,
+                              self.version(schema, answer.model))
         raise InvalidOutput(f"no valid {schema.__name__} after {self.attempts} calls: "
                             + " | ".join(errors))
 

@@ -39,6 +39,9 @@ class OffloadedRules:
         self.timeout_s = timeout_s
         self.model_version = RulesStrategy().model_version
 
+    def version(self, schema: type[BaseModel] | None = None) -> str:
+        return self.model_version
+
     async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
         if schema is not NdaFields:
             raise TerminalError(f"the rules strategy extracts only the NDA schema, not "

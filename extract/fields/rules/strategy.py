@@ -27,6 +27,7 @@ from extract.fields.rules.features import featurise
 from extract.fields.rules.linear import LinearModel, select
 from extract.fields.rules.parties import party_candidates
 from extract.fields.schemas import NdaFields
+from extract.fields.version import code_digest, rules_version
 
 __all__ = ["GENERATORS", "MODEL_PATH", "Proposals", "RulesStrategy", "propose"]
 
@@ -39,6 +40,11 @@ GENERATORS: dict[str, Callable[[str], list[Candidate]]] = {
     "term": term_candidates,
 }
 
+
+GENERATOR_MODULES = ("extract.fields.rules.candidates", "extract.fields.rules.parties",
+                     "extract.fields.rules.dates", "extract.fields.rules.patterns",
+                     "extract.fields.rules.features", "extract.fields.rules.linear", __name__)
+"""The code that proposes and picks candidates: part of the rules version."""
 
 Proposals = dict[str, tuple[list[Candidate], list[dict[str, float]]]]
 
@@ -67,7 +73,12 @@ class RulesStrategy:
 
     def __init__(self, model: LinearModel | None = None):
         self.model = model or _shipped_model()
-        self.model_version = f"rules-{self.model.version}"
+        self.model_version = rules_version(self.model.version, self.model.to_json().encode(),
+                                           code_digest(*GENERATOR_MODULES))
+
+    def version(self, schema: type[BaseModel] | None = None) -> str:
+        """The model's content and the candidate generators' code (``extract.fields.version``)."""
+        return self.model_version
 
     def run(self, pages: Sequence[PageText]) -> Extraction:
         """The synchronous core: the async port calls it, and so can a script."""

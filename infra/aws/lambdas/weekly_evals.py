@@ -20,11 +20,11 @@ def report_prefix(results_bucket: str, now: datetime) -> str:
 
 def run(now: datetime, environ=os.environ) -> dict[str, str]:
     from evals.weekly import write_weekly_report
-    from infra.evals_wiring import normalizers
+    from infra.evals_wiring import normalizers, training_sets
 
     return write_weekly_report(environ["DOCLAKE_LAKE_URI"],
                                report_prefix(environ["DOCLAKE_RESULTS_BUCKET"], now), now,
-                               normalizers=normalizers())
+                               normalizers=normalizers(), training_sets=training_sets())
 
 
 def handler(event, context=None):

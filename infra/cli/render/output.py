@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime
@@ -54,6 +55,33 @@ def plain(value: Any) -> Any:
     return value
 
 
+# Characters that change what a terminal shows rather than show themselves: C0 and C1 controls
+# (ESC starts colour, screen clearing and OSC window titles or links; a newline splits a row),
+# DEL, and the bidirectional overrides and isolates that reorder what follows them.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group()
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return named.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100
+                               else f"\\u{ord(char):04x}")
+
+
+def terminal_safe(value: Any, *, markup: bool = True) -> str:
+    """A value as text that shows itself and nothing else on a terminal.
+
+    Every value that came from a document, a file name or a query goes through this before a
+    table or a report prints it: control characters and bidi overrides become visible escapes
+    (``\\x1b``, ``\\n``, ``\\u202e``), and rich markup (``[/bold]`` would crash the table,
+    ``[link=...]`` would make a clickable link) is escaped, unless ``markup=False`` (for text
+    printed with markup off)."""
+    from rich.markup import escape
+
+    text = _UNSAFE.sub(_visible, value if isinstance(value, str) else _text(value))
+    return escape(text) if markup else text
+
+
 def _text(value: Any) -> str:
     value = plain(value)
     if value is None:
@@ -90,7 +118,9 @@ def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], *,
     from rich.table import Table
 
     rows = [list(row) for row in rows]
-    view = Table(title=title)
+    view = Table(title=terminal_safe(title) if title else None)
+    columns = [terminal_safe(name) for name in columns]
+    rows = [[terminal_safe(cell) for cell in row] for row in rows]
     for index, name in enumerate(columns):
         # Ids keep their full width where the screen allows; other columns fold first.
         widest = max((len(row[index]) for row in rows), default=0) if _is_id(name) else None

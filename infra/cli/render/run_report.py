@@ -25,6 +25,7 @@ from rich.progress import (
 )
 
 from extract.state import Job, JobStatus
+from infra.cli.render.output import terminal_safe
 from ingest.planner import Ingested, IngestOutcome
 
 
@@ -108,8 +109,10 @@ class RunReport:
         if s["failure_reasons"]:
             out.print("failed, by reason:")
             for reason, count, names in s["failure_reasons"]:
-                shown = ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
-                out.print(f"  {reason}  {count}  {shown}", markup=False)
+                shown = ", ".join(terminal_safe(n, markup=False) for n in names[:3]) + (
+                    " …" if len(names) > 3 else "")
+                out.print(f"  {terminal_safe(reason, markup=False)}  {count}  {shown}",
+                          markup=False)
         if s["failed_before"]:
             out.print(f"{s['failed_before']} unchanged files failed before and were not taken "
                       "again; `--retry-failed` processes them again", markup=False)
