@@ -191,3 +191,27 @@ def test_a_run_with_nothing_to_do_returns_without_waiting_a_poll_interval(home, 
                            "--home", home], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "unchanged 3" in done.stdout and "pages read 0" in done.stdout
+
+
+def test_the_interrupted_note_counts_documents_not_unpublished_results(tmp_path, pdf_factory):
+    """Issue 19: an interrupted run said "24 documents not finished" for 32 documents when 154 of
+    155 pages had been read: it counted results not yet published. Now the documents whose job
+    has not ended are counted apart from those that only wait for their result."""
+    from support.helpers import Harness
+
+    from extract.state import JobStatus
+    from infra.cli.render.run_report import interrupted_note
+    from lake.events import utc_now
+
+    harness = Harness(tmp_path)
+    jobs = [harness.planner.ingest(pdf_factory(f"d{n}.pdf", 1, word=f"w{n}")).job_id
+            for n in range(3)]
+    harness.store.request_fields(jobs, "nda", "rules")
+    for job_id in jobs[:2]:  # read and succeeded; their fields result is not published yet
+        assert harness.store.transition_job(job_id, JobStatus.QUEUED, JobStatus.SUCCEEDED,
+                                            at=utc_now())
+        harness.store.mark_indexed(job_id, utc_now())
+    note = interrupted_note(harness.store.list_jobs(jobs), harness.store.page_progress(jobs),
+                            "run again")
+    assert note.startswith("1 of 3 documents not finished")
+    assert "2 finished, their results not yet published" in note
