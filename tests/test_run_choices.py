@@ -74,3 +74,34 @@ def test_a_killed_simulated_run_resumed_by_a_plain_worker_reads_every_page_by_th
                         "ORDER BY is_total, model").to_pylist()
     assert costs and all(r["simulated"] and r["model"].startswith("simulated:") for r in costs)
     assert [r["pages"] for r in costs if r["is_total"]] == [60]
+
+
+def test_a_second_ctrl_c_stops_at_once_and_the_first_says_so(tmp_path, pdf_factory):
+    """Issue 19, item 7: the first Ctrl-C waits for the messages in hand; it now says that a
+    second one stops at once, and the second does (here the model calls in hand would take an
+    hour: without it the run would not end)."""
+    import sqlite3
+
+    pdf_factory("slow.pdf", 5, word="slow")
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k != "DOCLAKE_READER"} | ENV | {
+        "DOCLAKE_SIMULATED_LATENCY_SCALE": "2000", "DOCLAKE_MODEL_TIMEOUT_S": "3600"}
+    process = subprocess.Popen(
+        _cli("run", str(tmp_path / "docs"), "--reader", "simulated", "--fields", "none",
+             home=home), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while True:  # a unit is being read: its model calls are in hand
+        assert process.poll() is None and time.monotonic() < deadline
+        try:
+            with sqlite3.connect(home / "jobs.db") as db:
+                if db.execute("SELECT count(*) FROM units WHERE status = 'running'").fetchone()[0]:
+                    break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err[-2000:]
+    assert "Ctrl-C again to stop at once" in err

@@ -445,7 +445,10 @@ def _on_signals(wake: asyncio.Event) -> asyncio.Event:
     loop = asyncio.get_running_loop()
 
     def request() -> None:
-        log.warning("stopping: finishing the messages in hand")
+        if shutdown.is_set():  # the second one: stop now; the next start hands the rest back
+            raise KeyboardInterrupt
+        log.warning("stopping: finishing the messages in hand; press Ctrl-C again to stop at "
+                    "once (they are handed back on the next start)")
         shutdown.set()
         wake.set()
 
