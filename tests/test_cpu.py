@@ -100,3 +100,28 @@ async def test_a_page_pdfium_cannot_load_is_a_corrupt_document_not_a_runtime_err
         assert caught.value.error_type == "corrupt"
     finally:
         runner.close()
+
+
+async def test_a_sniff_does_not_wait_behind_long_calls(tmp_path, pdf_factory):
+    """Issue 19, item 5: the sniff that gates a whole document used to queue in the same pool as
+    minute-long OCR calls. With the lanes, the long lane is full (one process busy, another call
+    queued) and the sniff still answers while both long calls are pending."""
+    import asyncio
+
+    from extract.formats.sniff import sniff_file
+    from infra.local.cpu_lanes import LanedCpu
+
+    pdf = pdf_factory("memo.pdf", 1)
+    cpu = LanedCpu(1)
+    try:
+        busy = [asyncio.ensure_future(cpu.run(cpu_tasks.sleep_for, 20, timeout_s=60))
+                for _ in range(2)]  # OCR stands-in: the long lane is busy, and has a queue
+        await asyncio.sleep(0.5)
+        sniffed = await cpu.run(sniff_file, pdf, timeout_s=60)
+        assert sniffed.format.value == "pdf"
+        assert not any(call.done() for call in busy)  # the sniff did not wait for them
+        for call in busy:
+            call.cancel()
+        await asyncio.gather(*busy, return_exceptions=True)
+    finally:
+        cpu.close()

@@ -44,7 +44,7 @@ from extract.poller import poll_once
 from extract.ports import ReceivedMessage
 from extract.stage_limits import stage_time_limit
 from infra.local.background_ingest import BackgroundIngest
-from infra.local.cpu import ProcessPoolRunner
+from infra.local.cpu_lanes import LanedCpu
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
 from infra.local.private_home import make_private
@@ -127,7 +127,7 @@ class LocalRuntime:
         self.index = Fts5SearchIndex(home / "search.db")
         self.writer = ParquetEventWriter.for_uri(settings.lake)
         self.stats = RuntimeStats()
-        self.cpu = ProcessPoolRunner(settings.cpu_workers)
+        self.cpu = LanedCpu(settings.cpu_workers)  # short calls in a lane of their own
         self.holder = f"{default_worker_name()}:{uuid.uuid4().hex[:8]}"
         self._busy = 0
         # Queues with a concurrency of their own (LibreOffice: a process and its memory each),
