@@ -4,17 +4,28 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 DEMO_HOME ?= .doclake-demo
 
-.PHONY: install demo test lint bench synth clean
+.PHONY: install runtime demo test lint bench synth clean
 
+# The runtime set alone (no CDK, moto, cfn-lint, great-expectations/scipy, scikit-learn): what
+# the pipeline, `doclake sql` and the dashboard import. `make demo` needs nothing more.
+$(BIN)/.runtime: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+# Everything: the runtime set plus the test, lint, AWS, CDK and `lake check` tool chain.
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $@
+	touch $@ $(BIN)/.runtime
+
+runtime: $(BIN)/.runtime
 
 install: $(BIN)/.installed
 
-demo: install
+demo: runtime
 	rm -rf $(DEMO_HOME)
 	$(BIN)/doclake run examples/*.pdf --home $(DEMO_HOME) --fields nda
 	$(BIN)/doclake sql --home $(DEMO_HOME) "SELECT d.source_name, j.status, j.pages, \

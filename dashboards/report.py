@@ -11,21 +11,28 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 
 import altair as alt
 import pyarrow as pa
 
 from dashboards import queries
 
-WIDTH, HEIGHT = 640, 260
+WIDTH, HEIGHT = 1100, 260
+UTC_AXIS = {"format": "%Y-%m-%d %H:%M:%S", "title": "time (UTC)", "labelAngle": -30,
+            "labelOverlap": True}
 
 
 @dataclass(frozen=True)
 class Chart:
+    """One panel of the page: a chart drawn by ``draw`` (an Altair chart), or, with ``table``,
+    an HTML table of the query's rows (``draw`` unused)."""
+
     query: str
     title: str
-    draw: Callable[[object], alt.TopLevelMixin]
+    draw: Callable[[object], alt.TopLevelMixin] | None
     empty: str
+    table: bool = False
 
 
 def _frame(table: pa.Table):
@@ -37,19 +44,46 @@ def _frame(table: pa.Table):
     return frame
 
 
+def _time(field: str) -> alt.X:
+    """A time axis in UTC with the date, whatever the zone of the browser."""
+    return alt.X(f"{field}:T", scale=alt.Scale(type="utc"), axis=alt.Axis(**UTC_AXIS))
+
+
+def _whole(top: float) -> alt.Axis:
+    """An axis of counts with whole-number ticks only (each tick named once)."""
+    top = int(top) if top == top else 0
+    if top <= 12:
+        return alt.Axis(format="d", values=list(range(0, top + 1)))
+    return alt.Axis(format="d", tickMinStep=1)
+
+
+def _count(field: str, title: str, top: float) -> alt.Y:
+    return alt.Y(f"{field}:Q", title=title, axis=_whole(top))
+
+
+def _room(labels) -> dict:
+    """Padding on the left for a band axis of these labels: vl-convert lays out the view before
+    it measures unlimited labels, so long ones ("split: unsupported_format", a model's full
+    name) would be cut at the SVG's edge without it."""
+    longest = max((len(str(label)) for label in labels), default=0)
+    return {"left": 7 * longest + 16, "top": 5, "right": 5, "bottom": 5}
+
+
 def _queue_depth(frame) -> alt.TopLevelMixin:
     long = frame.melt("happened_at", ["documents_waiting", "busy_workers"], "series", "count")
     return alt.Chart(long).mark_line(interpolate="step-after").encode(
-        x=alt.X("happened_at:T", title="time"), y=alt.Y("count:Q", title="count"),
-        color=alt.Color("series:N", title=None))
+        x=_time("happened_at"), y=_count("count", "count", long["count"].max()),
+        color=alt.Color("series:N", title=None, legend=alt.Legend(labelLimit=0)))
 
 
 def _throughput(frame) -> alt.TopLevelMixin:
     rate = frame["documents_per_minute"].iloc[0]
-    return alt.Chart(frame).mark_line(interpolate="step-after").encode(
-        x=alt.X("happened_at:T", title="time"),
-        y=alt.Y("documents_finished:Q", title="documents finished (cumulative)"),
-    ).properties(title=f"{rate:,.1f} documents per minute overall")
+    rate_text = "n/a" if rate != rate or rate is None else f"{rate:,.1f}"
+    return alt.Chart(frame).mark_line(interpolate="step-after", point=True).encode(
+        x=_time("happened_at"),
+        y=_count("documents_finished", "documents finished (cumulative, each once)",
+                 frame["documents_finished"].max()),
+    ).properties(title=f"{rate_text} documents per minute of active time")
 
 
 def _latency(frame) -> alt.TopLevelMixin:
@@ -57,51 +91,78 @@ def _latency(frame) -> alt.TopLevelMixin:
     long = frame.melt(["page_bucket", "documents"], ["median_s", "p90_s"], "statistic",
                       "seconds")
     return alt.Chart(long).mark_bar().encode(
-        x=alt.X("page_bucket:N", sort=order, title="pages"),
+        x=alt.X("page_bucket:N", sort=order, title="pages", axis=alt.Axis(labelAngle=0)),
         xOffset="statistic:N", y=alt.Y("seconds:Q", title="seconds, job created to done"),
-        color=alt.Color("statistic:N", title=None),
+        color=alt.Color("statistic:N", title=None, legend=alt.Legend(labelLimit=0)),
         tooltip=["page_bucket", "statistic", "seconds", "documents"])
 
 
 def _cost(frame) -> alt.TopLevelMixin:
+    label = alt.Axis(labelLimit=0, labelAngle=0)
     cost = alt.Chart(frame).mark_bar().encode(
-        x=alt.X("model:N", title=None),
+        x=alt.X("model:N", title=None, axis=label),
         y=alt.Y("cost_per_1000_pages:Q", title="USD per 1,000 pages"))
     tokens = frame.melt("model", ["input_tokens", "output_tokens"], "kind", "tokens")
     by_kind = alt.Chart(tokens).mark_bar().encode(
-        x=alt.X("model:N", title=None), y=alt.Y("tokens:Q", title="tokens"),
-        color=alt.Color("kind:N", title=None))
-    return alt.hconcat(cost.properties(width=WIDTH // 2 - 40),
-                       by_kind.properties(width=WIDTH // 2 - 40))
+        x=alt.X("model:N", title=None, axis=label), y=alt.Y("tokens:Q", title="tokens"),
+        color=alt.Color("kind:N", title=None, legend=alt.Legend(labelLimit=0)))
+    return alt.hconcat(cost.properties(width=WIDTH // 2 - 80, height=HEIGHT),
+                       by_kind.properties(width=WIDTH // 2 - 80, height=HEIGHT))
 
 
 def _failures(frame) -> alt.TopLevelMixin:
     frame = frame.assign(stage_reason=frame["stage"] + ": " + frame["reason"])
     return alt.Chart(frame).mark_bar().encode(
-        y=alt.Y("stage_reason:N", sort="-x", title=None),
-        x=alt.X("failures:Q", title="failures (all attempts)"),
-        color=alt.Color("stage:N", title="stage"))
+        y=alt.Y("stage_reason:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
+        x=alt.X("jobs:Q", title="jobs that met it", axis=_whole(frame["jobs"].max())),
+        color=alt.Color("stage:N", title="stage", legend=alt.Legend(labelLimit=0)),
+        tooltip=["stage", "reason", "failures", "final_failures", "jobs"],
+    ).properties(padding=_room(frame["stage_reason"]))
+
+
+def _readers(frame) -> alt.TopLevelMixin:
+    return alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("reader:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
+        x=alt.X("pages:Q", title="pages read", axis=_whole(frame["pages"].max())),
+        color=alt.Color("reader:N", legend=None), tooltip=["reader", "pages"],
+    ).properties(padding=_room(frame["reader"]))
+
+
+def _coverage(frame) -> alt.TopLevelMixin:
+    return alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("field:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
+        x=alt.X("coverage:Q", title="share of results with a value",
+                scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+        tooltip=["field", "documents_with_value", "coverage"],
+    ).properties(padding=_room(frame["field"]))
 
 
 def _f1(frame) -> alt.TopLevelMixin:
     return alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("scored_at:T", title="scored at"), y=alt.Y("f1:Q", title="F1",
-                                                           scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("field:N", title="field"), strokeDash="strategy:N")
+        x=_time("scored_at"), y=alt.Y("f1:Q", title="F1", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("field:N", title="field", legend=alt.Legend(labelLimit=0)),
+        strokeDash=alt.StrokeDash("strategy:N", legend=alt.Legend(labelLimit=0)))
 
 
 CHARTS = (
+    Chart("failed_files", "Failed files (latest job of each document)", None,
+          "No document's latest job failed.", table=True),
+    Chart("throughput", "Throughput", _throughput, "No finished jobs yet."),
     Chart("queue_depth", "Queue depth and busy workers over time", _queue_depth,
           "No jobs in the lake yet."),
-    Chart("throughput", "Throughput", _throughput, "No finished jobs yet."),
     Chart("latency_by_size", "End-to-end latency by document size (median and p90)", _latency,
           "No succeeded jobs yet."),
-    Chart("cost_by_model", "Cost per 1,000 pages and tokens by model", _cost,
-          "No pages read yet."),
+    Chart("slowest_documents", "Slowest documents", None, "No succeeded jobs yet.", table=True),
+    Chart("reader_share", "Pages by reader", _readers, "No pages read yet."),
+    Chart("field_coverage", "Field coverage", _coverage,
+          "No fields extracted yet (`doclake run --fields nda`)."),
     Chart("failures_by_stage", "Failures by stage and reason", _failures, "No failures."),
+    Chart("cost_by_model", "Cost per 1,000 pages and tokens by model", _cost,
+          "No model was called: text-layer, OCR and sheet pages cost nothing."),
     Chart("f1_by_field", "F1 by field over time", _f1,
           "No evals yet: `doclake evals score` writes eval_scores."),
 )
+HEADLINE = "headline"
 
 
 def _svg(chart: alt.TopLevelMixin) -> str:
@@ -112,19 +173,98 @@ def _svg(chart: alt.TopLevelMixin) -> str:
     return vl_convert.vegalite_to_svg(chart.to_dict(), vl_version=_vl_version())
 
 
-def render(lake_uri: str) -> str:
-    """The whole page: every chart of ``CHARTS`` over the lake at ``lake_uri``."""
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if hasattr(value, "isoformat"):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") \
+            if hasattr(value, "astimezone") else value.isoformat()
+    return str(value)
+
+
+def _table(rows: pa.Table) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows.column_names)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in r.values())
+                   + "</tr>" for r in rows.to_pylist())
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _headline(rows: pa.Table) -> str:
+    figures = rows.to_pylist()[0] if rows.num_rows else {}
+    documents = figures.get("documents") or 0
+    finished = (figures.get("succeeded") or 0) + (figures.get("failed") or 0)
+    rate = f"{100 * (figures.get('succeeded') or 0) / finished:.1f}%" if finished else "n/a"
+    f1 = figures.get("f1")
+    cards = (("documents", f"{documents:,}"), ("succeeded", rate),
+             ("failed", f"{figures.get('failed') or 0:,}"),
+             ("pages read", f"{figures.get('pages_read') or 0:,}"),
+             ("model cost", f"${float(figures.get('cost_usd') or 0):,.4f}"),
+             ("F1 (latest eval)", "n/a" if f1 is None else f"{float(f1):.3f}"))
+    return '<div class="cards" data-query="headline">' + "".join(
+        f'<div class="card"><div class="figure">{html.escape(v)}</div>'
+        f'<div class="label">{html.escape(k)}</div></div>' for k, v in cards) + "</div>"
+
+
+FILTERED_VIEWS = ("documents", "jobs", "units", "pages", "failures", "model_calls", "results",
+                  "result_fields", "job_latency", "daily_costs", "eval_runs", "eval_scores")
+
+
+def windowed(sql: str, since: date | None, until: date | None) -> str:
+    """A named query over only the days from ``since`` to ``until``: each analyst view it reads
+    becomes a subquery of that view filtered on ``dt`` (so partitions outside are not read)."""
+    if since is None and until is None:
+        return sql
+    import sqlglot
+    from sqlglot import exp
+
+    conditions = []
+    if since is not None:
+        conditions.append(f"dt >= DATE '{since.isoformat()}'")
+    if until is not None:
+        conditions.append(f"dt <= DATE '{until.isoformat()}'")
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+
+    def window(node: exp.Expression) -> exp.Expression:
+        if (isinstance(node, exp.Table) and not node.db and node.name in FILTERED_VIEWS
+                and node.name not in ctes):
+            inner = sqlglot.parse_one(f"SELECT * FROM main.{node.name} "
+                                      f"WHERE {' AND '.join(conditions)}", read="duckdb")
+            return exp.Subquery(this=inner, alias=exp.TableAlias(
+                this=exp.to_identifier(node.alias or node.name)))
+        return node
+
+    return tree.transform(window).sql(dialect="duckdb")
+
+
+def render(lake_uri: str, *, since: date | None = None, until: date | None = None,
+           now: datetime | None = None) -> str:
+    """The whole page: headline figures, then every panel of ``CHARTS``, over the lake at
+    ``lake_uri`` (only the days from ``since`` to ``until``, UTC, when given)."""
+    from lake.catalog import connect
+
+    now = now or datetime.now(UTC)
     sections = []
-    for chart in CHARTS:
-        frame = _frame(queries.run(lake_uri, chart.query))
-        if len(frame):
-            body = f'<div class="chart" data-query="{chart.query}">{_svg(chart.draw(frame))}</div>'
-        else:
-            body = f'<p class="empty" data-query="{chart.query}">{html.escape(chart.empty)}</p>'
-        sections.append(f"<section><h2>{html.escape(chart.title)}</h2>{body}"
-                        f"<p class=\"query\">query: dashboards/queries/{chart.query}.sql</p>"
-                        "</section>")
-    return PAGE.format(lake=html.escape(lake_uri), sections="\n".join(sections), csp=CSP)
+    with connect(lake_uri) as session:
+        headline = _headline(session.table(windowed(queries.sql(HEADLINE), since, until)))
+        for chart in CHARTS:
+            rows = session.table(windowed(queries.sql(chart.query), since, until))
+            if not rows.num_rows:
+                body = f'<p class="empty" data-query="{chart.query}">{html.escape(chart.empty)}</p>'
+            elif chart.table:
+                body = f'<div class="table" data-query="{chart.query}">{_table(rows)}</div>'
+            else:
+                body = (f'<div class="chart" data-query="{chart.query}">'
+                        f"{_svg(chart.draw(_frame(rows)))}</div>")
+            sections.append(f"<section><h2>{html.escape(chart.title)}</h2>{body}"
+                            f"<p class=\"query\">query: dashboards/queries/{chart.query}.sql</p>"
+                            "</section>")
+    window = f"{since or 'the first day'} to {until or 'today'}" if since or until else "every day"
+    return PAGE.format(lake=html.escape(lake_uri), sections="\n".join(sections), csp=CSP,
+                       headline=headline, window=html.escape(window),
+                       generated=now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -133,11 +273,21 @@ PAGE = """<!DOCTYPE html>
 <meta http-equiv="Content-Security-Policy" content="{csp}">
 <title>doclake dashboard</title>
 <style>
-body {{ font-family: sans-serif; margin: 2em; color: #222; }}
-section {{ margin-bottom: 2.5em; }} .query {{ color: #777; font-size: 0.85em; }}
+body {{ font-family: sans-serif; margin: 1.5em 2em; color: #222; }}
+section {{ margin-bottom: 2em; }} .query {{ color: #777; font-size: 0.85em; }}
 .empty {{ color: #555; font-style: italic; }}
+.chart svg {{ max-width: 100%; height: auto; }}
+.meta {{ color: #555; }}
+.cards {{ display: flex; flex-wrap: wrap; gap: 1em; margin: 1em 0 2em; }}
+.card {{ border: 1px solid #ddd; border-radius: 6px; padding: 0.8em 1.2em; min-width: 9em; }}
+.card .figure {{ font-size: 1.8em; font-weight: bold; }} .card .label {{ color: #555; }}
+table {{ border-collapse: collapse; width: 100%; font-size: 0.9em; }}
+th, td {{ border-bottom: 1px solid #e4e4e4; padding: 0.3em 0.6em; text-align: left;
+          vertical-align: top; overflow-wrap: anywhere; }}
 </style></head>
-<body><h1>doclake dashboard</h1><p>Lake: {lake}</p>
+<body><h1>doclake dashboard</h1>
+<p class="meta">Lake: {lake} &middot; days: {window} &middot; generated {generated}</p>
+{headline}
 {sections}
 </body></html>
 """

@@ -41,6 +41,8 @@ class ExtractConfig(BaseModel):
     ocr_dpi: int = 300
     unit_lease_s: float = 60.0
     """A read's claim on its unit lasts this long unless renewed (every third of it)."""
+    fields_min_confidence: float = 0.0
+    """A field value whose confidence (the model's probability) is below this is not reported."""
     models: ModelConfig = Field(default_factory=ModelConfig)
 
     @property

@@ -151,11 +151,15 @@ async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> 
 
     Its unit, or its job, fails at once with reason ``dead_letter`` (a fields message: its result
     is settled failed, taking over the claim a dead worker left); the failure row keeps the
-    message so an operator can look at it.
+    message so an operator can look at it. Once: the message stays in the dead-letter queue for
+    people and is seen again on later passes, which find what it was about settled already and
+    record nothing more.
     """
     try:
         message = parse_message(received.body)
     except ValidationError:
+        return Outcome.ACK
+    if _settled(ctx, message):
         return Outcome.ACK
     delivery = Delivery(received.receive_count, message.document_id, message.job_id,
                         ctx.worker, ctx.sink)
@@ -171,3 +175,22 @@ async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> 
     await _record_failure(ctx, message, delivery, error, final=True,
                           message_id=received.message_id)
     return Outcome.ACK
+
+
+def _settled(ctx: HandlerContext, message: Message) -> bool:
+    """True when what a dead letter would fail has an outcome already (failed by an earlier pass
+    over the same message, or finished before the message died)."""
+    job = ctx.store.get_job(message.job_id)
+    if job is None:
+        return True
+    if isinstance(message, ReadUnitMessage | ReadSheetMessage):
+        unit = ctx.store.get_unit(message.job_id, message.unit_id)
+        return job.status.terminal or unit is None or unit.status.terminal
+    if isinstance(message, SplitMessage | ConvertMessage):
+        return job.status.terminal or job.error is not None
+    if isinstance(message, IndexMessage):
+        return job.indexed_at is not None or job.index_error is not None
+    if isinstance(message, FieldsMessage):
+        claim = ctx.store.get_field_claim(message.job_id, message.strategy)
+        return claim is not None and claim.status.terminal
+    return False

@@ -11,7 +11,11 @@ never keeps a decision the store did not take.
 The no-progress clock (``Job.stalled_s``) counts only time in which the job could have moved: the
 poller adds the time since its own previous pass (so time with no runtime running never counts),
 and skips a job that is waiting its turn (its next messages are visible on a queue with a backlog:
-split or convert before it is planned, read or sheet after).
+split or convert before it is planned, read or sheet after)
+or whose work is scheduled (``Job.retry_at``: a message put back on its queue with a delay, as
+the Lambda edge does through a model brownout). The failing write itself is conditioned on the
+``last_progress_at`` the decision read and on no retry being scheduled, so a decision made from
+a stale read (DynamoDB's indexes are eventually consistent) fails no job that moved.
 """
 
 from __future__ import annotations
@@ -53,11 +57,20 @@ class Decision:
     new: JobStatus
     reason: str | None = None
     detail: str | None = None
+    unmoved_since: datetime | None = None
+    """For the no-progress rule: the ``last_progress_at`` it read (the write's condition)."""
 
 
-def decide(progress: JobProgress, no_progress_timeout_s: float) -> Decision | None:
+def scheduled(job: Job, now: datetime | None) -> bool:
+    """A retry of the job's work is due after ``now``: waiting on the queue's schedule."""
+    return job.retry_at is not None and (now is None or job.retry_at > now)
+
+
+def decide(progress: JobProgress, no_progress_timeout_s: float,
+           now: datetime | None = None) -> Decision | None:
     """The rules, in order: a worker's error, a failed unit, all units done, no progress for too
-    long, units planned. None means leave the job as it is."""
+    long (unless a retry is scheduled after ``now``), units planned. None means leave the job as
+    it is."""
     job = progress.job
     if job.status.terminal:
         return None
@@ -71,10 +84,11 @@ def decide(progress: JobProgress, no_progress_timeout_s: float) -> Decision | No
         return to(JobStatus.FAILED, progress.first_failure or "unit_failed")
     if progress.units_planned and progress.units_done == progress.units_planned:
         return to(JobStatus.SUCCEEDED)
-    if job.stalled_s > no_progress_timeout_s:
-        return to(JobStatus.FAILED, NO_PROGRESS,
-                  f"no progress for {job.stalled_s:.0f} s of runtime while its work was not "
-                  f"waiting in a queue (limit {no_progress_timeout_s:g} s)")
+    if job.stalled_s > no_progress_timeout_s and not scheduled(job, now):
+        return Decision(job.job_id, job.document_id, job.status, JobStatus.FAILED, NO_PROGRESS,
+                        f"no progress for {job.stalled_s:.0f} s of runtime while its work was "
+                        f"not waiting in a queue (limit {no_progress_timeout_s:g} s)",
+                        unmoved_since=job.last_progress_at)
     if progress.units_planned and job.status is JobStatus.QUEUED:
         return to(JobStatus.EXTRACTING)
     return None
@@ -129,13 +143,15 @@ async def poll_once(ctx: HandlerContext, *, now: datetime | None = None,
     now = now or utc_now()
     active = ctx.store.active_jobs()
     if elapsed_s > 0 and active:
-        active = _count_stalls(ctx, active, elapsed_s)
-    decided = [d for d in (decide(p, ctx.config.no_progress_timeout_s) for p in active) if d]
+        active = _count_stalls(ctx, active, elapsed_s, now)
+    decided = [d for d in (decide(p, ctx.config.no_progress_timeout_s, now) for p in active)
+               if d]
     applied = []
     for decision in decided:
         if ctx.store.transition_job(decision.job_id, decision.current, decision.new,
                                     failure_reason=decision.reason,
-                                    failure_detail=decision.detail, at=now):
+                                    failure_detail=decision.detail, at=now,
+                                    unmoved_since=decision.unmoved_since):
             applied.append(decision)
     for decision in applied:
         if decision.new.terminal:  # a decrypted copy is plaintext: it lives as long as its job
@@ -153,10 +169,11 @@ def remove_decrypted_copy(ctx: HandlerContext, document_id: str, job_id: str) ->
 
 
 def _count_stalls(ctx: HandlerContext, active: list[JobProgress],
-                  elapsed_s: float) -> list[JobProgress]:
+                  elapsed_s: float, now: datetime) -> list[JobProgress]:
     backlog = {queue: ctx.queue.depth(queue).visible > 0
                for queue in (*PLANNING_QUEUES, *UNIT_QUEUES)}
-    stalled = [p for p in active if not waiting_its_turn(p, backlog)]
+    stalled = [p for p in active
+               if not waiting_its_turn(p, backlog) and not scheduled(p.job, now)]
     if not stalled:
         return active
     ctx.store.add_stall([(p.job.job_id, elapsed_s, p.job.last_progress_at) for p in stalled])

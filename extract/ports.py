@@ -205,9 +205,19 @@ class JobStore(Protocol):
 
     def transition_job(self, job_id: str, expected: JobStatus, new: JobStatus, *,
                        failure_reason: str | None = None, failure_detail: str | None = None,
-                       at: datetime) -> bool:
+                       at: datetime, unmoved_since: datetime | None = None) -> bool:
         """The poller's write: only from ``expected``; sets ``finished_at`` (= ``at``) when
-        terminal. The store is the truth; the poller's events follow it."""
+        terminal. The store is the truth; the poller's events follow it.
+
+        ``unmoved_since`` (the no-progress rule): also only if the job's ``last_progress_at`` is
+        still the one the decision read and no retry of its work is scheduled after ``at``, so a
+        decision made on a stale read (an eventually consistent index) fails no job that moved."""
+        ...
+
+    def schedule_retry(self, job_id: str, at: datetime) -> bool:
+        """Note that a message of this job waits on its queue until ``at`` (a delayed retry):
+        the job's work is scheduled, not stalled. Keeps the later of two times; False when the
+        job does not exist or is terminal."""
         ...
 
     def add_stall(self, stalls: Sequence[tuple[str, float, datetime]]) -> int:
@@ -361,7 +371,8 @@ class EventSink(Protocol):
 
 
 class CpuRunner(Protocol):
-    """Runs a CPU-bound function away from the event loop (a process pool, or inline on Lambda).
+    """Runs a CPU-bound function away from the event loop (a process pool locally, a child
+    process per call on Lambda, which has no ``/dev/shm`` for a pool's semaphores).
 
     Raises ``WorkerTimeout`` past ``timeout_s``; a crashed worker process becomes a
     ``TransientError`` and the runner recovers.

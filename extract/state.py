@@ -91,6 +91,9 @@ class Job(_Record):
     fields_strategy: str | None = None
     fields_published_at: datetime | None = None
     """When the requested strategy's result (succeeded or failed) was published."""
+    retry_at: datetime | None = None
+    """When a message of this job that was put back on its queue with a delay (a model brownout
+    on Lambda) is due again: its work is scheduled, so the no-progress clock waits for it."""
     source_path: str | None = None
     """The file's path relative to the folder it was ingested from (``NewVersion.source_path``)."""
     run_choices: str | None = None

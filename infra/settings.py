@@ -66,6 +66,10 @@ class Settings(BaseSettings, ModelConfig):
     ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution pages are rendered at "
                          "for OCR.")
 
+    fields_min_confidence: float = Field(0.0, ge=0, le=1, description="Field values whose "
+                                         "confidence (the rules model's probability) is below "
+                                         "this are not reported; values without one are kept.")
+
     @property
     def lake(self) -> str:
         return self.lake_uri or str(self.home / "lake")
@@ -89,4 +93,5 @@ class Settings(BaseSettings, ModelConfig):
             max_render_pixels=self.max_render_pixels,
             max_image_pixels=self.max_image_pixels,
             ocr_dpi=self.ocr_dpi,
+            fields_min_confidence=self.fields_min_confidence,
         )

@@ -37,9 +37,7 @@ import time
 from collections.abc import Mapping
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from lake.events import EVENT_TYPES
 from lake.files import open_lake
@@ -81,14 +79,73 @@ def duckdb_sql(sql: str) -> str:
         lambda m: internal_name(m.group(0)) if m.group(1) in EVENT_TYPES else m.group(0), sql)
 
 
+def _layers() -> dict[str, str]:
+    """Every view above the raw ones, by DuckDB name, in dependency order: ``internal.ev_*``,
+    then ``events`` and the derived views."""
+    layers = {internal_name(dedup_view(t)): duckdb_sql(dedup_sql(t)) for t in EVENT_TYPES}
+    layers["events"] = duckdb_sql(events_sql())
+    layers.update((name, duckdb_sql(sql)) for name, sql in DERIVED_VIEWS.items())
+    return layers
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_WHOLE_CATALOG = re.compile(
+    r"(?i)\b(show|describe|summarize|information_schema|duckdb_\w+|pragma|table_info|export|"
+    r"pg_catalog|sqlite_master)\b")
+"""Statements that look at the catalog itself: every view is defined before them."""
+
+
+class _Layers:
+    """The layers' SQL and what each one reads, worked out once per process.
+
+    A view reads the layers whose names appear in its SQL; ``ev_<type>`` reads the raw view of
+    its type. ``needed`` closes a statement's names over that, so a session defines only the
+    views a statement reaches (``jobs`` needs 5 raw and 6 other views of the ~75): DuckDB binds
+    every view it creates, and defining all of them was most of a small query's time."""
+
+    def __init__(self) -> None:
+        self.sql = _layers()
+        self.order = list(self.sql)
+        self.reads: dict[str, set[str]] = {}
+        self.raw: dict[str, str] = {internal_name(dedup_view(t)): t for t in EVENT_TYPES}
+        # A layer is named by its last part (``ev_page_read`` for ``internal.ev_page_read``):
+        # a statement that names it in any schema, or quoted, defines it (more is harmless).
+        self.short = {name: name.rsplit(".", 1)[-1] for name in self.order}
+        for name, sql in self.sql.items():
+            words = set(_WORD.findall(sql))
+            self.reads[name] = {other for other in self.order
+                                if other != name and self.short[other] in words}
+
+    def needed(self, statement: str) -> list[str]:
+        """The layers ``statement`` reaches, in dependency order (all of them for a statement
+        that reads the catalog itself)."""
+        if _WHOLE_CATALOG.search(statement):
+            return list(self.order)
+        words = set(_WORD.findall(statement))
+        todo = [name for name in self.order if self.short[name] in words]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(self.reads[name])
+        return [name for name in self.order if name in seen]
+
+
+_LAYERS: _Layers | None = None
+
+
+def layers() -> _Layers:
+    global _LAYERS
+    if _LAYERS is None:
+        _LAYERS = _Layers()
+    return _LAYERS
+
+
 def _define_layers(con) -> None:
     """The ``ev_*`` views (over the raw views), then ``events`` and every derived view."""
-    for event_type in EVENT_TYPES:
-        con.execute(f"CREATE OR REPLACE VIEW {internal_name(dedup_view(event_type))} AS "
-                    f"{duckdb_sql(dedup_sql(event_type))}")
-    con.execute(f"CREATE OR REPLACE VIEW events AS {duckdb_sql(events_sql())}")
-    for name, sql in DERIVED_VIEWS.items():
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {duckdb_sql(sql)}")
+    for name, sql in layers().sql.items():
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 
 
 def _duckdb():
@@ -215,6 +272,8 @@ def _define_remote_raw(con, filesystem: pafs.FileSystem, root: str, event_type: 
                        files: tuple[str, ...]) -> None:
     """A raw view over an Arrow dataset of these files (any pyarrow filesystem, S3 included),
     partitioned by ``dt`` so a filter on it skips files."""
+    import pyarrow.dataset as pads  # here, not at the top: it loads pandas (~0.4 s)
+
     schema = arrow_schema(EVENT_TYPES[event_type]).append(pa.field("dt", pa.date32()))
     partitioning = pads.partitioning(pa.schema([("dt", pa.date32())]), flavor="hive")
     dataset = pads.dataset(list(files), schema=schema, format="parquet", filesystem=filesystem,
@@ -253,16 +312,17 @@ class LakeSession:
         if confined:
             confine(self.con, self.root if self.local else None)
         self.listing: Listing = {}
-        self._defined: set[str] = set()
-        self._views_defined = False
+        self._raw_files: dict[str, tuple[str, ...]] = {}  # defined raw views: over these files
+        self._layers_defined: set[str] = set()  # the views above the raw ones defined so far
         self.refreshes = 0
         self.retried = 0
-        self.refresh(define_all=True)
+        self.refresh()
 
     # -- listing -------------------------------------------------------------------------------
 
     def refresh(self, *, define_all: bool = False) -> Listing:
-        """List the lake; redefine the raw views whose files changed. Returns the listing.
+        """List the lake; redefine the raw views whose files changed (``define_all``: and define
+        every view now). Returns the listing.
 
         Defining a view reads the footers of its files, so it too can meet a file deleted since
         the listing: then the lake is listed again and the definition retried."""
@@ -270,7 +330,9 @@ class LakeSession:
         for attempt in range(self.retries + 1):
             listing = stable_listing(self.filesystem, self.root)
             try:
-                self._define(listing, define_all)
+                self._define(listing)
+                if define_all:
+                    self.prepare("SHOW TABLES")
                 break
             except (duckdb.Error, OSError, pa.ArrowException):
                 if attempt == self.retries or not self._files_vanished(listing):
@@ -288,24 +350,48 @@ class LakeSession:
         for path in files:
             fingerprint = name_fingerprint(path) or self._fingerprints.get(path)
             if fingerprint is None:
+                import pyarrow.parquet as pq
+
                 fingerprint = arrow_fingerprint(pq.read_schema(path))
                 self._fingerprints[path] = fingerprint
             groups.setdefault(fingerprint, []).append(path)
         return list(groups.values())
 
-    def _define(self, listing: Listing, define_all: bool) -> None:
+    def _define(self, listing: Listing) -> None:
+        """Keep the listing; redefine the raw views already defined whose files changed."""
         for event_type, files in listing.items():
-            if (define_all and event_type not in self._defined) or (
-                    files != self.listing.get(event_type)):
-                if self.local and len(files) <= NATIVE_MAX_FILES:
-                    _define_local_raw(self.con, event_type, self._groups(files))
-                else:
-                    _define_remote_raw(self.con, self.filesystem, self.root, event_type, files)
-                self.listing[event_type] = files
-                self._defined.add(event_type)
-        if define_all and not self._views_defined:
-            _define_layers(self.con)
-            self._views_defined = True
+            if event_type in self._raw_files and files != self._raw_files[event_type]:
+                self._define_raw(event_type, files)
+        self.listing = dict(listing)
+
+    @property
+    def views_defined(self) -> frozenset[str]:
+        """The views this session has defined so far (raw views by their internal name)."""
+        return frozenset(self._layers_defined) | {internal_name(raw_view(t)) for t in self._raw_files}
+
+    def _define_raw(self, event_type: str, files: tuple[str, ...]) -> None:
+        if self.local and len(files) <= NATIVE_MAX_FILES:
+            _define_local_raw(self.con, event_type, self._groups(files))
+        else:
+            _define_remote_raw(self.con, self.filesystem, self.root, event_type, files)
+        self._raw_files[event_type] = files
+
+    def prepare(self, statement: str) -> None:
+        """Define the views ``statement`` reaches that are not defined yet (``_Layers``), over
+        the current listing; a statement run on ``con`` directly needs this first."""
+        plan = layers()
+        statement = duckdb_sql(statement)
+        for event_type in EVENT_TYPES:  # a raw view named by the statement itself
+            if event_type not in self._raw_files and raw_view(event_type) in statement:
+                self._define_raw(event_type, self.listing.get(event_type, ()))
+        for name in plan.needed(statement):
+            if name in self._layers_defined:
+                continue
+            event_type = plan.raw.get(name)
+            if event_type is not None and event_type not in self._raw_files:
+                self._define_raw(event_type, self.listing.get(event_type, ()))
+            self.con.execute(f"CREATE OR REPLACE VIEW {name} AS {plan.sql[name]}")
+            self._layers_defined.add(name)
 
     def _files_vanished(self, listing: Listing) -> bool:
         now = list_event_files(self.filesystem, self.root)
@@ -323,11 +409,13 @@ class LakeSession:
         (the read fails, and the statement is rerun over a new listing). It only misses rows
         written after it, for at most ``refresh_after_s``."""
         duckdb = _duckdb()
+        statement = duckdb_sql(query)
         for attempt in range(self.retries + 1):
             stale = time.monotonic() - self.listed_at >= self.refresh_after_s
             listing = self.refresh() if attempt or stale else self.listing
             try:
-                relation = self.con.sql(duckdb_sql(query), params=parameters)
+                self.prepare(statement)
+                relation = self.con.sql(statement, params=parameters)
                 return None if relation is None else relation.to_arrow_table()
             except (duckdb.Error, OSError, pa.ArrowException):
                 if attempt == self.retries or not self._files_vanished(listing):
@@ -364,14 +452,37 @@ class LakeSession:
         return getattr(self.con, name)
 
 
-def _define_local_raw_glob(con, root: str, event_type: str, files: tuple[str, ...]) -> None:
-    """A raw view over a glob of the type's partition folders: expanded again by every query, so
-    a client that keeps the view (``doclake lake views``) sees new and compacted files."""
+SHAPES_PREFIX = "_shapes"
+"""Beside ``events/``: one empty, typed Parquet file per event type, written by ``define_views``
+so that a saved view's glob always matches (DuckDB refuses a glob that matches nothing)."""
+
+
+def shape_file(root: str, event_type: str) -> str:
+    """The empty, typed file of an event type: ``_shapes/event_type=T/dt=1970-01-01/empty.parquet``
+    (the same folder depth as the data, so one glob and one hive layout cover both)."""
+    return f"{root}/{SHAPES_PREFIX}/event_type={event_type}/dt=1970-01-01/empty.parquet"
+
+
+def write_shape_files(root: str) -> None:
+    """One zero-row file per event type, with the type's current schema (rewritten each time, so
+    a schema that gained columns is picked up; written aside and renamed, never half there)."""
+    import pyarrow.parquet as pq
+
+    for event_type, model in EVENT_TYPES.items():
+        path = shape_file(root, event_type)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        part = f"{path}.{os.getpid()}.tmp"
+        pq.write_table(arrow_schema(model).empty_table(), part)
+        os.replace(part, path)
+
+
+def _define_local_raw_glob(con, root: str, event_type: str) -> None:
+    """A raw view over one glob that matches the type's data files under ``events/`` and its empty
+    file under ``_shapes/``: expanded again by every query, so a client that keeps the view
+    (``doclake lake views``) sees new and compacted files, and event types that had no file yet
+    when the view was saved (model calls, failures) once they have one."""
     empty = _empty_select(event_type)
-    if not files:
-        con.execute(f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS {empty}")
-        return
-    glob = _sql_string(f"{root}/{event_type_prefix(event_type)}/dt=*/*.parquet")
+    glob = _sql_string(f"{root}/*/event_type={event_type}/dt=*/*.parquet")
     names = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
     con.execute(
         f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS "
@@ -383,16 +494,19 @@ def _define_local_raw_glob(con, root: str, event_type: str, files: tuple[str, ..
 
 def define_views(con, lake_uri: str) -> None:
     """Create every view of the lake in a DuckDB connection that is not a ``LakeSession``: for
-    clients outside doclake (``doclake lake views``). Locally the raw views read a glob, so they
-    follow the lake; such a client gets no retry when compaction deletes a file mid-query (rerun
-    it). On S3 they are Arrow datasets over the files listed now."""
+    clients outside doclake (``doclake lake views``). Locally the raw views read a glob that
+    always matches (``write_shape_files``), so they follow the lake as it grows; such a client
+    gets no retry when compaction deletes a file mid-query (rerun it). On S3 they are Arrow
+    datasets over the files listed now."""
     filesystem, root = open_lake(lake_uri)
     local = isinstance(filesystem, pafs.LocalFileSystem)
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA}")
-    for event_type, files in stable_listing(filesystem, root).items():
-        if local:
-            _define_local_raw_glob(con, root, event_type, files)
-        else:
+    if local:
+        write_shape_files(root)
+        for event_type in EVENT_TYPES:
+            _define_local_raw_glob(con, root, event_type)
+    else:
+        for event_type, files in stable_listing(filesystem, root).items():
             _define_remote_raw(con, filesystem, root, event_type, files)
     _define_layers(con)
 

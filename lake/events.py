@@ -267,8 +267,7 @@ class ModelCalled(Event):
     purpose: str = Field(description="what the call was for: read a page, extract fields...")
     provider: str = Field(description="the model provider (gemini, bedrock, simulated)")
     model: str = Field(description="the model's name")
-    outcome: str = Field(description="ok, error, timeout, blocked, empty or cancelled (we stopped "
-                         "waiting; the provider may bill it)")
+    outcome: str = Field(description="ok, error, timeout, blocked or empty")
     http_status: int | None = Field(None, description="HTTP status of the answer, when there was one")
     input_tokens: int = Field(0, description="tokens sent")
     output_tokens: int = Field(0, description="tokens received")
@@ -289,7 +288,8 @@ class ResultPublished(Event):
     event_type: ClassVar[str] = "result_published"
     identity: ClassVar[tuple[str, ...]] = ("job_id", "strategy")
 
-    status: str = Field(description="succeeded or failed")
+    status: str = Field(description="succeeded, failed, or not_applicable (the document is not of "
+                        "the kind the schema is for: no values)")
     effective_date: str | None = Field(None, description="the agreement's effective date (ISO 8601)")
     jurisdiction: str | None = Field(None, description="the governing law's jurisdiction")
     party: list[str] = Field(default_factory=list, description="the parties' names")
@@ -304,6 +304,13 @@ class ResultPublished(Event):
     failure_reason: str | None = Field(
         None, description="why a failed result failed: a stable code such as strategy_error, "
         "invalid_output or dead_letter")
+    document_kind: str | None = Field(
+        None, description="the kind of document the schema is for (nda), null when it names none")
+    applies: bool | None = Field(
+        None, description="whether the document was judged of that kind (false: not_applicable, "
+        "no values); null when the schema names no kind")
+    applicability_score: float | None = Field(
+        None, description="the offline classifier's score for the kind, 0 to 1 (0.5 decides)")
 
 
 class ResultFieldExtracted(Event):
@@ -323,6 +330,12 @@ class ResultFieldExtracted(Event):
     page_number: int | None = Field(None, description="page number (1-based), or a sheet's position")
     char_offset: int | None = Field(
         None, description="where the value was found: characters from the start of its page")
+    confidence: float | None = Field(
+        None, description="the model's probability that the value is right (rules strategy); "
+        "null where the strategy gives none (LLM strategies)")
+    evidence: str | None = Field(
+        None, description="the text that decided the value: the best-scoring mention (rules) "
+        "or the model's quote aligned to the page (LLM strategies)")
 
 
 # --- evals: labels and scores ------------------------------------------------------------------

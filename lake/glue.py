@@ -139,3 +139,33 @@ def database_input(name: str, description: str = "doclake events, tables and vie
         "Description": description,
         "Parameters": {"schema_version": str(SCHEMA_VERSION)},
     }
+
+
+def _sql_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def create_table_statement(table: dict[str, Any], database: str | None = None) -> str:
+    """Athena DDL (Hive's ``CREATE EXTERNAL TABLE``) for one ``TableInput`` of this module: the
+    same columns, partition key, location and projection properties ``doclake aws catalog``
+    sends to Glue, so a person can set the lake up from printed SQL alone."""
+    storage = table["StorageDescriptor"]
+    qualifier = f"{check_name(database)}." if database else ""
+    columns = ",\n".join(f"  `{c['Name']}` {c['Type']}" for c in storage["Columns"])
+    keys = ", ".join(f"`{k['Name']}` {k['Type']}" for k in table["PartitionKeys"])
+    properties = ",\n".join(f"  {_sql_literal(k)}={_sql_literal(v)}"
+                            for k, v in table["Parameters"].items() if k != "EXTERNAL")
+    return (f"CREATE EXTERNAL TABLE IF NOT EXISTS {qualifier}{check_name(table['Name'])} (\n"
+            f"{columns}\n)\n"
+            f"COMMENT {_sql_literal(table['Description'])}\n"
+            f"PARTITIONED BY ({keys})\n"
+            "STORED AS PARQUET\n"
+            f"LOCATION {_sql_literal(storage['Location'])}\n"
+            f"TBLPROPERTIES (\n{properties}\n)")
+
+
+def create_table_statements(bucket: str, prefix: str = "", *, database: str | None = None,
+                            projection_start: str = DEFAULT_PROJECTION_START) -> list[str]:
+    """``CREATE EXTERNAL TABLE`` of every raw table, to run before the views over them."""
+    return [create_table_statement(t, database) for t in raw_table_inputs(
+        bucket, prefix, projection_start=projection_start).values()]

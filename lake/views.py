@@ -193,18 +193,28 @@ FROM ev_model_call
 """,
     # The latest result per document; dt is the document's day, as in documents.
     "results": """
-SELECT document_id, job_id, status, effective_date, jurisdiction, party, term, strategy,
-       model_version, input_tokens, output_tokens, processing_ms, occurred_at AS published_at,
-       schema_name, failure_reason, dt
-FROM ev_result_published
-QUALIFY row_number() OVER (PARTITION BY dt, document_id ORDER BY occurred_at DESC) = 1
+SELECT r.document_id, r.job_id, r.status, r.effective_date, r.jurisdiction, r.party, r.term,
+       r.strategy, r.model_version, r.input_tokens, r.output_tokens, r.processing_ms,
+       r.published_at, r.schema_name, r.failure_reason, r.document_kind, r.applies,
+       r.applicability_score, coalesce(v.values_found, 0) AS values_found, r.dt
+FROM (
+  SELECT document_id, job_id, status, effective_date, jurisdiction, party, term, strategy,
+         model_version, input_tokens, output_tokens, processing_ms, occurred_at AS published_at,
+         schema_name, failure_reason, document_kind, applies, applicability_score, dt
+  FROM ev_result_published
+  QUALIFY row_number() OVER (PARTITION BY dt, document_id ORDER BY occurred_at DESC) = 1
+) AS r
+LEFT JOIN (
+  SELECT dt, job_id, strategy, count(*) AS values_found
+  FROM ev_result_field GROUP BY dt, job_id, strategy
+) AS v ON v.dt = r.dt AND v.job_id = r.job_id AND v.strategy IS NOT DISTINCT FROM r.strategy
 """,
     # One row per extracted value of every published result (every version, every strategy),
     # for any schema; dt is the document's day, as in results. Join to results on
     # (dt, job_id, strategy) for the latest one.
     "result_fields": """
 SELECT document_id, job_id, field, value, value_index, strategy, model_version, schema_name,
-       page_number, char_offset, occurred_at AS published_at, dt
+       page_number, char_offset, confidence, evidence, occurred_at AS published_at, dt
 FROM ev_result_field
 """,
     "quality_checks": """
@@ -260,6 +270,14 @@ SELECT
     WHEN pages <= 300 THEN '101-300'
     ELSE 'over 300'
   END AS page_bucket,
+  CASE
+    WHEN pages IS NULL THEN NULL
+    WHEN pages <= 20 THEN 1
+    WHEN pages <= 50 THEN 21
+    WHEN pages <= 100 THEN 51
+    WHEN pages <= 300 THEN 101
+    ELSE 301
+  END AS page_bucket_min,
   created_at,
   finished_at,
   dt

@@ -86,7 +86,7 @@ def test_in_function_retries_grow_and_add_to_the_budget():
     from infra.aws.sqs import retry_visibility_s
 
     waits = [retry_visibility_s(n) for n in range(1, 5)]
-    assert waits == sorted(waits) and waits[0] == 60 and max(waits) <= 900
+    assert waits == sorted(waits) and waits[0] == 120 and max(waits) <= 900
     assert sum(waits) > BROWNOUT_S  # retried messages alone span the 25-minute brownout
 
 

@@ -20,6 +20,7 @@ from extract.errors import TransientError, WorkerTimeout
 from extract.handlers.split import plan_pdf_units
 from extract.ports import NewVersion
 from extract.state import ClaimStatus, JobStatus, UnitStatus
+from infra.aws.cpu import SubprocessRunner
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
@@ -37,7 +38,8 @@ ADAPTERS = {
     "job_store": {"sqlite": lambda tmp: SqliteJobStore(tmp / "jobs.db"),
                   "dynamodb_moto": awsmoto.dynamo_job_store},
     "search_index": {"fts5": lambda tmp: Fts5SearchIndex(tmp / "search.db")},
-    "cpu_runner": {"process_pool": lambda tmp: ProcessPoolRunner(1)},
+    "cpu_runner": {"process_pool": lambda tmp: ProcessPoolRunner(2),
+                   "lambda_subprocess": lambda tmp: SubprocessRunner(2)},
     "event_sink": {"group_commit_parquet": lambda tmp: (
         GroupCommitter(ParquetEventWriter.for_uri(str(tmp / "lake")), max_delay_s=0.01),
         str(tmp / "lake")),
@@ -232,6 +234,31 @@ def test_job_store_stall_clock_and_lease(job_store):
     assert job_store.acquire_lease("poller", "two", ttl_s=60)
 
 
+def test_job_store_no_progress_write_is_conditioned_on_what_was_read(job_store):
+    """The poller decides from a read that may be stale (DynamoDB's index): its no-progress
+    failure is written only if the job has not moved since that read and no retry of its work
+    is scheduled; a scheduled retry keeps the later time."""
+    job_store.create_job(_version())
+    job_store.add_units("j", _units(10), pages=10, detected_format="pdf")
+    read = job_store.get_job("j").last_progress_at
+    job_store.start_unit("j", "u00001", 1)  # it moved after the read
+    now = utc_now()
+    assert not job_store.transition_job("j", JobStatus.QUEUED, JobStatus.FAILED,
+                                        failure_reason="no_progress", at=now, unmoved_since=read)
+    read = job_store.get_job("j").last_progress_at
+    later = now + timedelta(minutes=15)
+    assert job_store.schedule_retry("j", later)
+    assert not job_store.schedule_retry("j", now + timedelta(minutes=1))  # the later one stays
+    assert job_store.get_job("j").retry_at == later
+    assert not job_store.transition_job("j", JobStatus.QUEUED, JobStatus.FAILED,
+                                        failure_reason="no_progress", at=now, unmoved_since=read)
+    assert job_store.get_job("j").status is JobStatus.QUEUED
+    assert job_store.transition_job("j", JobStatus.QUEUED, JobStatus.FAILED,
+                                    failure_reason="no_progress", at=later + timedelta(seconds=1),
+                                    unmoved_since=read)
+    assert not job_store.schedule_retry("j", later + timedelta(hours=1))  # terminal
+
+
 def _succeeded(job_store, job_id: str = "j") -> None:
     job_store.create_job(_version(job_id))
     job_store.add_units(job_id, [u.model_copy(update={"job_id": job_id})
@@ -357,6 +384,31 @@ async def test_cpu_runner_returns_times_out_and_recovers(cpu_runner):
         with pytest.raises(TransientError):
             await cpu_runner.run(cpu_tasks.die, timeout_s=30)
         assert await cpu_runner.run(cpu_tasks.square, 2, timeout_s=30) == 4
+    finally:
+        cpu_runner.close()
+
+
+async def test_cpu_runner_kills_a_timed_out_call_without_delaying_the_calls_beside_it(
+        cpu_runner, tmp_path):
+    """A batch's records share the runner: one parse past its limit is stopped (its process
+    killed, not left running) while the other records' calls go on and finish meanwhile."""
+    try:
+        marker = tmp_path / "slow.pid"
+        started = time.monotonic()
+        slow = asyncio.create_task(cpu_runner.run(cpu_tasks.sleep_then_touch, 10.0, str(marker),
+                                                  timeout_s=8.0))
+        await asyncio.sleep(0)  # the slow call takes its worker first
+        fast = [asyncio.create_task(cpu_runner.run(cpu_tasks.square, n, timeout_s=60))
+                for n in range(6)]
+        results = []
+        for task in asyncio.as_completed(fast):
+            results.append(await task)
+            assert not slow.done(), "a fast call waited for the slow one's time limit"
+        assert sorted(results) == [n * n for n in range(6)]
+        with pytest.raises(WorkerTimeout):
+            await slow
+        await asyncio.sleep(max(0.0, 11.0 - (time.monotonic() - started)))  # past its end
+        assert not marker.exists(), "the timed-out call kept running"
     finally:
         cpu_runner.close()
 

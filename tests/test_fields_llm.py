@@ -66,8 +66,8 @@ async def test_single_pass_makes_one_structured_call_and_fills_the_result(tmp_pa
     assert call.model == "gemini-2.5-flash"
     config = call.body["generationConfig"]
     assert config["responseMimeType"] == "application/json"
-    schema_text = json.dumps(config["responseSchema"])
-    assert "additional" not in schema_text.lower(), "the Gemini API refuses additionalProperties"
+    assert "responseSchema" not in config, "sent as JSON Schema, which the API takes whole"
+    schema_text = json.dumps(config["responseJsonSchema"])
     assert "governing-law clause" in schema_text  # the field descriptions are the instructions
     assert all(page in call.text for page in NDA) and "--- page 3 ---" in call.text
     assert "systemInstruction" in call.body
@@ -111,7 +111,7 @@ async def test_agentic_asks_for_pages_then_answers_with_every_call_on_the_ledger
     assert NDA[0] not in first.text and "the document has 3 pages" in second.text
     assert NDA[0] in third.text and NDA[2] in third.text and NDA[1] not in third.text
     assert "no such pages: [9]" in last.text and NDA[1] in last.text
-    assert first.body["generationConfig"]["responseSchema"]["required"] == ["action"]
+    assert first.body["generationConfig"]["responseJsonSchema"]["required"] == ["action"]
 
     assert result.status == "succeeded" and result.extracted_fields == RECORD
     rows = ledger(harness)
@@ -125,7 +125,7 @@ async def test_agentic_asks_for_pages_then_answers_with_every_call_on_the_ledger
 
 async def test_the_agent_is_made_to_answer_on_its_last_turn(tmp_path):
     def curious(call: Call):  # would read page 1 for ever; the last turn's schema is the record's
-        if "action" not in json.dumps(call.body["generationConfig"]["responseSchema"]):
+        if "action" not in json.dumps(call.body["generationConfig"]["responseJsonSchema"]):
             return answer(json.dumps(RECORD))
         return answer(json.dumps({"action": "read_pages", "pages": [1]}))
 

@@ -12,6 +12,7 @@ from support.helpers import Harness
 from support.pdfgen import make_pdf
 
 from extract.errors import TerminalError, TransientError
+from extract.fields.kinds import KINDS
 from extract.fields.publish import publish_pending, publish_results
 from extract.fields.strategies import STRATEGIES
 from extract.handlers.split import plan_pdf_units
@@ -30,6 +31,9 @@ def fake_strategy(monkeypatch):
     monkeypatch.setitem(STRATEGIES, "fake2", "support.fields_fakes:build")
     monkeypatch.setattr(fields_fakes, "CALLS", [])
     monkeypatch.setattr(fields_fakes, "BEHAVIOUR", None)
+    # These documents are a few words, not NDAs: every one counts as one here, since the claim
+    # and the publication are under test (the classifier is, in test_fields_kinds.py).
+    monkeypatch.setitem(KINDS, "nda", lambda text: 1.0)
 
 
 class CountingObjects:
@@ -100,7 +104,12 @@ async def test_a_finished_job_gets_one_result_and_a_redelivery_does_no_work(tmp_
                              "term": None},
         "model_version": "fake-1", "token_usage": {"input": 120, "output": 30},
         "processing_ms": published["processing_ms"], "job_id": doc.job_id, "strategy": "fake",
-        "schema": "nda"}
+        "schema": "nda", "values": published["values"],
+        "applicability": {"kind": "nda", "applies": True, "score": 1.0}}
+    assert [(v["field"], v["value"], v["page_number"], v["char_offset"], v["confidence"])
+            for v in published["values"]] == [("jurisdiction", "Acme", 1, 0, None),
+                                              ("party", "Acme", 1, 0, None),
+                                              ("party", "Beta", 1, 5, None)]
     assert isinstance(published["processing_ms"], int)
     assert harness.store.get_job(doc.job_id).settled
     values = [(e.field, e.value, e.value_index, e.page_number, e.char_offset)

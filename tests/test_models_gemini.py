@@ -190,4 +190,5 @@ async def test_a_cancelled_call_is_on_the_ledger():
         with pytest.raises(asyncio.CancelledError):
             await task
     [event] = sink.events
-    assert (event.outcome, event.model, event.page_number) == ("cancelled", PRIMARY, 1)
+    assert (event.outcome, event.model, event.page_number) == ("timeout", PRIMARY, 1)
+    assert "cancelled in flight" in event.detail

@@ -113,6 +113,7 @@ def _profile_scans(session, sql: str, path: Path) -> list[dict]:
     """Every table scan of a query's DuckDB JSON profile: its extra info and rows returned."""
     import json
 
+    session.prepare(sql)
     session.con.execute("SET enable_profiling = 'json'")
     session.con.execute(f"SET profiling_output = '{path}'")
     session.con.sql(sql).fetchall()
@@ -134,7 +135,7 @@ def test_past_many_files_a_dt_filter_is_pushed_into_the_arrow_datasets(three_day
     from lake import catalog
 
     monkeypatch.setattr(catalog, "NATIVE_MAX_FILES", 0)
-    with connect(three_days) as session:
+    with connect(three_days, confined=False) as session:  # profiling is a SET
         scans = _profile_scans(session, f"SELECT count(*) FROM {table} "
                                         "WHERE dt = DATE '2026-03-02'", tmp_path / "p.json")
         most = max(session.table(f"SELECT count(*) FROM raw_{t} WHERE dt = DATE '2026-03-02'")

@@ -47,6 +47,20 @@ def test_no_progress_for_longer_than_the_timeout_fails():
     assert (decision.new, decision.reason) == (JobStatus.FAILED, NO_PROGRESS)
 
 
+def test_no_progress_never_fails_a_job_whose_retry_is_scheduled():
+    """A message put back on its queue with a delay (Lambda, a brownout) is work scheduled, not
+    a stall; once its time has passed the rule applies again, and the failing write is
+    conditioned on the progress it read."""
+    from datetime import timedelta
+
+    stalled = progress(planned=3, done=1, stalled_s=1801)
+    waiting = stalled.model_copy(update={"job": stalled.job.model_copy(
+        update={"retry_at": NOW + timedelta(minutes=15)})})
+    assert decide(waiting, 1800, NOW) is None
+    decision = decide(waiting, 1800, NOW + timedelta(minutes=16))
+    assert (decision.reason, decision.unmoved_since) == (NO_PROGRESS, NOW)
+
+
 def test_queued_with_units_becomes_extracting_and_terminal_is_left_alone():
     assert decide(progress(status=JobStatus.QUEUED, planned=2), 1800).new is \
         JobStatus.EXTRACTING

@@ -1,5 +1,5 @@
 -- Cost per 1,000 pages and tokens by model, over every day in the lake (text, OCR and sheets
--- read pages at no model cost and appear with zero).
+-- read pages at no model cost: only models that were called appear).
 SELECT
   model,
   sum(pages) AS pages,
@@ -11,4 +11,5 @@ SELECT
 FROM daily_costs
 WHERE NOT is_total
 GROUP BY model
+HAVING sum(model_calls) > 0
 ORDER BY cost_usd DESC, model

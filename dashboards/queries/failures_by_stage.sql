@@ -3,7 +3,8 @@ SELECT
   stage,
   error_type AS reason,
   count(*) AS failures,
-  sum(CASE WHEN final THEN 1 ELSE 0 END) AS final_failures
+  sum(CASE WHEN final THEN 1 ELSE 0 END) AS final_failures,
+  count(DISTINCT job_id) AS jobs
 FROM failures
 GROUP BY stage, error_type
 ORDER BY failures DESC, stage, reason

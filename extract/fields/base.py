@@ -31,12 +31,16 @@ class PageText:
 @dataclass(frozen=True)
 class Source:
     """Where one value was found: ``value_index`` is its position in a list field (else 0);
-    ``char_offset`` counts characters from the start of that page's text."""
+    ``char_offset`` counts characters from the start of that page's text; ``evidence`` is the
+    text there that decided the value (the best-scoring mention for the rules, the aligned quote
+    for an LLM); ``confidence`` the model's probability when the strategy has one."""
 
     field: str
     value_index: int
     page_number: int | None = None
     char_offset: int | None = None
+    evidence: str | None = None
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def claim(store: JobStore, *, job_id: str, document_id: str, strategy: str, clai
 
 def settle(store: JobStore, result: FieldResult, *, claimant: str | None, at: datetime) -> bool:
     """The terminal write; False when the row was not as expected (someone settled it first)."""
-    status = ClaimStatus.DONE if result.status == "succeeded" else ClaimStatus.FAILED
+    status = ClaimStatus.FAILED if result.status == "failed" else ClaimStatus.DONE
     return store.settle_fields(result.job_id, result.strategy, document_id=result.document_id,
                                status=status, result=result.model_dump_json(),
                                claimant=claimant, at=at)

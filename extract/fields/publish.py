@@ -41,12 +41,15 @@ def result_events(result: FieldResult, worker: str | None = None) -> list[Event]
         **envelope, **typed, status=result.status, strategy=result.strategy,
         model_version=result.model_version, input_tokens=result.input_tokens,
         output_tokens=result.output_tokens, processing_ms=float(result.processing_ms),
-        schema_name=result.schema_name, failure_reason=result.failure_reason)]
+        schema_name=result.schema_name, failure_reason=result.failure_reason,
+        document_kind=result.document_kind, applies=result.applies,
+        applicability_score=result.applicability_score)]
     events += [ResultFieldExtracted(
         **envelope, field=row.field, value=row.value, value_index=row.value_index,
         strategy=result.strategy, model_version=result.model_version,
         schema_name=result.schema_name, page_number=row.page_number,
-        char_offset=row.char_offset) for row in result.values]
+        char_offset=row.char_offset, confidence=row.confidence,
+        evidence=row.evidence) for row in result.values]
     return events
 
 

@@ -4,6 +4,10 @@ The built-in schema is the NDA one, holding values the way a reader would write 
 Inc.", "New York", "2 years"); ``NdaFields.kleister_tokens`` turns them into the Kleister
 benchmark's ``key=value`` tokens, so the same record feeds the results table and the metric.
 
+A schema may name the kind of document it is for (``document_kind``, a class attribute): the NDA
+schema says ``"nda"``, and only documents classified as NDAs get its values
+(``extract.fields.kinds``); a user's schema without one applies to every document.
+
 ``load_schema`` resolves the ``--fields`` option: ``nda``, ``none`` (no field stage) or
 ``MODULE:CLASS``, a user's own pydantic model importable from the Python path.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 import importlib
 import re
 from datetime import date
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -43,6 +48,8 @@ class NdaFields(BaseModel):
     """The four fields of a non-disclosure agreement, as the Kleister NDA benchmark defines them."""
 
     model_config = ConfigDict(extra="forbid")
+    document_kind: ClassVar[str] = "nda"
+    """Runs only on documents the offline classifier judges NDAs (``extract.fields.kinds``)."""
 
     effective_date: date | None = Field(
         None, description="The date the agreement takes effect: the date stated as effective, "

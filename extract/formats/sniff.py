@@ -42,7 +42,9 @@ class Format(StrEnum):
     ENCRYPTED_OFFICE = "encrypted_office"
     ZIP = "zip"
     CSV = "csv"
-    TEXT = "text"
+    TEXT = "text"  # plain text and Markdown
+    HTML = "html"
+    EMAIL = "email"  # an RFC 5322 message (.eml)
     EMPTY = "empty"
     UNKNOWN = "unknown"
 
@@ -50,6 +52,8 @@ class Format(StrEnum):
 # Converted to PDF by LibreOffice, then split like a PDF.
 OFFICE_FORMATS = frozenset({Format.DOC, Format.DOCX, Format.PPT, Format.PPTX, Format.ODT,
                             Format.ODP, Format.RTF})
+# Read whole into one page of Markdown (extract.formats.document_text).
+TEXT_DOCUMENT_FORMATS = frozenset({Format.TEXT, Format.HTML, Format.EMAIL})
 # Read sheet by sheet with python-calamine (CSV by the text module, with the same output).
 SHEET_FORMATS = frozenset({Format.XLSX, Format.XLSM, Format.XLSB, Format.XLS, Format.ODS})
 
@@ -70,6 +74,8 @@ MIME_TYPES = {
     Format.ZIP: "application/zip",
     Format.CSV: "text/csv",
     Format.TEXT: "text/plain",
+    Format.HTML: "text/html",
+    Format.EMAIL: "message/rfc822",
 }
 
 _ODF_MIMETYPES = {
@@ -238,12 +244,39 @@ def _sniff_text(head: bytes, *, truncated: bool) -> Sniffed:
     if truncated:
         lines = lines[:-1]  # the last line may be cut short
     lines = lines[:50]
+    if _HTML_START.match(text) or re.search(r"(?i)<html[\s>]|<body[\s>]", text[:4096]):
+        return Sniffed(Format.HTML, encoding=encoding)
+    if _looks_like_email(text):
+        return Sniffed(Format.EMAIL, encoding=encoding)
     if len(lines) >= 2:
         for delimiter in (",", ";", "\t", "|"):
             # Every non-blank line has the delimiter (rows may be ragged); prose rarely does.
             if all(delimiter in line for line in lines):
                 return Sniffed(Format.CSV, encoding=encoding)
     return Sniffed(Format.TEXT, encoding=encoding)
+
+
+_HTML_START = re.compile(r"(?is)\A\s*(<!--.*?-->\s*)*(<!doctype\s+html|<html[\s>]|<head[\s>])")
+_HEADER_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]")
+_MAIL_HEADERS = frozenset({"from", "to", "subject", "date", "message-id", "received",
+                           "mime-version", "return-path", "cc", "reply-to", "content-type"})
+
+
+def _looks_like_email(text: str) -> bool:
+    """A header block first (``Name: value`` lines, folded lines allowed, up to a blank line),
+    naming at least two of the usual message headers, ``From`` or ``Received`` among them."""
+    names = set()
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if line[0] in " \t" and names:
+            continue
+        match = _HEADER_LINE.match(line)
+        if not match:
+            return False
+        names.add(match.group(1).lower())
+    found = names & _MAIL_HEADERS
+    return len(found) >= 2 and bool(found & {"from", "received"})
 
 
 def decode_head(head: bytes) -> tuple[str | None, str | None]:

@@ -15,7 +15,7 @@ from extract.context import Delivery, HandlerContext
 from extract.errors import UnsupportedFormat
 from extract.formats.office import ConvertLimits, convert_to_pdf
 from extract.formats.sniff import OFFICE_FORMATS, sniff_file
-from extract.handlers.sources import readable_key
+from extract.handlers.sources import local_copy, readable_key
 from extract.handlers.split import job_context, job_to_plan, plan_pdf
 from extract.messages import ConvertMessage
 from lake.layout import converted_key
@@ -33,7 +33,7 @@ async def handle_convert(ctx: HandlerContext, message: ConvertMessage, delivery:
         return
 
     ctx = job_context(ctx, job)  # the document's own password, as the split had it
-    with ctx.objects.local_path(readable_key(ctx.objects, job)) as source:
+    async with local_copy(ctx.objects, readable_key(ctx.objects, job)) as source:
         sniffed = await ctx.cpu.run(sniff_file, source, timeout_s=ctx.config.split_timeout_s)
     if sniffed.format not in OFFICE_FORMATS:
         raise UnsupportedFormat(f"the convert step got {sniffed.format.value} content")
@@ -41,15 +41,15 @@ async def handle_convert(ctx: HandlerContext, message: ConvertMessage, delivery:
     key = converted_key(job.document_id, job.job_id)
     stored = ctx.objects.head(key)
     if stored is None:
-        with ctx.objects.local_path(readable_key(ctx.objects, job)) as source:
-            async with convert_to_pdf(source, sniffed.format, convert_limits(ctx)) as done:
-                data = await asyncio.to_thread(done.pdf.read_bytes)
-                stored = {"converter": done.converter, "conversion_ms": f"{done.duration_ms:.1f}",
-                          "bytes": str(len(data))}
-                await asyncio.to_thread(ctx.objects.put, key, data, metadata=stored)
-                del data
+        async with (local_copy(ctx.objects, readable_key(ctx.objects, job)) as source,
+                    convert_to_pdf(source, sniffed.format, convert_limits(ctx)) as done):
+            data = await asyncio.to_thread(done.pdf.read_bytes)
+            stored = {"converter": done.converter, "conversion_ms": f"{done.duration_ms:.1f}",
+                      "bytes": str(len(data))}
+            await asyncio.to_thread(ctx.objects.put, key, data, metadata=stored)
+            del data
 
-    with ctx.objects.local_path(key) as pdf:
+    async with local_copy(ctx.objects, key) as pdf:
         await plan_pdf(ctx, job, delivery, pdf, sniffed.format.value,
                        converter=stored.get("converter"),
                        conversion_ms=float(stored.get("conversion_ms", 0) or 0),

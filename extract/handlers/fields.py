@@ -5,6 +5,10 @@ rules, then the ledger's events, then the terminal conditional write of the resu
 is not done here: the publisher (``extract.fields.publish``) reacts to the stored result, so a
 worker that dies after the write loses nothing, and the JSON is written by one writer only.
 
+A schema that names a kind of document (the NDA schema does) runs only on documents of that kind
+(``extract.fields.kinds``): any other is settled ``not_applicable`` with the classifier's score,
+before any strategy is built or paid for.
+
 Every way this can end gives a result: a strategy that is missing or refuses the schema, output
 that stayed invalid, a job that failed before its text was read, all settle a ``failed`` result
 with a reason. Only an error a retry may fix is retried, with the claim released first.
@@ -22,7 +26,13 @@ from extract.context import Delivery, HandlerContext
 from extract.errors import TerminalError, TransientError, error_type_of
 from extract.fields.base import PageText
 from extract.fields.claim import claim, settle, settle_failed_unclaimed
-from extract.fields.result import FieldResult, failed_result, succeeded_result
+from extract.fields.kinds import applicability
+from extract.fields.result import (
+    FieldResult,
+    failed_result,
+    not_applicable_result,
+    succeeded_result,
+)
 from extract.fields.schemas import SchemaLoadError, load_schema
 from extract.fields.strategies import build_strategy
 from extract.handlers.split import job_context
@@ -101,10 +111,16 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
     if schema is None:
         raise TerminalError("the fields message names no schema (none)",
                             error_type="schema_unavailable")
+    pages = await asyncio.to_thread(read_pages, ctx, job)  # file reads, off the event loop
+    applies = applicability(schema, pages)
+    if not applies.applies:  # not the schema's kind of document: no strategy runs, no values
+        return not_applicable_result(
+            document_id=job.document_id, job_id=job.job_id, strategy=message.strategy,
+            schema_name=message.schema_name, applicability=applies,
+            processing_ms=1000 * (time.perf_counter() - started))
     strategy = build_strategy(message.strategy, ctx, delivery)
     version = getattr(strategy, "version", None)  # a model's failures belong to its group
     built["version"] = version(schema) if callable(version) else strategy.model_version
-    pages = await asyncio.to_thread(read_pages, ctx, job)  # file reads, off the event loop
     try:
         extraction = await strategy.extract(pages, schema)
     except ValidationError as error:
@@ -117,7 +133,9 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
     return succeeded_result(document_id=job.document_id, job_id=job.job_id,
                             strategy=message.strategy, schema_name=message.schema_name,
                             extraction=extraction,
-                            processing_ms=1000 * (time.perf_counter() - started))
+                            processing_ms=1000 * (time.perf_counter() - started),
+                            min_confidence=ctx.config.fields_min_confidence,
+                            applicability=applies)
 
 
 def read_pages(ctx: HandlerContext, job: Job) -> list[PageText]:

@@ -13,7 +13,7 @@ import time
 
 from extract.context import Delivery, HandlerContext, ReadScope
 from extract.errors import TerminalError
-from extract.handlers.sources import pdf_key
+from extract.handlers.sources import local_copy, pdf_key
 from extract.handlers.split import job_context
 from extract.handlers.unit_claim import emit_unit_failed, unit_claimed
 from extract.messages import ReadUnitMessage
@@ -52,9 +52,11 @@ async def _read_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: Delive
     delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
 
     missing: list[int] = []
-    for number in unit.page_numbers:
-        key = page_key(job.document_id, job.job_id, number)
-        metadata = ctx.objects.head(key)
+    keys = [page_key(job.document_id, job.job_id, n) for n in unit.page_numbers]
+    # Off the event loop, together: on S3 each is a request the batch's other records would
+    # otherwise wait behind.
+    stored = await asyncio.gather(*(asyncio.to_thread(ctx.objects.head, k) for k in keys))
+    for number, key, metadata in zip(unit.page_numbers, keys, stored, strict=True):
         if metadata is None:
             missing.append(number)
             continue
@@ -76,7 +78,7 @@ async def _read_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: Delive
         unit_ctx = dataclasses.replace(job_context(ctx, job),
                                        scope=ReadScope(delivery, unit.unit_id, save_page))
         chain = unit_ctx.reader_chain()
-        with ctx.objects.local_path(pdf_key(job)) as path:
+        async with local_copy(ctx.objects, pdf_key(job)) as path:
             pages = await chain.read(unit_ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.
         rest = [page for page in pages if saved.get(page.number) is not page]

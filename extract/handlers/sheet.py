@@ -13,7 +13,7 @@ import time
 from extract.context import Delivery, HandlerContext
 from extract.errors import TerminalError
 from extract.formats.spreadsheet import READER, read_sheet
-from extract.handlers.sources import readable_key, source_format
+from extract.handlers.sources import local_copy, readable_key, source_format
 from extract.handlers.split import sheet_limits
 from extract.handlers.unit_claim import emit_unit_failed, unit_claimed
 from extract.messages import ReadSheetMessage
@@ -51,7 +51,7 @@ async def _read_sheet_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: 
         if fmt is None:
             raise TerminalError(f"job {job.job_id} has no detected format",
                                 error_type="unknown_format")
-        with ctx.objects.local_path(readable_key(ctx.objects, job)) as path:
+        async with local_copy(ctx.objects, readable_key(ctx.objects, job)) as path:
             text = await ctx.cpu.run(read_sheet, path, fmt, position, sheet_limits(ctx),
                                      timeout_s=ctx.config.read_timeout_s)
         metadata = {"reader": READER, "chars": str(len(text.text))}

@@ -8,6 +8,12 @@ the original again.
 
 from __future__ import annotations
 
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
 from extract.formats.sniff import OFFICE_FORMATS, Format
 from extract.ports import ObjectStore
 from extract.state import Job
@@ -38,3 +44,18 @@ def source_format(job: Job) -> Format | None:
         return Format(job.detected_format) if job.detected_format else None
     except ValueError:
         return None
+
+
+@asynccontextmanager
+async def local_copy(objects: ObjectStore, key: str) -> AsyncIterator[Path]:
+    """``objects.local_path(key)`` entered and left in a worker thread: on S3 that is a download
+    (and a delete), which would otherwise stop every other record of the batch meanwhile."""
+    manager = objects.local_path(key)
+    path = await asyncio.to_thread(manager.__enter__)
+    try:
+        yield path
+    except BaseException:
+        if not await asyncio.to_thread(manager.__exit__, *sys.exc_info()):
+            raise
+    else:
+        await asyncio.to_thread(manager.__exit__, None, None, None)

@@ -36,13 +36,21 @@ from extract.errors import (
     TerminalError,
     UnsupportedFormat,
 )
+from extract.formats.document_text import read_text_document
 from extract.formats.office import decrypt_office
 from extract.formats.pdf import count_pages
-from extract.formats.sniff import OFFICE_FORMATS, SHEET_FORMATS, Format, Sniffed, sniff_file
+from extract.formats.sniff import (
+    OFFICE_FORMATS,
+    SHEET_FORMATS,
+    TEXT_DOCUMENT_FORMATS,
+    Format,
+    Sniffed,
+    sniff_file,
+)
 from extract.formats.spreadsheet import READER as SHEET_READER
 from extract.formats.spreadsheet import SheetInfo, SheetLimits, WorkbookPlan, plan_workbook
 from extract.formats.text import read_csv
-from extract.handlers.sources import decrypted_key, readable_key
+from extract.handlers.sources import decrypted_key, local_copy, readable_key
 from extract.messages import (
     CONVERT_QUEUE,
     READ_QUEUE,
@@ -59,6 +67,7 @@ from lake.layout import page_key
 SEND_BATCH = 10  # SQS's batch limit; the local queue keeps the same shape
 SHEET_KIND = "sheet"
 CSV_READER = "csv"
+TEXT_DOCUMENT_READER = "text_file"  # plain text, Markdown, HTML and e-mail files
 
 
 def plan_pdf_units(pages: int, pages_per_unit: int) -> list[Unit]:
@@ -101,6 +110,17 @@ def job_context(ctx: HandlerContext, job: Job) -> HandlerContext:
     return dataclasses.replace(ctx, config=config)
 
 
+# Names of binary formats: text content under such a name is a placeholder or a damaged file
+# (an Enron-style "Attachment ... not found!" .xls, a PDF without its header), not a document.
+_BINARY_SUFFIXES = frozenset({".pdf", ".doc", ".docx", ".xls", ".xlsx", ".xlsm", ".xlsb", ".ppt",
+                              ".pptx", ".odt", ".ods", ".odp", ".zip", ".png", ".jpg", ".jpeg",
+                              ".tif", ".tiff", ".gif"})
+
+
+def _claims_binary(job: Job) -> bool:
+    return PurePath(job.source_name).suffix.lower() in _BINARY_SUFFIXES
+
+
 def _hint(job: Job) -> str:
     suffix = PurePath(job.source_name).suffix.lower()
     return f" (the name says {suffix})" if suffix else ""
@@ -129,7 +149,7 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
 
     ctx = job_context(ctx, job)
     config = ctx.config
-    with ctx.objects.local_path(job.object_key) as path:
+    async with local_copy(ctx.objects, job.object_key) as path:
         size = path.stat().st_size
         sniffed = await ctx.cpu.run(sniff_file, path, timeout_s=config.split_timeout_s)
         if sniffed.encrypted and sniffed.format is not Format.PDF:
@@ -165,12 +185,16 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
             await delivery.commit()
             ctx.queue.send(CONVERT_QUEUE, ConvertMessage(
                 document_id=job.document_id, job_id=job.job_id).model_dump_json())
-        elif detected in SHEET_FORMATS or detected is Format.CSV:
+        elif detected in TEXT_DOCUMENT_FORMATS and _claims_binary(job):
+            raise UnsupportedFormat(f"the content is {detected.value}, but the name claims a "
+                                    f"binary format{_hint(job)}: not read as a text document")
+        elif detected in SHEET_FORMATS or detected in TEXT_DOCUMENT_FORMATS or \
+                detected is Format.CSV:
             source = readable_key(ctx.objects, job)
             if source == job.object_key:
                 await plan_sheets(ctx, job, delivery, path, sniffed)
             else:
-                with ctx.objects.local_path(source) as decrypted:
+                async with local_copy(ctx.objects, source) as decrypted:
                     await plan_sheets(ctx, job, delivery, decrypted, sniffed)
         else:
             detail = f": {sniffed.detail}" if sniffed.detail else ""
@@ -257,6 +281,12 @@ async def plan_sheets(ctx: HandlerContext, job: Job, delivery: Delivery, path: P
                                  timeout_s=config.split_timeout_s)
         plan = WorkbookPlan([SheetInfo(1, name, "visible", "worksheet")], [text])
         reader = CSV_READER
+    elif fmt in TEXT_DOCUMENT_FORMATS:  # one page, read here (plain text, Markdown, HTML, e-mail)
+        name = PurePath(job.source_name).name or job.source_name
+        text = await ctx.cpu.run(read_text_document, path, fmt.value, limits, sniffed.encoding,
+                                 timeout_s=config.split_timeout_s)
+        plan = WorkbookPlan([SheetInfo(1, name, "visible", "document")], [text])
+        reader = TEXT_DOCUMENT_READER
     else:
         plan = await ctx.cpu.run(plan_workbook, path, fmt, limits, fmt is Format.XLS,
                                  timeout_s=config.split_timeout_s)

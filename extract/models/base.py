@@ -47,8 +47,6 @@ class Outcome(StrEnum):
     TIMEOUT = "timeout"
     BLOCKED = "blocked"
     EMPTY = "empty"
-    CANCELLED = "cancelled"
-    """Our side stopped waiting (a stop, a time limit): the provider may still bill it."""
 
 
 # 429 and 503 mean "slow down": they shrink the AIMD limit. 500, 502 and 504 are retried too, but
@@ -261,9 +259,10 @@ class ModelClient:
             with contextlib.suppress(Exception):
                 await asyncio.shield(ledger.record(
                     site, provider=self.provider.provider, model=self.model,
-                    outcome=(Outcome.CANCELLED if cancelled else Outcome.ERROR).value,
+                    outcome=(Outcome.TIMEOUT if cancelled else Outcome.ERROR).value,
                     latency_ms=(time.perf_counter() - started) * 1000, call_attempt=number,
-                    detail=(repr(error) or "cancelled")[:500]))
+                    detail=("cancelled in flight (the delivery's deadline)" if cancelled
+                            else repr(error)[:500])))
             raise
         self.limiter.release(permit, throttled=False, success=True)
         await ledger.record(site, provider=self.provider.provider, model=self.model,

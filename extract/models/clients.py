@@ -29,6 +29,7 @@ def _policy(config: ModelConfig, scale: float) -> RetryPolicy:
     return RetryPolicy(initial_s=config.model_retry_initial_s,
                        max_delay_s=config.model_retry_max_delay_s,
                        budget_s=config.model_retry_budget_s,
+                       max_attempts=config.model_max_attempts,
                        timeout_s=config.model_timeout_s * scale)
 
 

@@ -38,6 +38,11 @@ class ModelConfig(BaseModel):
     model_retry_budget_s: float = Field(
         300.0, gt=0, description="How long one model keeps retrying a page within one delivery "
                                  "before the fallback (or the queue) takes over.")
+    model_max_attempts: int | None = Field(
+        None, ge=1, description="Most attempts of one model on one prompt within one delivery "
+                                "(unset: retry until model_retry_budget_s). 1 on Lambda: a page "
+                                "that must wait goes back to its queue with a delay instead of "
+                                "a function sleeping, billed, towards its own timeout.")
     model_sdk_attempts: int = Field(
         1, ge=1, description="Attempts inside google-genai per call (1: doclake retries instead, "
                              "so every try is on the ledger and seen by the limiter).")

@@ -67,7 +67,9 @@ class GeminiProvider:
             config["max_output_tokens"] = prompt.max_output_tokens
         if prompt.response_schema is not None:
             config["response_mime_type"] = "application/json"
-            config["response_schema"] = prompt.response_schema
+            # Sent as JSON Schema (``response_json_schema``), not the OpenAPI subset of
+            # ``response_schema``: dict fields, ``const`` and recursive models ($ref) survive.
+            config["response_json_schema"] = prompt.response_schema
         return types.GenerateContentConfig(**config)
 
     async def generate(self, model: str, prompt: Prompt, *, timeout_s: float) -> Reply:

@@ -17,7 +17,8 @@ through the same client, retries, limiter, fallback and ledger as a real one; on
 - Tokens: an image costs 258 tokens per 768-pixel tile (one tile when both sides are at most 384),
   plus the prompt's characters / 4; the answer is Markdown of lognormal length, around 450
   tokens, the same text for the same image.
-- Structured output (a ``responseSchema``, as the LLM field strategies send): a JSON value that
+- Structured output (a ``responseJsonSchema`` as the LLM field strategies send, or a
+  ``responseSchema``): a JSON value that
   follows the schema, made from it alone (``structured_answer``): an enum's values, a string
   field's ``e.g. '...'`` example from its description, a date where the description asks for
   YYYY-MM-DD, else null when nullable; plausible, never read from the document.
@@ -141,7 +142,8 @@ class SimulatedGemini:
         if fault == "empty":
             self._log(now, model, 200, "empty")
             return 200, _answer("", input_tokens, 0, "STOP"), {}
-        schema = (request.get("generationConfig") or {}).get("responseSchema")
+        generation = request.get("generationConfig") or {}
+        schema = generation.get("responseJsonSchema") or generation.get("responseSchema")
         # Drawn per call (the server's seeded generator), not per request: an agent's first
         # turn is the same request for every document, and should not always choose alike.
         text = (json.dumps(structured_answer(schema, f"{digest}:{self.rng.random()}"))
@@ -187,13 +189,24 @@ _EXAMPLE = re.compile(r"e\.g\.,? '([^']+)'")
 
 
 def structured_answer(schema: dict[str, Any], seed: str) -> Any:
-    """A value that follows a Gemini response schema (the request's JSON, either key spelling),
-    the same for the same request: plausible values, or null where the schema allows it."""
+    """A value that follows a Gemini response schema (the request's JSON, either key spelling;
+    a JSON Schema with ``$ref``, ``const`` and ``additionalProperties`` too), the same for the
+    same request: plausible values, or null where the schema allows it."""
     rng = random.Random(seed)
+    definitions = schema.get("$defs") or {}
 
     def value(node: dict[str, Any], depth: int) -> Any:
+        if "$ref" in node:  # a recursive model ends in null or [] past a few levels
+            if depth > 8:
+                return None
+            target = definitions.get(str(node["$ref"]).rsplit("/", 1)[-1], {})
+            return value({**target, **{k: v for k, v in node.items() if k != "$ref"}}, depth + 1)
+        if "const" in node:
+            return node["const"]
         options = node.get("anyOf") or node.get("any_of")
         if options:  # a JSON-schema union, as sent before the SDK folds null into nullable
+            if depth > 8 and any(str(o.get("type", "")).upper() == "NULL" for o in options):
+                return None
             concrete = [o for o in options if str(o.get("type", "")).upper() != "NULL"]
             merged = {**node, **(concrete[0] if concrete else {"type": "STRING"}),
                       "nullable": len(concrete) < len(options)}
@@ -206,6 +219,9 @@ def structured_answer(schema: dict[str, Any], seed: str) -> Any:
             return rng.choice(node["enum"])
         if kind == "OBJECT":
             properties = node.get("properties") or {}
+            extra = node.get("additionalProperties")
+            if not properties and isinstance(extra, dict):  # a dict[str, X]
+                return {f"key{i}": value(extra, depth + 1) for i in range(rng.randint(1, 2))}
             return {name: value(sub, depth + 1) for name, sub in properties.items()}
         if kind == "ARRAY":
             if depth > 6:

@@ -31,6 +31,9 @@ class AwsSettings(BaseSettings):
         "MODULE:CLASS); unset: no fields stage, the result JSON carries the job's status only.")
     fields_strategy: str = Field("rules", description="The fields strategy (rules, "
                                  "single-pass, agentic...).")
+    retry_delay_scale: float = Field(
+        1.0, gt=0, le=1, description="Multiplies the retry schedule's delays: 1 in a deployment; "
+        "a simulation compresses time with it (1/60: a 30-minute brownout in 30 s).")
     upload_expiry_s: int = Field(300, ge=1, le=MAX_UPLOAD_EXPIRY_S)
     max_upload_bytes: int = Field(512 * 1024 * 1024, ge=1)
 

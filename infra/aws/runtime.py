@@ -10,10 +10,10 @@ import boto3
 from extract.context import HandlerContext
 from extract.ports import EventSink
 from infra.aws.config import AwsSettings
-from infra.aws.cpu import ThreadRunner
+from infra.aws.cpu import SubprocessRunner
 from infra.aws.dynamo.store import DynamoJobStore
 from infra.aws.routing import RoutedObjectStore
-from infra.aws.s3 import S3ObjectStore
+from infra.aws.s3 import S3ObjectStore, SharedDownloads
 from infra.aws.sqs import SqsQueue
 from infra.settings import Settings
 from lake.files import open_lake
@@ -30,13 +30,16 @@ class AwsRuntime:
         self.sqs = session.client("sqs")
         self.dynamodb = session.client("dynamodb")
         self.store = DynamoJobStore(self.dynamodb, settings.table)
-        self.objects = RoutedObjectStore(S3ObjectStore(self.s3, settings.uploads_bucket),
-                                         S3ObjectStore(self.s3, settings.results_bucket))
+        # One set of local copies for both buckets: an invocation's units share a download.
+        self.downloads = SharedDownloads()
+        self.objects = RoutedObjectStore(
+            S3ObjectStore(self.s3, settings.uploads_bucket, downloads=self.downloads),
+            S3ObjectStore(self.s3, settings.results_bucket, downloads=self.downloads))
         self.queue = SqsQueue(self.sqs, settings.queue_urls, max_receives=settings.max_receives)
         filesystem, root = open_lake(settings.lake_uri)
         # No background compaction inside a function: the scheduled compactor does it.
         self.writer = ParquetEventWriter(filesystem, root, compact_after_files=None)
-        self.cpu = ThreadRunner()
+        self.cpu = SubprocessRunner()
 
     def context(self, sink: EventSink, worker: str) -> HandlerContext:
         return HandlerContext(store=self.store, objects=self.objects, queue=self.queue,

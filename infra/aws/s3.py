@@ -9,9 +9,11 @@ from __future__ import annotations
 import io
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from infra.aws.errors import is_not_found, mapped
@@ -40,8 +42,10 @@ class _Bounded(io.RawIOBase):
 
 
 class S3ObjectStore:
-    def __init__(self, client, bucket: str, prefix: str = ""):
+    def __init__(self, client, bucket: str, prefix: str = "", *,
+                 downloads: SharedDownloads | None = None):
         self.client = client
+        self.downloads = downloads or SharedDownloads()
         self.bucket = bucket
         self.prefix = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
 
@@ -111,19 +115,92 @@ class S3ObjectStore:
                     "Objects": [{"Key": self._key(k)} for k in batch], "Quiet": True})
         return len(keys)
 
-    @contextmanager
-    def local_path(self, key: str) -> Iterator[Path]:
-        """Download to a temporary file (Lambda's /tmp), removed when the block ends."""
-        handle, name = tempfile.mkstemp(prefix="doclake-", suffix=Path(key).suffix)
-        os.close(handle)
+    def _download(self, key: str, name: str) -> None:
         try:
-            try:
-                with mapped(f"s3 download {key}"):
-                    self.client.download_file(self.bucket, self._key(key), name)
-            except Exception as error:
-                if is_not_found(error):
-                    raise KeyError(key) from None
-                raise
-            yield Path(name)
+            with mapped(f"s3 download {key}"):
+                self.client.download_file(self.bucket, self._key(key), name)
+        except Exception as error:
+            if is_not_found(error):
+                raise KeyError(key) from None
+            raise
+
+    def local_path(self, key: str) -> AbstractContextManager[Path]:
+        """A temporary file (Lambda's /tmp) holding the object: one download shared by every
+        caller that holds the same key at once, or within one ``downloads.invocation()``."""
+        return self.downloads.open(key, lambda name: self._download(key, name))
+
+
+@dataclass
+class _Copy:
+    path: Path
+    ready: threading.Event = field(default_factory=threading.Event)
+    users: int = 0
+    error: BaseException | None = None
+
+
+class SharedDownloads:
+    """Local copies of objects, one per key, reference-counted.
+
+    Ten read units of one document in one SQS batch are ten ``local_path`` calls for the same
+    key: with a copy each, ``/tmp`` (512 MB by default, the same as the file limit) holds ten
+    copies, or fails. Here the first caller downloads and the others wait for that copy; the
+    file is removed when its last user is done, or, inside ``invocation()``, when the invocation
+    ends (so the batch's units that start later still find it). Thread-safe: callers download
+    from worker threads, off the event loop."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._copies: dict[str, _Copy] = {}
+        self._scopes = 0
+        self.downloads = 0
+        """Downloads made (for tests and logs)."""
+
+    @contextmanager
+    def invocation(self) -> Iterator[None]:
+        """Keep every copy until the block ends (one Lambda invocation), then remove them."""
+        with self._lock:
+            self._scopes += 1
+        try:
+            yield
         finally:
-            Path(name).unlink(missing_ok=True)
+            with self._lock:
+                self._scopes -= 1
+                idle = [k for k, c in self._copies.items() if c.users == 0] if not self._scopes \
+                    else []
+                removed = [self._copies.pop(k) for k in idle]
+            for copy in removed:
+                copy.path.unlink(missing_ok=True)
+
+    @contextmanager
+    def open(self, key: str, fetch: Callable[[str], None]) -> Iterator[Path]:
+        with self._lock:
+            copy = self._copies.get(key)
+            first = copy is None
+            if copy is None:
+                handle, name = tempfile.mkstemp(prefix="doclake-", suffix=Path(key).suffix)
+                os.close(handle)
+                copy = self._copies[key] = _Copy(Path(name))
+            copy.users += 1
+        try:
+            if first:
+                try:
+                    fetch(str(copy.path))
+                    self.downloads += 1
+                except BaseException as error:
+                    copy.error = error
+                    raise
+                finally:
+                    copy.ready.set()
+            else:
+                copy.ready.wait()
+                if copy.error is not None:
+                    raise copy.error
+            yield copy.path
+        finally:
+            with self._lock:
+                copy.users -= 1
+                drop = copy.users == 0 and (copy.error is not None or not self._scopes)
+                if drop and self._copies.get(key) is copy:
+                    del self._copies[key]
+            if drop:
+                copy.path.unlink(missing_ok=True)

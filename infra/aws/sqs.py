@@ -37,11 +37,13 @@ def visibility_seconds(timeout_s: float) -> int:
     return max(0, min(MAX_VISIBILITY_S, math.ceil(timeout_s)))
 
 
-def retry_visibility_s(receive_count: int, *, base_s: float = 60.0,
+def retry_visibility_s(receive_count: int, *, base_s: float = 120.0,
                        ceiling_s: float = 900.0) -> int:
     """How long a failed message stays hidden before its next try: growing with each receive
-    (60 s, 3 min, 9 min, 15 min...), so a queue's retries outlast a 25-minute brownout instead of
-    spending every delivery in its first minute. Pure, shared with the budget test."""
+    (2 min, 6 min, 15 min, 15 min...: 38 minutes over the default five deliveries), so a queue's
+    retries outlast a 30-minute brownout instead of spending every delivery in its first minute.
+    On Lambda this is the whole retry budget of a page (no function sleeps through a backoff).
+    Pure, shared with the template test."""
     return visibility_seconds(min(ceiling_s, base_s * 3 ** max(0, receive_count - 1)))
 
 

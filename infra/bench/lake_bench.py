@@ -150,6 +150,7 @@ PRUNING_QUERIES = {
 
 def _rows_scanned(session, sql: str, path: str) -> int:
     """Rows the table scans of a query returned, from DuckDB's JSON profile."""
+    session.prepare(sql)
     session.con.execute("SET enable_profiling = 'json'")
     session.con.execute(f"SET profiling_output = '{path}'")
     session.con.sql(sql).fetchall()
@@ -174,7 +175,7 @@ def measure_dt_pruning(events: int, days: int, workdir: str, repeats: int) -> di
     files, size = _files(root)
     day = "2025-03-02"
     figures = {}
-    with connect(root) as session:
+    with connect(root, confined=False) as session:  # profiling is a SET
         for name, sql in PRUNING_QUERIES.items():
             one = sql.format(where=f"WHERE dt = DATE '{day}'")
             every = sql.format(where="")

@@ -17,12 +17,24 @@ HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
 def dashboard(
     out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")],
     home: HomeOption = None,
+    since: Annotated[str | None, typer.Option(help="First UTC day shown (YYYY-MM-DD).",
+                     show_default=False)] = None,
+    until: Annotated[str | None, typer.Option(help="Last UTC day shown (YYYY-MM-DD).",
+                     show_default=False)] = None,
 ) -> None:
     """Write one HTML file (charts inlined as SVG, nothing fetched) from the lake's tables."""
+    from datetime import date
+
+    days = {}
+    for option, value in (("--since", since), ("--until", until)):
+        try:
+            days[option] = date.fromisoformat(value) if value else None
+        except ValueError:
+            raise UserError(f"{option} {value!r} is not a day", "write it as YYYY-MM-DD") from None
     settings = open_settings(home, Access.READ)
     from dashboards.report import render
 
-    page = render(settings.lake)
+    page = render(settings.lake, since=days["--since"], until=days["--until"])
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as error:

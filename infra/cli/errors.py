@@ -66,7 +66,8 @@ def at_least(minimum: int):
     def check(param: typer.CallbackParam, value: int | None) -> int | None:
         if value is not None and value < minimum:
             name = max(param.opts, key=len) if param.opts else param.name
-            raise UserError(f"{name} {value}: must be at least {minimum}")
+            raise UserError(f"{name} {value}: must be at least {minimum}",
+                            f"give {name} a whole number of {minimum} or more")
         return value
 
     return check
@@ -76,6 +77,10 @@ def _as_user_error(error: Exception) -> UserError | None:
     """The errors a user's input can cause, recognised wherever they were raised."""
     if isinstance(error, UserError):
         return error
+    if any(cls.__name__ == "UsageError" for cls in type(error).__mro__):  # click's or typer's copy
+        # A bad or missing argument of a subcommand (``--concurrency abc``, no search query).
+        path = " ".join(["doclake", *(error.ctx.command_path.split()[1:] if error.ctx else [])])
+        return UserError(error.format_message(), f"see `{path} --help`")
     if type(error).__name__ == "ValidationError" and getattr(error, "title", "") == "Settings":
         return settings_error(error)
     if isinstance(error, sqlite3.OperationalError) and "readonly" in str(error):

@@ -350,6 +350,12 @@ def export_finetune(
 ) -> None:
     """Fine-tuning JSONL (Gemini or OpenAI) made by production's prompt builder, split on
     document groups with near-duplicates kept together, duplicates removed."""
+    import importlib.util
+
+    if importlib.util.find_spec("datasketch") is None:  # the `finetune` extra: not in the demo
+        raise UserError("`doclake evals export-finetune` needs datasketch, which the runtime "
+                        "install (`make demo`, `pip install -e .`) leaves out",
+                        "pip install -e '.[finetune]' (`make test` installs it with the rest)")
     from evals.finetune import FORMATS, build_examples, write_set
     from evals.finetune_sources import finetune_documents
 
@@ -358,6 +364,9 @@ def export_finetune(
                         f"use one of: {', '.join(FORMATS)}")
     if include not in ("labelled", "agreement"):
         raise UserError(f"--include {include!r} is not a rule", "use labelled or agreement")
+    if out.is_dir():
+        raise UserError(f"--out {out} is a folder: it names the train JSONL file",
+                        f"give a file name, e.g. --out {out / 'train.jsonl'}")
     settings = open_settings(home, Access.READ)
     documents = finetune_documents(settings.lake, page_reader(settings), include)
     examples, skipped = build_examples(documents, evals_wiring.target_schema)

@@ -58,6 +58,9 @@ def cv(
     data: DataOption = None,
     folds: Annotated[int, typer.Option(help="Number of folds.", min=2)] = 5,
     seed: Annotated[int, typer.Option(help="Shuffle seed for the folds.")] = 0,
+    grouped: Annotated[bool, typer.Option(
+        "--grouped/--ungrouped", help="Keep near-duplicate documents (shingle Jaccard >= 0.5) "
+        "in one fold (the honest figure), or shuffle documents at random.")] = True,
     cache: CacheOption = DEFAULT_CACHE,
     output_format: Annotated[str, typer.Option("--format", help="table|json")] = "table",
 ) -> None:
@@ -68,14 +71,16 @@ def cv(
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"format {output_format!r}: use table or json")
     documents, without_text = _load(data, cache)
-    predictions = cross_validate(documents, folds=folds, seed=seed)
+    predictions = cross_validate(documents, folds=folds, seed=seed, grouped=grouped)
     report = score(predictions, [d.gold for d in documents], fields=NDA_FIELDS)
     if output_format == "json":
         print(json.dumps({**report.to_dict(), "documents": len(documents), "folds": folds,
-                          "seed": seed, "documents_without_text": len(without_text)}))
+                          "seed": seed, "grouped": grouped,
+                          "documents_without_text": len(without_text)}))
         return
     table = Table("field", "precision", "recall", "F1", "hits", "predicted", "expected",
-                  title=f"rules, {folds}-fold cross-validation on {len(documents)} documents")
+                  title=f"rules, {folds}-fold {'grouped ' if grouped else ''}cross-validation "
+                  f"on {len(documents)} documents")
     rows = [*sorted(report.fields.items()), ("overall", report.overall)]
     for name, s in rows:
         table.add_row(name, f"{100 * s.precision:.2f}", f"{100 * s.recall:.2f}", f"{100 * s.f1:.2f}",

@@ -91,6 +91,14 @@ def check(
                     "(HTML) into the lake folder and print the path of its index page.")] = False,
 ) -> None:
     """Run the data-quality checkpoint over the tables; exit 1 if an expectation fails."""
+    import importlib.util
+
+    if importlib.util.find_spec("great_expectations") is None:  # the `check` extra: not in the demo
+        from infra.cli.errors import UserError
+
+        raise UserError("`doclake lake check` needs great-expectations, which the runtime install "
+                        "(`make demo`, `pip install -e .`) leaves out",
+                        "pip install -e '.[check]' (`make test` installs it with the rest)")
     from evals.quality import check_lake, to_events
     from infra.cli.render.output import print_records, resolve_format
     from lake.writer import ParquetEventWriter
@@ -130,13 +138,34 @@ def views(
     dialect: Annotated[str, typer.Option(help="duckdb|athena")] = "duckdb",
     out: Annotated[Path | None, typer.Option(help="Write a DuckDB database file holding the "
                    "views instead of printing them.")] = None,
+    bucket: Annotated[str | None, typer.Option(help="athena: the lake's S3 bucket; with it the "
+                      "raw tables' CREATE EXTERNAL TABLE (partition projection) come first.",
+                      show_default=False)] = None,
+    prefix: Annotated[str, typer.Option(help="athena: the lake's key prefix in the bucket.")] = "",
+    projection_start: Annotated[str, typer.Option(help="athena: the first day Athena looks "
+                                "for (YYYY-MM-DD): the lake's first day.")] = "2025-01-01",
 ) -> None:
-    """The CREATE VIEW statements of every table over this lake, for any SQL client."""
+    """The CREATE statements of every table over this lake, for any SQL client (Athena: the
+    external tables, then the views, in an order that runs)."""
     from infra.cli.home import Access
     from infra.cli.render.lake_views import view_statements, write_database
 
     lake = _settings(home, Access.READ).lake if dialect == "duckdb" else ""
     statements = view_statements(lake, dialect)
+    if dialect == "athena":
+        from infra.cli.errors import UserError
+        from lake.glue import create_table_statements
+
+        if bucket is None:
+            raise UserError("--dialect athena needs --bucket: the raw tables' DDL names their "
+                            "S3 location", "doclake lake views --dialect athena --bucket BUCKET "
+                            "[--prefix PREFIX] > athena.sql")
+        try:
+            tables = create_table_statements(bucket, prefix, projection_start=projection_start)
+        except ValueError as error:
+            raise UserError(str(error), "a lower-case S3 bucket name; --projection-start "
+                            "YYYY-MM-DD") from None
+        statements = [f"{s};" for s in tables] + statements
     if out is None:
         print("\n\n".join(statements))
         return

@@ -131,6 +131,8 @@ def run(
                              concurrency=concurrency, password=password, reader=reader)
     if reader in ("gemini", "simulated") or (schema_name is not None and strategy != "rules"):
         _check_prices(settings)
+    if schema_name is not None:
+        _strategy_can_call(strategy, settings)
     from infra.cli.render.run_report import RunReport, progress_bar
     from infra.local.runtime import LocalRuntime
 
@@ -166,7 +168,8 @@ def run(
         finally:
             ingest.stop()
     report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
-    report.finish(runtime.store, interrupted=stats.interrupted).print(Console(highlight=False))
+    report.finish(runtime.store, interrupted=stats.interrupted).print(
+        Console(highlight=False, soft_wrap=True))  # piped: one line a fact, never wrapped at 80
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
 
@@ -239,6 +242,21 @@ def _fields_request(fields: str, strategy: str) -> str | None:
     return "nda" if schema is NdaFields else fields.strip()
 
 
+LLM_STRATEGIES = ("single-pass", "agentic")
+
+
+def _strategy_can_call(strategy: str, settings) -> None:
+    """An LLM strategy without a usable key would fail every document (``strategy_unavailable``)
+    after ingesting them all: refuse before anything is stored, naming the setting to fix."""
+    if strategy not in LLM_STRATEGIES or settings.reader == "simulated":
+        return
+    key = settings.gemini_api_key
+    if key is None or not key.get_secret_value().strip():
+        raise UserError(f"--strategy {strategy} calls Gemini and no API key is set",
+                        "set DOCLAKE_GEMINI_API_KEY (DOCLAKE_GEMINI_BASE_URL for a proxy), or "
+                        "use --strategy rules (offline), or --reader simulated for a demo")
+
+
 def _process(runtime: LocalRuntime, done):
     """Run until ``done()``; a Ctrl-C that lands before the runtime's own signal handlers are
     installed (or after they are removed) still ends in a summary, not a traceback."""
@@ -281,7 +299,7 @@ def worker(
     stats = _process(runtime, runtime.idle if until_idle else (lambda: False))
     summary = report.finish(runtime.store, stats)
     if output_format == "table":
-        summary.print(Console(highlight=False))
+        summary.print(Console(highlight=False, soft_wrap=True))
     else:
         print_object(summary.to_dict(), output_format)
         if stats.interrupted:
@@ -398,6 +416,9 @@ def sql(
 def schema(
     table: Annotated[str | None, typer.Argument(help="One table (default: all of them).")] = None,
     output_format: FormatOption = None,
+    home: Annotated[Path | None, typer.Option("--home", help="Accepted as everywhere; the "
+                    "schema comes from the code, the same for every home.",
+                    show_default=False)] = None,
 ) -> None:
     """The tables an analyst queries, their columns and what each means."""
     from infra.cli import sqlshell

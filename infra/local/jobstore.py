@@ -203,6 +203,12 @@ class SqliteJobStore(SqliteClaims):
                                         first_failure=counts["first_failure"]))
         return progress
 
+    def schedule_retry(self, job_id: str, at: datetime) -> bool:
+        cursor = self._db.execute(
+            "UPDATE jobs SET retry_at = ? WHERE job_id = ? AND status IN ('queued', 'extracting') "
+            "AND (retry_at IS NULL OR retry_at < ?)", (at.isoformat(), job_id, at.isoformat()))
+        return cursor.rowcount == 1
+
     def add_stall(self, stalls: Sequence[tuple[str, float, datetime]]) -> int:
         stamp = now_iso()
         with transaction(self._db) as db:
@@ -215,16 +221,20 @@ class SqliteJobStore(SqliteClaims):
 
     def transition_job(self, job_id: str, expected: JobStatus, new: JobStatus, *,
                        failure_reason: str | None = None, failure_detail: str | None = None,
-                       at: datetime) -> bool:
+                       at: datetime, unmoved_since: datetime | None = None) -> bool:
         stamp = at.isoformat()
         finished = stamp if new.terminal else None
         erased = 0
+        unmoved, unmoved_args = "", ()
+        if unmoved_since is not None:
+            unmoved = " AND last_progress_at = ? AND (retry_at IS NULL OR retry_at <= ?)"
+            unmoved_args = (unmoved_since.isoformat(), stamp)
         with transaction(self._db) as db:
             cursor = db.execute(
                 "UPDATE jobs SET status = ?, failure_reason = ?, failure_detail = ?, "
-                "finished_at = ?, updated_at = ? WHERE job_id = ? AND status = ?",
+                "finished_at = ?, updated_at = ? WHERE job_id = ? AND status = ?" + unmoved,
                 (new.value, failure_reason, failure_detail, finished, stamp, job_id,
-                 expected.value),
+                 expected.value, *unmoved_args),
             )
             if cursor.rowcount == 0:
                 return False

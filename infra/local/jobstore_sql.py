@@ -51,7 +51,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   index_sent_at TEXT,
   stalled_s REAL NOT NULL DEFAULT 0,
   failure_detail TEXT,
-  status_event TEXT
+  status_event TEXT,
+  retry_at TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
 CREATE INDEX IF NOT EXISTS jobs_sha ON jobs (sha256);
@@ -101,7 +102,7 @@ ADDED_COLUMNS = {
     "jobs": {"index_sent_at": "TEXT", "stalled_s": "REAL NOT NULL DEFAULT 0",
              "failure_detail": "TEXT", "status_event": "TEXT", "fields_schema": "TEXT",
              "fields_strategy": "TEXT", "fields_sent_at": "TEXT", "fields_published_at": "TEXT",
-             "source_path": "TEXT", "run_choices": "TEXT"},
+             "source_path": "TEXT", "run_choices": "TEXT", "retry_at": "TEXT"},
     "units": {"sent_at": "TEXT", "owner": "TEXT", "owner_host": "TEXT",
               "owner_pid": "INTEGER", "lease_until": "REAL"},
 }
@@ -146,7 +147,7 @@ def job_from_row(row: sqlite3.Row) -> Job:
     for name in _INTERNAL_JOB_COLUMNS:
         data.pop(name, None)
     for key in ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at",
-                "fields_published_at"):
+                "fields_published_at", "retry_at"):
         data[key] = timestamp(data.get(key))
     # Rows this store wrote, in the types it wrote: built without validation, which the
     # poller and a run's progress check would otherwise pay for every job on every pass.

@@ -32,6 +32,14 @@ def fail_to_load_page(path: str) -> None:
     read_text_layer(Path(path), [999])
 
 
+def sleep_then_touch(seconds: float, path: str) -> str:
+    """A parse that runs long and then leaves a mark: the mark shows it was not stopped."""
+    time.sleep(seconds)
+    with open(path, "w") as handle:
+        handle.write(str(os.getpid()))
+    return "woke"
+
+
 def crash_parsing(*args, **kwargs) -> None:
     """Stands for a parser that kills its process on certain bytes (a native abort)."""
     os._exit(13)

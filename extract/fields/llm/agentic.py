@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic import BaseModel, ValidationError
 
 from extract.fields.base import Extraction, PageText
-from extract.fields.llm.prompts import AGENT_SYSTEM, gemini_schema, locate_values, page_block
+from extract.fields.llm.prompts import (
+    AGENT_SYSTEM,
+    EVIDENCE_ITEM,
+    Quote,
+    answer_schema,
+    gemini_schema,
+    locate_values,
+    page_block,
+)
 from extract.fields.llm.shared import (
     DEFAULT_ATTEMPTS,
     DEFAULT_MAX_CHARS,
@@ -37,6 +45,7 @@ from extract.fields.llm.shared import (
     call_site,
     models_for,
     problems,
+    read_answer,
     validate,
 )
 from extract.fields.version import code_digest, llm_version
@@ -57,22 +66,30 @@ class AgentStep(BaseModel):
     action: Literal["page_count", "read_pages", "answer"]
     pages: list[int] = []
     answer: dict[str, Any] | None = None
+    evidence: list[dict[str, Any]] = []
 
 
 def step_schema(schema: type[BaseModel]) -> dict[str, Any]:
     """The response schema of a tool turn: an action, the pages it wants, or the record."""
-    return {
+    record = gemini_schema(schema)
+    definitions = record.pop("$defs", None)
+    step: dict[str, Any] = {
         "type": "object",
         "properties": {
             "action": {"type": "string", "enum": ["page_count", "read_pages", "answer"],
                        "description": "What you do this turn."},
             "pages": {"type": "array", "items": {"type": "integer"},
                       "description": "For read_pages: the 1-based page numbers to read."},
-            "answer": {**gemini_schema(schema), "nullable": True,
+            "answer": {"anyOf": [record, {"type": "null"}],
                        "description": "For answer: the extracted fields."},
+            "evidence": {"type": "array", "items": EVIDENCE_ITEM, "description": "For answer: "
+                         "for each value, the quote of the document that states it."},
         },
         "required": ["action"],
     }
+    if definitions:
+        step["$defs"] = definitions
+    return step
 
 
 class Agentic:
@@ -105,7 +122,7 @@ class Agentic:
         transcript: list[str] = []
         errors: list[str] = []
         turns = 0
-        answer_schema, tool_schema = gemini_schema(schema), step_schema(schema)
+        final_schema, tool_schema = answer_schema(schema), step_schema(schema)
         header = (f"Extract the fields of the schema {schema.__name__} from a document.\n"
                   "What happened so far:\n")
         while True:
@@ -114,17 +131,21 @@ class Agentic:
                       if forced else "Choose your next action.")
             text = header + ("\n\n".join(transcript) or "(nothing yet)") + "\n\n" + ending
             reply = await ask(self.models, Prompt(text, system=AGENT_SYSTEM, response_schema=(
-                answer_schema if forced else tool_schema)), self.site, ledger)
+                final_schema if forced else tool_schema)), self.site, ledger)
             try:
                 if forced:
-                    record = validate(reply.text, schema)
-                    return self._done(record, pages, ledger, self.version(schema, reply.model))
+                    record, quotes = read_answer(reply.text, schema)
+                    return self._done(record, pages, ledger, self.version(schema, reply.model),
+                                      quotes)
                 step = cast(AgentStep, validate(reply.text, AgentStep))
                 if step.action == "answer":
                     if step.answer is None:
                         raise ValueError("action answer without an answer")
                     record = validate(json.dumps(step.answer), schema)
-                    return self._done(record, pages, ledger, self.version(schema, reply.model))
+                    quotes = read_answer(json.dumps({"fields": step.answer,
+                                                     "evidence": step.evidence}), schema)[1]
+                    return self._done(record, pages, ledger, self.version(schema, reply.model),
+                                      quotes)
             except (ValidationError, ValueError) as error:
                 errors.append(problems(error) if reply.text else "no answer")
                 if len(errors) >= self.attempts:
@@ -170,8 +191,8 @@ class Agentic:
 
     @staticmethod
     def _done(record: BaseModel, pages: Sequence[PageText], ledger: TallyLedger,
-              model: str) -> Extraction:
-        return Extraction(record, locate_values(record, pages), ledger.usage, model)
+              model: str, quotes: Sequence[Quote] = ()) -> Extraction:
+        return Extraction(record, locate_values(record, pages, quotes), ledger.usage, model)
 
 
 def build(ctx: HandlerContext, delivery: Delivery) -> Agentic:

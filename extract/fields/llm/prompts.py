@@ -1,11 +1,11 @@
 """What the LLM strategies send: the instructions, the document as text, the schema as Gemini reads it.
 
 The schema's field descriptions are the instructions for each field; the prompts here only say
-how to read the document and what to do when a value is absent. The schema goes to Gemini as a
-response schema, an OpenAPI subset: pydantic's JSON schema is inlined (no ``$ref``) and stripped of
-the keywords the Gemini API refuses or ignores (``additionalProperties``, which ``extra="forbid"``
-adds and the API answers with a 400; ``title``; ``default``; formats other than ``date-time``).
-The answer is validated by the pydantic model itself, so nothing checked there is lost.
+how to read the document and what to do when a value is absent. The schema goes to Gemini as
+``response_json_schema``, pydantic's JSON schema unchanged (dicts, ``const`` and recursive models
+included), wrapped with an ``evidence`` list: for each value, the quote that states it and its
+page, which ``locate_values`` aligns loosely to the text (rapidfuzz) for the value's page, offset
+and evidence. The answer is validated by the pydantic model itself.
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from extract.errors import TerminalError
 from extract.fields.base import PageText, Source
 from extract.models.base import Prompt
 
-__all__ = ["AGENT_SYSTEM", "SINGLE_PASS_SYSTEM", "DocumentText", "document_text", "gemini_schema",
-           "locate_values", "page_block", "single_pass_prompt"]
+__all__ = ["AGENT_SYSTEM", "SINGLE_PASS_SYSTEM", "DocumentText", "Quote", "answer_schema",
+           "document_text", "gemini_schema", "locate_values", "page_block", "single_pass_prompt"]
 
 SINGLE_PASS_SYSTEM = """You extract structured fields from one document.
 Answer with JSON that follows the response schema. Each field's description says what it holds
@@ -86,59 +85,109 @@ def single_pass_prompt(pages: Sequence[PageText], schema: type[BaseModel], max_c
     text = (f"Extract the fields of the schema {schema.__name__} from this document.\n\n"
             f"{document.text}")
     return Prompt(text, system=SINGLE_PASS_SYSTEM if system is None else system,
-                  response_schema=gemini_schema(schema))
-
-
-_DROPPED = frozenset({"additionalProperties", "title", "default", "$defs", "$schema",
-                      "examples", "const"})
-_FORMATS = frozenset({"date-time", "enum"})
+                  response_schema=answer_schema(schema))
 
 
 def gemini_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The pydantic model's JSON schema as Gemini's ``responseSchema`` accepts it."""
-    raw = schema.model_json_schema()
-    definitions = raw.get("$defs", {})
-
-    def clean(node: Any, depth: int) -> Any:
-        if depth > 12:
-            raise TerminalError(f"{schema.__name__} nests too deep (a recursive model?) for a "
-                                "model's response schema", error_type="unsupported_schema")
-        if isinstance(node, list):
-            return [clean(item, depth + 1) for item in node]
-        if not isinstance(node, dict):
-            return node
-        if "$ref" in node:
-            target = definitions[node["$ref"].rsplit("/", 1)[-1]]
-            merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-            return clean(merged, depth + 1)
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _DROPPED or (key == "format" and value not in _FORMATS):
-                continue
-            if key == "properties":  # keys are field names, not keywords: keep every one
-                out[key] = {name: clean(sub, depth + 1) for name, sub in value.items()}
-            else:
-                out[key] = clean(value, depth + 1)
-        return out
-
-    return clean(raw, 0)
+    """The record's JSON schema as pydantic writes it, sent as ``response_json_schema``: a
+    ``dict[str, X]`` field (``additionalProperties``), a ``Literal`` (``const``) and a recursive
+    model (``$ref`` into ``$defs``) reach the model intact; nothing is inlined or dropped."""
+    return schema.model_json_schema()
 
 
-def locate_values(record: BaseModel, pages: Sequence[PageText]) -> tuple[Source, ...]:
-    """Where each text value appears, found by its first case-insensitive occurrence in the
-    pages (dates and numbers, which the model rewrites, are left unlocated)."""
-    lowered = [(page.number, page.text.lower()) for page in pages]
+EVIDENCE_ITEM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "field": {"type": "string", "description": "The field the value belongs to."},
+        "value_index": {"type": "integer", "description": "The value's position in a list "
+                        "field (0 for a single value)."},
+        "quote": {"type": "string", "description": "The words of the document that state the "
+                  "value, copied exactly as written (at most 200 characters)."},
+        "page": {"type": "integer", "description": "The 1-based page the quote is on."},
+    },
+    "required": ["field", "quote", "page"],
+}
+
+
+def answer_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The response schema of an answer: the record under ``fields`` and, for each value, the
+    quote that states it and its page under ``evidence`` (aligned to the text by
+    ``locate_values``). The record's ``$defs`` move to the root, where its ``$ref`` point."""
+    record = gemini_schema(schema)
+    definitions = record.pop("$defs", None)
+    wrapper: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "fields": record,
+            "evidence": {"type": "array", "items": EVIDENCE_ITEM, "description": "For each "
+                         "value given in fields, the quote of the document that states it."},
+        },
+        "required": ["fields", "evidence"],
+    }
+    if definitions:
+        wrapper["$defs"] = definitions
+    return wrapper
+
+
+@dataclass(frozen=True)
+class Quote:
+    """What the model gave as evidence for one value: the words and the page it says they are on."""
+
+    field: str
+    value_index: int
+    quote: str
+    page: int | None
+
+
+QUOTE_CUTOFF = 80.0  # rapidfuzz partial ratio (0-100) for a quote to count as found
+VALUE_CUTOFF = 90.0  # stricter for a bare value, which is short and may match anything
+
+
+def _align(needle: str, pages: Sequence[PageText], first: int | None,
+           cutoff: float) -> tuple[int, int, int] | None:
+    """(page number, start, end) of the closest match of ``needle`` (case-blind, loose: line
+    breaks, a changed letter), trying the page named first; None under ``cutoff``."""
+    from rapidfuzz import fuzz
+
+    needle = " ".join(needle.lower().split())
+    if len(needle) < 2:
+        return None
+    ordered = sorted(pages, key=lambda page: page.number != first)
+    best: tuple[float, int, int, int] | None = None
+    for page in ordered:
+        text = page.text.lower()
+        exact = text.find(needle)
+        if exact >= 0:
+            return page.number, exact, exact + len(needle)
+        found = fuzz.partial_ratio_alignment(needle, text, score_cutoff=cutoff)
+        if found is not None and (best is None or found.score > best[0]):
+            best = (found.score, page.number, found.dest_start, found.dest_end)
+        if best is not None and page.number == first:
+            break  # the model's page holds it: believe the page
+    return best[1:] if best else None
+
+
+def locate_values(record: BaseModel, pages: Sequence[PageText],
+                  quotes: Sequence[Quote] = ()) -> tuple[Source, ...]:
+    """Where each value was found: the model's evidence quote aligned loosely to the page text
+    (its page tried first), else the value's own text (a name broken across lines, a changed
+    character); the matched text is kept as the evidence. Values found nowhere are left
+    unlocated rather than pinned to a guess."""
+    by_value = {(q.field, q.value_index): q for q in quotes if q.quote.strip()}
     sources = []
     for name in type(record).model_fields:
         value = getattr(record, name)
         items = value if isinstance(value, list | tuple) else [value]
         for index, item in enumerate(items):
-            if not isinstance(item, str) or not item.strip():
+            if item is None:
                 continue
-            needle = item.lower()
-            for number, text in lowered:
-                offset = text.find(needle)
-                if offset >= 0:
-                    sources.append(Source(name, index, number, offset))
-                    break
+            quote = by_value.get((name, index))
+            found = _align(quote.quote, pages, quote.page, QUOTE_CUTOFF) if quote else None
+            if found is None and isinstance(item, str) and item.strip():
+                found = _align(item, pages, None, VALUE_CUTOFF)
+            if found is None:
+                continue
+            number, start, end = found
+            text = next(p.text for p in pages if p.number == number)
+            sources.append(Source(name, index, number, start, evidence=text[start:end]))
     return tuple(sources)

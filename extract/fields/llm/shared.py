@@ -10,6 +10,7 @@ API key: without one the strategy is unavailable and says which variable to set.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from extract.errors import TerminalError
 from extract.fields.base import TokenUsage
+from extract.fields.llm.prompts import Quote
 from extract.fields.strategies import StrategyUnavailable
 from extract.models.base import CallSite, Ledger, Outcome, Prompt
 from extract.models.clients import ModelsUnavailable, build_models
@@ -34,7 +36,8 @@ DEFAULT_MAX_CHARS = 400_000
 DEFAULT_ATTEMPTS = 3  # tries for a valid answer, each a call on the ledger
 
 __all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_CHARS", "PURPOSE", "InvalidOutput", "TallyLedger",
-           "ask", "call_site", "models_for", "problems", "validate", "without_fences"]
+           "ask", "call_site", "models_for", "problems", "read_answer", "validate",
+           "without_fences"]
 
 PURPOSE = "extract_fields"
 
@@ -132,4 +135,28 @@ def problems(error: ValidationError | ValueError, limit: int = 5) -> str:
 
 def validate(text: str, schema: type[BaseModel]) -> BaseModel:
     """The answer as an instance of ``schema``; ``ValidationError`` when it is not one."""
-    return schema.model_validate_json(without_fences(text) or "null")
+    return read_answer(text, schema)[0]
+
+
+def read_answer(text: str, schema: type[BaseModel]) -> tuple[BaseModel, list[Quote]]:
+    """The record and its evidence quotes from an answer shaped by ``answer_schema``
+    (``{"fields": ..., "evidence": [...]}``); a bare record is read too, with no quotes.
+    ``ValidationError`` (or ``ValueError`` for text that is not JSON) when the record is not an
+    instance of ``schema``; evidence that is malformed is dropped, never fatal."""
+    body = without_fences(text) or "null"
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        return schema.model_validate_json(body), []  # raises with pydantic's own message
+    if isinstance(data, dict) and "fields" in data and set(data) <= {"fields", "evidence"} \
+            and "fields" not in schema.model_fields:
+        record = schema.model_validate(data["fields"])
+        quotes = []
+        for item in data.get("evidence") or []:
+            if not isinstance(item, dict) or not isinstance(item.get("quote"), str):
+                continue
+            page, index = item.get("page"), item.get("value_index") or 0
+            quotes.append(Quote(str(item.get("field", "")), index if isinstance(index, int) else 0,
+                                item["quote"], page if isinstance(page, int) else None))
+        return record, quotes
+    return schema.model_validate(data), []

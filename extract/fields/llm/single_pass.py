@@ -3,7 +3,8 @@
 The write-up's winner: one structured-output call per document (about $0.007 and under ten
 seconds with Gemini Flash on an NDA), as accurate as the agentic loop at half its cost. The
 stored page Markdown is sent whole up to ``max_chars`` (cut beyond, and the cut written on the
-call's ledger row); the schema is the response schema, its field descriptions the instructions.
+call's ledger row); the schema is the response schema (``response_json_schema``, with an
+evidence quote and page asked for each value), its field descriptions the instructions.
 
 The answer is validated by the schema itself. An answer that is not valid (not JSON, a value the
 schema refuses, nothing at all) is asked again, with what was wrong, up to ``attempts`` calls in
@@ -33,7 +34,7 @@ from extract.fields.llm.shared import (
     call_site,
     models_for,
     problems,
-    validate,
+    read_answer,
 )
 from extract.fields.version import code_digest, llm_version
 from extract.models.base import CallSite, Prompt
@@ -78,13 +79,13 @@ class SinglePass:
                                                    response_schema=response_schema),
                                self.site, ledger)
             try:
-                record = validate(answer.text, schema)
+                record, quotes = read_answer(answer.text, schema)
             except (ValidationError, ValueError) as error:
                 errors.append(problems(error) if answer.text else "no answer")
                 text = (f"{base}\n\nYour previous answer was not valid: {errors[-1]}. Answer "
                         "again with JSON that follows the schema.")
                 continue
-            return Extraction(record, locate_values(record, pages), ledger.usage,
+            return Extraction(record, locate_values(record, pages, quotes), ledger.usage,
                               self.version(schema, answer.model))
         raise InvalidOutput(f"no valid {schema.__name__} after {self.attempts} calls: "
                             + " | ".join(errors))

@@ -3,7 +3,9 @@ and a few facts about its shape.
 
 Features describe contexts ("preceded by 'laws of'", "first mentioned in the first 500
 characters"), never the value itself, so a model trained on them carries no names or dates from
-its training documents to new ones.
+its training documents to new ones: a party's last word is a feature only from the closed
+``LEGAL_SUFFIXES`` list, and training keeps only context words that many documents write in lower
+case (``training.MIN_DOCUMENT_FREQUENCY``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,16 @@ import re
 
 from extract.fields.rules.candidates import Candidate
 
-__all__ = ["featurise"]
+__all__ = ["LEGAL_SUFFIXES", "featurise"]
 
+# The only last words a party feature may name: legal forms and name suffixes, a closed list, so
+# a surname ("suffix=hewes") can never become a feature.
+LEGAL_SUFFIXES = frozenset({
+    "inc", "incorporated", "corporation", "corp", "company", "co", "llc", "l.l.c", "ltd",
+    "limited", "lp", "l.p", "llp", "l.l.p", "n.v", "b.v", "ag", "a.g", "plc", "s.a", "sa",
+    "gmbh", "bancorp", "bank", "trust", "holdings", "group", "partners", "associates", "fund",
+    "jr", "sr", "ii", "iii", "iv", "m.d", "ph.d",
+})
 _WORD = re.compile(r"[a-z]+|[“”\"(),:;/$]")
 _MAX_MENTIONS = 8
 _LEFT, _RIGHT = 6, 4
@@ -24,9 +34,29 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+_SENTENCE_END = re.compile(r"[.;:!?]\s|\n\s*\n")
+_SENTENCE_FIELDS = ("term", "effective_date")  # decided by the sentence, not the next word
+
+
+def _sentence_words(text: str, start: int, end: int) -> set[str]:
+    """The words of the sentence around a mention (200 characters either side at most): "the
+    term of this Agreement ... two years" against "obligations survive ... two years"."""
+    left = text[max(0, start - 200):start]
+    cut = [m.end() for m in _SENTENCE_END.finditer(left)]
+    left = left[cut[-1]:] if cut else left
+    right = text[end:end + 200]
+    stop = _SENTENCE_END.search(right)
+    right = right[:stop.start()] if stop else right
+    return {w for w in _words(left + " " + right) if w.isalpha()}
+
+
 def _context(candidate: Candidate, text: str) -> dict[str, float]:
     feats: dict[str, float] = {}
+    sentences = candidate.field in _SENTENCE_FIELDS
     for index, (start, end) in enumerate(sorted(candidate.mentions)[:_MAX_MENTIONS]):
+        if sentences:
+            for word in _sentence_words(text, start, end):
+                feats[f"S:{word}"] = 1.0
         left = _words(text[max(0, start - 80):start])[-_LEFT:]
         right = _words(text[end:end + 60])[:_RIGHT]
         for word in left:
@@ -105,7 +135,8 @@ def _shape(candidate: Candidate, text: str, lowercase_words: _LowercaseWords | s
         feats["all_caps"] = float(value.isupper())
         known = [w for w in words if w.lower().strip(".,") in lowercase_words]
         feats["common_words"] = len(known) / len(words)
-        feats["suffix=" + words[-1].lower().strip(".,")[:12]] = 1.0
+        last = words[-1].lower().strip(".,")
+        feats["suffix=" + (last if last in LEGAL_SUFFIXES else "other")] = 1.0
         feats["is_company"] = float(any(k.startswith("company") for k in candidate.kinds))
         feats["has_newline"] = float(any("\n" in text[s:e] for s, e in candidate.mentions))
         longer = [k for k in others if k != candidate.key and candidate.key in k]
@@ -125,6 +156,7 @@ def featurise(candidates: list[Candidate], text: str) -> list[dict[str, float]]:
     lowercase_words = _LowercaseWords(text) if parties else set()
     keys = {c.key for c in candidates}
     order = {id(c): rank for rank, c in enumerate(sorted(candidates, key=lambda c: c.first))}
+
     rows = []
     for candidate in candidates:
         feats = {f"kind={kind}": 1.0 for kind in candidate.kinds}

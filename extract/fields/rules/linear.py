@@ -25,6 +25,9 @@ class FieldModel:
     intercept: float
     threshold: float = 0.5
     max_values: int = 1
+    min_values: int = 0
+    """The best candidate is taken even under the threshold when this is 1 (an NDA always
+    names a party)."""
 
     def probability(self, features: dict[str, float]) -> float:
         z = self.intercept + sum(self.weights.get(k, 0.0) * v for k, v in features.items())
@@ -41,14 +44,14 @@ class LinearModel:
     def to_json(self) -> str:
         return json.dumps({"version": self.version, "fields": {
             name: {"intercept": m.intercept, "threshold": m.threshold, "max_values": m.max_values,
-                   "weights": dict(sorted(m.weights.items()))}
+                   "min_values": m.min_values, "weights": dict(sorted(m.weights.items()))}
             for name, m in sorted(self.fields.items())}}, indent=0)
 
     @classmethod
     def from_json(cls, text: str) -> LinearModel:
         data = json.loads(text)
         return cls(data["version"], {name: FieldModel(m["weights"], m["intercept"], m["threshold"],
-                                                      m["max_values"])
+                                                      m["max_values"], m.get("min_values", 0))
                                      for name, m in data["fields"].items()})
 
     @classmethod
@@ -62,7 +65,9 @@ def select(candidates: list[Candidate], probabilities: list[float],
     ranked = sorted(zip(candidates, probabilities, strict=True), key=lambda cp: -cp[1])
     chosen: list[tuple[Candidate, float]] = []
     for candidate, probability in ranked:
-        if probability < model.threshold or len(chosen) >= model.max_values:
+        if len(chosen) >= model.max_values:
+            break
+        if probability < model.threshold and len(chosen) >= model.min_values:
             break
         if any(candidate.key in other.key or other.key in candidate.key for other, _ in chosen):
             continue

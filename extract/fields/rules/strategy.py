@@ -3,7 +3,8 @@
 Rules propose candidates (every date, US state, duration and party-like name, with where each
 occurs); a linear model over their contexts, trained on the Kleister NDA train split and shipped
 as JSON beside this module (``doclake fields train`` rebuilds it), picks the values. Every value
-comes back with the page and character offset of its first mention.
+comes back with its probability (its confidence) and the mention that decided it: the one that
+scores best on its own, with its page, character offset and the words around it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from extract.fields.rules.candidates import (
     term_candidates,
 )
 from extract.fields.rules.features import featurise
-from extract.fields.rules.linear import LinearModel, select
+from extract.fields.rules.linear import FieldModel, LinearModel, select
 from extract.fields.rules.parties import party_candidates
 from extract.fields.schemas import NdaFields
 from extract.fields.version import code_digest, rules_version
@@ -32,6 +33,7 @@ from extract.fields.version import code_digest, rules_version
 __all__ = ["GENERATORS", "MODEL_PATH", "Proposals", "RulesStrategy", "propose"]
 
 MODEL_PATH = Path(__file__).with_name("nda_model.json")
+MAX_SCORED_MENTIONS = 8  # mentions scored one by one to find the one that decided a value
 
 GENERATORS: dict[str, Callable[[str], list[Candidate]]] = {
     "effective_date": date_candidates,
@@ -94,9 +96,12 @@ class RulesStrategy:
             if field_model is None or not candidates:
                 continue
             chosen = select(candidates, [field_model.probability(f) for f in features], field_model)
-            for index, (candidate, _) in enumerate(chosen):
-                page, offset = joined.locate(candidate.first)
-                sources.append(Source(name, index, page, offset))
+            for index, (candidate, probability) in enumerate(chosen):
+                start, end = _deciding_mention(candidate, joined.text, field_model)
+                page, offset = joined.locate(start)
+                sources.append(Source(name, index, page, offset,
+                                      evidence=_in_context(joined.text, start, end),
+                                      confidence=probability))
             picked = [candidate.value for candidate, _ in chosen]
             values[name] = picked if name == "party" else (picked[0] if picked else None)
         return Extraction(NdaFields.model_validate(values), tuple(sources),
@@ -108,3 +113,28 @@ class RulesStrategy:
                                 f"{schema.__name__}; use single-pass or agentic",
                                 error_type="unsupported_schema")
         return self.run(pages)
+
+
+def _deciding_mention(candidate: Candidate, text: str, model: FieldModel) -> tuple[int, int]:
+    """The mention that scores best on its own ("the laws of the State of Florida" rather than
+    "a Florida corporation"): each mention is scored as if it were the candidate's only one."""
+    mentions = sorted(candidate.mentions)
+    if len(mentions) == 1:
+        return mentions[0]
+    best, best_score = mentions[0], -1.0
+    for mention in mentions[:MAX_SCORED_MENTIONS]:
+        alone = Candidate(candidate.field, candidate.value, candidate.key, [mention],
+                          set(candidate.kinds))
+        score = model.probability(featurise([alone], text)[0])
+        if score > best_score:
+            best, best_score = mention, score
+    return best
+
+
+def _in_context(text: str, start: int, end: int, before: int = 60, after: int = 30) -> str:
+    """The mention with a few words either side, on one line: what a reviewer reads."""
+    left = text.find(" ", max(0, start - before), start) if start > before else -1
+    right = text.find(" ", end + after) if end + after < len(text) else -1
+    piece = text[left + 1 if left >= 0 else max(0, start - before) if start > before else 0:
+                 right if right >= 0 else len(text)]
+    return " ".join(piece.split())

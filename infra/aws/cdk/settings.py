@@ -15,6 +15,8 @@ class FunctionSpec:
     reserved: int | None
     image: str = "extraction"
     batch_size: int = 10
+    ephemeral_mb: int | None = None
+    """/tmp in MiB; None keeps Lambda's 512 (functions that never hold a source file)."""
 
 
 @dataclass(frozen=True)
@@ -54,16 +56,32 @@ class DeploySettings:
                 values[f.name] = type(getattr(cls(), f.name))(raw)
         return cls(**values)
 
+    max_converted_mb: int = 256
+    """The largest PDF LibreOffice may make (``ExtractConfig.max_converted_bytes``)."""
+
+    def source_storage_mb(self) -> int:
+        """/tmp for a function that holds sources: the largest upload, a second copy of that
+        size (an Office file's decrypted copy beside it), the converted PDF, and 512 MiB for the
+        rest (LibreOffice's profile, rendered pages); within Lambda's 10,240 MiB. A batch's units
+        of one document share one copy (``infra.aws.s3.SharedDownloads``)."""
+        mib = 1024 * 1024
+        upload = -(-self.max_upload_bytes // mib)
+        return min(10_240, max(512, 2 * upload + self.max_converted_mb + 512))
+
     def functions(self) -> dict[str, FunctionSpec]:
         extraction = "infra.aws.lambdas.extraction.handler"
+        tmp = self.source_storage_mb()
         return {
             "ingest": FunctionSpec("ingest", "infra.aws.lambdas.ingest.handler", 512, 90,
                                    self.reserved_ingest),
-            "split": FunctionSpec("split", extraction, 2048, 120, self.reserved_split),
-            "read": FunctionSpec("read", extraction, 2048, 300, self.reserved_read),
-            "sheet": FunctionSpec("sheet", extraction, 3008, 300, self.reserved_sheet),
+            "split": FunctionSpec("split", extraction, 2048, 120, self.reserved_split,
+                                  ephemeral_mb=tmp),
+            "read": FunctionSpec("read", extraction, 2048, 300, self.reserved_read,
+                                 ephemeral_mb=tmp),
+            "sheet": FunctionSpec("sheet", extraction, 3008, 300, self.reserved_sheet,
+                                  ephemeral_mb=tmp),
             "convert": FunctionSpec("convert", extraction, 3008, 300, self.reserved_convert,
-                                    image="convert", batch_size=1),
+                                    image="convert", batch_size=1, ephemeral_mb=tmp),
             "index": FunctionSpec("index", extraction, 1024, 120, self.reserved_index),
             "fields": FunctionSpec("fields", extraction, 1024, 300, self.reserved_fields),
             "poller": FunctionSpec(None, "infra.aws.lambdas.poller.handler", 512, 70, 2),

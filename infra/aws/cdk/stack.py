@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_athena as athena
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -157,6 +157,12 @@ class DoclakeStack(Stack):
             "DOCLAKE_LAKE_URI": f"s3://{self.lake.bucket_name}",
             "DOCLAKE_QUEUE_URLS": self.to_json_string(urls),
             "DOCLAKE_MAX_RECEIVES": str(self.settings.max_receives),
+            # One attempt per model per delivery: a page that must wait goes back to its queue
+            # with a delay (infra.aws.lambdas.extraction), no function sleeps through a backoff.
+            "DOCLAKE_MODEL_MAX_ATTEMPTS": "1",
+            # The limits /tmp was sized from (DeploySettings.source_storage_mb).
+            "DOCLAKE_MAX_FILE_BYTES": str(self.settings.max_upload_bytes),
+            "DOCLAKE_MAX_CONVERTED_BYTES": str(self.settings.max_converted_mb * 1024 * 1024),
             "POWERTOOLS_METRICS_NAMESPACE": "doclake",
             **({"DOCLAKE_FIELDS_SCHEMA": self.settings.fields_schema,
                 "DOCLAKE_FIELDS_STRATEGY": self.settings.fields_strategy}
@@ -168,7 +174,8 @@ class DoclakeStack(Stack):
             self, f"{name.title()}Function", code=code, memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_s), reserved_concurrent_executions=spec.reserved,
             environment=self._environment(), architecture=lambda_.Architecture.X86_64,
-            ephemeral_storage_size=None, retry_attempts=0 if spec.queue is None else None)
+            ephemeral_storage_size=Size.mebibytes(spec.ephemeral_mb) if spec.ephemeral_mb
+            else None, retry_attempts=0 if spec.queue is None else None)
         self._function_alarms(name, function)
         return function
 
@@ -265,7 +272,7 @@ class DoclakeStack(Stack):
         terminal_job = {"dynamodb": {"NewImage": {"sk": {"S": ["job"]},
                                                   "status": {"S": ["succeeded", "failed"]}}}}
         settled_claim = {"dynamodb": {"NewImage": {"sk": {"S": [{"prefix": "claim#"}]},
-                                                   "gsi_unpublished": {"S": ["1"]}}}}
+                                                   "gsi_unpublished": {"S": [{"exists": True}]}}}}
         self.publisher.add_event_source(sources.DynamoEventSource(
             self.table, starting_position=lambda_.StartingPosition.LATEST, batch_size=100,
             bisect_batch_on_error=True, retry_attempts=10, report_batch_item_failures=False,

@@ -12,7 +12,6 @@ from datetime import datetime
 
 from extract.state import ClaimStatus, FieldClaim, Job
 from infra.aws.dynamo.items import (
-    ONE,
     PASSWORD_TTL_S,
     attr_values,
     claim_from_item,
@@ -23,6 +22,7 @@ from infra.aws.dynamo.items import (
     lease_key,
     now_iso,
     password_key,
+    shard_of,
 )
 from infra.aws.dynamo.table import DynamoTable
 from infra.aws.errors import is_condition_failure, mapped
@@ -65,7 +65,7 @@ class DynamoClaims(DynamoTable):
             claim = self.get_field_claim(job_id, strategy)
             published = claim.published_at.isoformat() if claim and claim.published_at else None
             expression = "SET fields_schema = :s, fields_strategy = :st"
-            values = attr_values(s=schema, st=strategy, one=ONE)
+            values = attr_values(s=schema, st=strategy, one=shard_of(job_id))
             if published:
                 expression += ", fields_published_at = :p REMOVE fields_sent_at, gsi_fields_due, " \
                               "gsi_fields_pending"
@@ -141,7 +141,7 @@ class DynamoClaims(DynamoTable):
                       at: datetime) -> bool:
         if not status.terminal:
             raise ValueError(f"settle_fields needs a terminal status, not {status}")
-        values = attr_values(new=status.value, r=result, at=at.isoformat(), one=ONE,
+        values = attr_values(new=status.value, r=result, at=at.isoformat(), one=shard_of(job_id),
                          claimed="claimed", d=document_id, j=job_id, st=strategy)
         if claimant is not None:
             condition = "#st = :claimed AND claimant = :me"

@@ -8,6 +8,7 @@ with the same functions, and the store's parts (``infra.aws.dynamo.table``,
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -18,19 +19,32 @@ from extract.state import FieldClaim, Job
 from infra.aws.tables import PARTITION_KEY, SORT_KEY
 
 __all__ = [
-    "ONE", "PASSWORD_TTL_S", "attr_values", "claim_from_item", "claim_key", "decode_item",
-    "document_key", "encode_value", "job_from_item", "job_key", "lease_key", "now_iso",
-    "password_key", "unit_key",
+    "ONE", "PASSWORD_TTL_S", "SHARDS", "attr_values", "claim_from_item", "claim_key",
+    "decode_item", "document_key", "encode_value", "job_from_item", "job_key", "lease_key",
+    "now_iso", "password_key", "shard_of", "shard_values", "unit_key",
 ]
 
 _SER = TypeSerializer()
 _DES = TypeDeserializer()
 ONE = "1"
-"""The value of every sparse index attribute (``infra.aws.tables``)."""
+"""Kept for items written before the sparse indexes were sharded (read as shard "1")."""
+SHARDS = 10
+"""Hash values of every sparse index: an item's is ``shard_of(job_id)``. One value would put
+every job's index writes (each unit's progress rewrites its job item, and the item's copy in
+``active``) on one partition of the index; ten spread them and cost the readers ten queries."""
+
+
+def shard_of(job_id: str) -> str:
+    """The sparse index hash value of a job's items: stable, spread evenly over ``SHARDS``."""
+    return str(int(hashlib.blake2b(job_id.encode(), digest_size=4).hexdigest(), 16) % SHARDS)
+
+
+def shard_values() -> list[str]:
+    return [str(n) for n in range(SHARDS)]
 _JOB_FIELDS = set(Job.model_fields)
 _CLAIM_FIELDS = set(FieldClaim.model_fields)
 _TIMES = ("created_at", "updated_at", "last_progress_at", "finished_at", "indexed_at",
-          "fields_published_at", "claimed_at", "published_at")
+          "fields_published_at", "claimed_at", "published_at", "retry_at")
 
 
 def now_iso() -> str:

@@ -35,7 +35,6 @@ from extract.ports import NewVersion
 from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitClaim, UnitStatus
 from infra.aws.dynamo.claims import DynamoClaims
 from infra.aws.dynamo.items import (
-    ONE,
     attr_values,
     claim_from_item,
     decode_item,
@@ -45,6 +44,7 @@ from infra.aws.dynamo.items import (
     job_key,
     now_iso,
     password_key,
+    shard_of,
     unit_key,
 )
 from infra.aws.dynamo.table import create_table
@@ -128,7 +128,8 @@ class DynamoJobStore(DynamoClaims):
                 "source_name": version.source_name, "job_sha256": version.sha256,
                 "created_at": created, "updated_at": created, "last_progress_at": created,
                 "stalled_s": 0, "n_done": 0, "n_failed": 0, "n_running": 0,
-                "gsi_active": ONE, "gsi_split_due": ONE}.items()},
+                "gsi_active": shard_of(version.job_id),
+                "gsi_split_due": shard_of(version.job_id)}.items()},
             **({"run_choices": encode_value(version.run_choices)} if version.run_choices else {}),
         }
         document_update = {
@@ -296,6 +297,13 @@ class DynamoJobStore(DynamoClaims):
                 first_failure=data.get("first_failure")))
         return progress
 
+    def schedule_retry(self, job_id: str, at: datetime) -> bool:
+        return self._update(
+            job_key(job_id), "SET retry_at = :at",
+            condition="#st IN (:q, :x) AND (attribute_not_exists(retry_at) OR retry_at < :at)",
+            names={"#st": "status"}, values=attr_values(at=at.isoformat(), q="queued",
+                                                        x="extracting"))
+
     def add_stall(self, stalls: Sequence[tuple[str, float, datetime]]) -> int:
         changed = 0
         for job_id, seconds, since in stalls:
@@ -309,10 +317,11 @@ class DynamoJobStore(DynamoClaims):
 
     def transition_job(self, job_id: str, expected: JobStatus, new: JobStatus, *,
                        failure_reason: str | None = None, failure_detail: str | None = None,
-                       at: datetime) -> bool:
+                       at: datetime, unmoved_since: datetime | None = None) -> bool:
         stamp = at.isoformat()
         sets = {"#st": ":new", "updated_at": ":at", "gsi_event_due": ":one"}
-        values = attr_values(new=new.value, at=stamp, one=ONE, expected=expected.value)
+        values = attr_values(new=new.value, at=stamp, one=shard_of(job_id),
+                             expected=expected.value)
         removes = []
         for name, value in (("failure_reason", failure_reason),
                             ("failure_detail", failure_detail),
@@ -329,7 +338,12 @@ class DynamoJobStore(DynamoClaims):
         expression = "SET " + ", ".join(f"{k} = {v}" for k, v in sets.items())
         if removes:
             expression += " REMOVE " + ", ".join(removes)
-        if not self._update(job_key(job_id), expression, condition="#st = :expected",
+        condition = "#st = :expected"
+        if unmoved_since is not None:  # what the decision read, not the index's stale copy
+            condition += (" AND last_progress_at = :since AND (attribute_not_exists(retry_at) "
+                          "OR retry_at <= :at)")
+            values.update(attr_values(since=unmoved_since.isoformat()))
+        if not self._update(job_key(job_id), expression, condition=condition,
                             names={"#st": "status"}, values=values):
             return False
         if new.terminal:

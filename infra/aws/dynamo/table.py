@@ -8,11 +8,12 @@ so the store's methods above it read as the transitions they are.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from typing import Any
 
 from extract.state import Job
-from infra.aws.dynamo.items import ONE, decode_item, job_from_item, job_key
+from infra.aws.dynamo.items import decode_item, job_from_item, job_key, shard_values
 from infra.aws.errors import error_code, is_condition_failure, mapped
 from infra.aws.tables import (
     INDEXES,
@@ -101,17 +102,27 @@ class DynamoTable:
 
     def _index(self, name: str, *, filter_expression: str | None = None,
                values: dict | None = None, names: dict | None = None,
-               newest_first: bool = False, hash_value: str = ONE) -> Iterator[dict[str, Any]]:
-        hash_key = INDEXES[name][0]
-        request: dict[str, Any] = {
-            "IndexName": name, "KeyConditionExpression": "#h = :h",
-            "ExpressionAttributeNames": {"#h": hash_key, **(names or {})},
-            "ExpressionAttributeValues": {":h": {"S": hash_value}, **(values or {})},
-            "ScanIndexForward": not newest_first,
-        }
-        if filter_expression:
-            request["FilterExpression"] = filter_expression
-        return self._query(**request)
+               newest_first: bool = False, hash_value: str | None = None
+               ) -> Iterator[dict[str, Any]]:
+        """One index's items in its range key's order. ``hash_value`` for a natural key (a
+        sha256, a source); without it, a sparse index: every shard's items, merged."""
+        hash_key, range_key = INDEXES[name]
+
+        def one(value: str) -> Iterator[dict[str, Any]]:
+            request: dict[str, Any] = {
+                "IndexName": name, "KeyConditionExpression": "#h = :h",
+                "ExpressionAttributeNames": {"#h": hash_key, **(names or {})},
+                "ExpressionAttributeValues": {":h": {"S": value}, **(values or {})},
+                "ScanIndexForward": not newest_first,
+            }
+            if filter_expression:
+                request["FilterExpression"] = filter_expression
+            return self._query(**request)
+
+        if hash_value is not None:
+            return one(hash_value)
+        return heapq.merge(*(one(v) for v in shard_values()),
+                           key=lambda item: str(item.get(range_key, "")), reverse=newest_first)
 
     def get_job(self, job_id: str) -> Job | None:
         data = self._get(job_key(job_id))

@@ -39,32 +39,63 @@ class PollClock:
         return elapsed
 
 
-async def drain_dead_letters(runtime: AwsRuntime, ctx) -> int:
-    """Fail the unit or job of every message in a DLQ; keep the message (hidden) for people."""
+class HeldLease:
+    """The poller's lease, checked between the steps of a pass (and between dead letters): a
+    pass that runs long renews it once a third of its time has gone, and stops at the first
+    step it could not renew it for, so two pollers never act at once however slow a pass is."""
+
+    def __init__(self, store, holder: str, ttl_s: float):
+        self.store = store
+        self.holder = holder
+        self.ttl_s = ttl_s
+        self._at: float | None = None
+
+    def acquire(self) -> bool:
+        if self.store.acquire_lease(LEASE, self.holder, ttl_s=self.ttl_s):
+            self._at = time.monotonic()
+            return True
+        self._at = None
+        return False
+
+    def held(self) -> bool:
+        if self._at is not None and time.monotonic() - self._at < self.ttl_s / 3:
+            return True
+        return self.acquire()  # renewed while ours; refused once another poller took it
+
+
+async def drain_dead_letters(runtime: AwsRuntime, ctx, held=lambda: True) -> int:
+    """Fail the unit or job of every message in a DLQ; keep the message (hidden) for people.
+    Stops when ``held()`` says the lease is lost."""
     handled = 0
     for name in [n for n in runtime.settings.queue_urls if n.endswith("-dlq")]:
+        if not held():
+            break
         for received in runtime.queue.receive(name, max_messages=10,
                                               visibility_timeout_s=MAX_VISIBILITY_S):
+            if not held():
+                runtime.queue.change_visibility(received, 0)  # for the lease's holder
+                continue
             await handle_dead_letter(ctx, received)
             handled += 1
     return handled
 
 
 async def run_passes(runtime: AwsRuntime, *, holder: str, loop_s: float, interval_s: float,
-                     sleep=asyncio.sleep) -> int:
+                     sleep=asyncio.sleep, lease_s: float | None = None) -> int:
     """Poll until ``loop_s`` has passed; returns the passes made under the lease."""
     ctx = runtime.context(DirectSink(runtime.writer), f"aws:poller:{holder}")
     planner = Planner(runtime.store, runtime.objects, runtime.queue, runtime.writer.write,
                       worker="aws:ingest")
     clock = PollClock(cap_s=2 * interval_s + 1)
+    lease = HeldLease(runtime.store, holder, lease_s or max(3 * interval_s, 15.0))
     deadline = time.monotonic() + loop_s
     passes = 0
     try:
         while True:
-            if runtime.store.acquire_lease(LEASE, holder, ttl_s=max(3 * interval_s, 15.0)):
+            if lease.acquire():
                 decisions = await poll_once(ctx, elapsed_s=clock.tick())
-                dead = await drain_dead_letters(runtime, ctx)
-                resent = planner.resend_unsent()
+                dead = await drain_dead_letters(runtime, ctx, lease.held) if lease.held() else 0
+                resent = planner.resend_unsent() if lease.held() else 0
                 passes += 1
                 if decisions or dead or resent:
                     logger.info("pass", extra={"transitions": len(decisions),

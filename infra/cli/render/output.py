@@ -3,20 +3,25 @@
 - The format defaults to a table on a terminal and to CSV when stdout is a pipe or a file, so
   ``doclake sql ... | sort`` gets rows, not box drawing.
 - A table never shortens a value: a column too narrow folds its text onto more lines, because ids
-  cut to ``01a22b…`` all look alike.
+  cut to ``01a22b…`` all look alike; a table too wide for the terminal even so (each column
+  needs at least its longest word) is printed one record per block, like ``psql``'s ``\\x``.
+- Every value is rendered to a string by one function (``_text``, over ``plain``), the same in
+  every format: intervals as ISO 8601 durations (``PT1.222473S``), decimals as numbers, BLOBs as
+  base64, timestamps in ISO 8601; never a Python repr.
 - JSON is one array of row objects (or one object, for commands that report one thing).
 - Whole numbers print as integers (``3``, never ``3.0``) in every format.
 """
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
 import math
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Annotated, Any
 
@@ -40,14 +45,43 @@ def resolve_format(value: str | None, allowed: Sequence[str] = FORMATS) -> str:
     return value
 
 
+def iso_duration(months: int = 0, days: int = 0, nanoseconds: int = 0) -> str:
+    """An ISO 8601 duration: ``P1Y2M3DT4H5M6.5S``; ``PT0S`` for nothing; a leading ``-`` when
+    the whole interval is negative (DuckDB's ``INTERVAL`` keeps months, days and time apart)."""
+    if months <= 0 and days <= 0 and nanoseconds <= 0 and (months or days or nanoseconds):
+        return "-" + iso_duration(-months, -days, -nanoseconds)
+    years, months = divmod(months, 12)
+    date_part = "".join(f"{n}{unit}" for n, unit in ((years, "Y"), (months, "M"), (days, "D")) if n)
+    hours, rest = divmod(nanoseconds, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    seconds = f"{Decimal(rest) / Decimal(1_000_000_000):f}".rstrip("0").rstrip(".") if rest else ""
+    time_part = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n)
+    time_part += f"{seconds}S" if seconds else ""
+    if not date_part and not time_part:
+        return "PT0S"
+    return f"P{date_part}" + (f"T{time_part}" if time_part else "")
+
+
+def _is_month_day_nano(value: Any) -> bool:
+    """pyarrow's ``MonthDayNano`` (an Arrow ``month_day_nano_interval``), without importing it."""
+    return isinstance(value, tuple) and hasattr(value, "months") and hasattr(value, "nanoseconds")
+
+
 def plain(value: Any) -> Any:
-    """A JSON-friendly value; integral floats and decimals become ints."""
+    """A JSON-friendly value; integral floats and decimals become ints, intervals ISO 8601
+    durations, bytes base64 text."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, datetime | date):
+    if isinstance(value, datetime | date | time):
         return value.isoformat()
+    if isinstance(value, timedelta):
+        return iso_duration(0, value.days, (value.seconds * 1_000_000 + value.microseconds) * 1000)
+    if _is_month_day_nano(value):
+        return iso_duration(value.months, value.days, value.nanoseconds)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, list):
         return [plain(v) for v in value]
     if isinstance(value, dict):
@@ -113,21 +147,65 @@ def print_records(columns: Sequence[str], rows: Iterable[Sequence[Any]], output_
 
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], *,
                 title: str | None = None) -> None:
-    """A box table on stdout whose cells fold instead of being cut with an ellipsis."""
+    """A box table on stdout whose cells fold instead of being cut with an ellipsis; one block
+    per record when the terminal is too narrow for every column (``fits``)."""
     from rich.console import Console
-    from rich.table import Table
 
     rows = [list(row) for row in rows]
-    view = Table(title=terminal_safe(title) if title else None)
+    # Every cell shows itself and nothing else (control characters, rich markup: terminal_safe).
+    title = terminal_safe(title) if title else None
     columns = [terminal_safe(name) for name in columns]
     rows = [[terminal_safe(cell) for cell in row] for row in rows]
+    console = Console(highlight=False)
+    if fits(columns, rows, console.width):
+        console.print(_box_table(columns, rows, title))
+    else:
+        print_record_blocks(console, columns, rows, title=title)
+
+
+def fits(columns: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> bool:
+    """Whether a box table of these cells fits ``width`` without cutting a word: each column
+    needs its header and its longest word (rich wraps at spaces and would otherwise squeeze or
+    drop columns), plus three characters of border and padding."""
+    needed = 1
+    for index, name in enumerate(columns):
+        longest = max((len(word) for row in rows for word in str(row[index]).split()), default=0)
+        needed += max(len(name), longest) + 3
+    return needed <= width
+
+
+def print_record_blocks(console, columns: Sequence[str], rows: Sequence[Sequence[str]], *,
+                        title: str | None = None) -> None:
+    """One block per row, a column per line (``psql``'s expanded display); a value longer than
+    the line folds onto the next lines, whole."""
+    from rich.rule import Rule
+    from rich.table import Table
+
+    if title:
+        console.print(title)
+    for number, row in enumerate(rows, 1):
+        console.print(Rule(f"record {number}", align="left", characters="-"))
+        block = Table.grid(padding=(0, 1))
+        block.add_column(no_wrap=True)
+        block.add_column(overflow="fold")
+        for name, cell in zip(columns, row, strict=True):
+            block.add_row(name, cell)
+        console.print(block)
+    if not rows:
+        console.print("(no rows)")
+
+
+def _box_table(columns: Sequence[str], rows: list[list[str]], title: str | None):
+    from rich.table import Table
+
+    view = Table(title=title)
     for index, name in enumerate(columns):
         # Ids keep their full width where the screen allows; other columns fold first.
         widest = max((len(row[index]) for row in rows), default=0) if _is_id(name) else None
         view.add_column(name, overflow="fold", min_width=min(widest, 40) if widest else None)
     for row in rows:
         view.add_row(*row)
-    Console(highlight=False).print(view)
+    return view
 
 
 def _is_id(column: str) -> bool:

@@ -36,7 +36,7 @@ def _finished(jobs: Sequence[Job]) -> tuple[list[Job], list[Job]]:
 
 def _reasons(failed: Sequence[Job]) -> list[tuple[str, int, list[str]]]:
     by_reason = Counter(j.failure_reason or "unknown" for j in failed)
-    return [(reason, count, [j.source_name for j in failed if (j.failure_reason or "unknown")
+    return [(reason, count, [j.source_path or j.source_name for j in failed if (j.failure_reason or "unknown")
                              == reason]) for reason, count in by_reason.most_common()]
 
 

@@ -26,6 +26,11 @@ TABLES: dict[str, str] = {
     "job_latency": "finished jobs: seconds from creation to the end, by page bucket",
     "daily_costs": "one row per day and model: pages, model calls, tokens and cost",
     "quality_checks": "data-quality expectations evaluated by `doclake lake check`",
+    "labels": "one row per imported label of a document (a person's answer key), every version",
+    "label_values": "one row per value of every label, with its labeller and whether superseded",
+    "eval_runs": "one row per scoring run of `doclake evals score`, with its overall figures",
+    "eval_scores": "precision, recall and F1 per run, group and field (and per document)",
+    "eval_outcomes": "one row per compared value of a scoring run: hit, miss or extra",
 }
 
 # Columns a view computes, or whose meaning there differs from the event field of that name.
@@ -57,12 +62,22 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("result_fields", "published_at"): "when the value's result was published",
     ("job_latency", "seconds"): "seconds from the job's creation to its end",
     ("job_latency", "page_bucket"): "1-20, 21-50, 51-100, 101-300 or over 300 pages",
+    ("job_latency", "page_bucket_min"): "the bucket's first page count (1, 21, 51, 101, 301): "
+                                        "ORDER BY it, the labels do not sort",
+    ("results", "values_found"): "how many values the result holds (rows in result_fields); "
+                                 "0 when nothing was found",
     ("daily_costs", "day"): "the UTC day",
     ("daily_costs", "model"): "the reader or model (the text layer counts as a reader)",
     ("daily_costs", "pages"): "pages read that day by that reader or model",
     ("daily_costs", "model_calls"): "calls made that day to that model",
     ("daily_costs", "cost_usd"): "what those calls cost, in US dollars",
     ("quality_checks", "table_name"): "the table the expectation was checked on",
+    ("labels", "imported_at"): "when the label was imported into the lake",
+    ("labels", "superseded"): "true when a later label of the same document exists",
+    ("label_values", "superseded"): "true when a later label of the same document exists",
+    ("eval_runs", "scored_at"): "when the scoring run ran",
+    ("eval_scores", "scored_at"): "when the scoring run ran",
+    ("eval_outcomes", "scored_at"): "when the scoring run ran",
     ("*", "dt"): "the UTC day the row's partition holds; filter on it to read only those days",
 }
 

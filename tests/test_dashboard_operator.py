@@ -1,0 +1,75 @@
+"""A dashboard an operator opens first (issue 26, finding 8): headline figures, the failed files
+with path and reason, the slowest documents, readers, at least five charts after a text-only run,
+UTC time axes with the date, labels whole, documents counted once, throughput over active time,
+--since/--until and the time it was generated."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from support.lakegen import succeeded_job, uuid7_at
+from typer.testing import CliRunner
+
+from dashboards import queries
+from infra.cli.main import app
+from lake.writer import ParquetEventWriter
+
+runner = CliRunner()
+FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2", "DOCLAKE_CPU_WORKERS": "1"}
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env=FAST, catch_exceptions=False)
+
+
+def test_a_text_only_run_gives_an_operator_page(tmp_path, pdf_factory):
+    pdf_factory("a.pdf", 3)
+    pdf_factory("b.pdf", 2)
+    sub = tmp_path / "docs" / "contracts"
+    sub.mkdir()
+    (sub / "broken.docx").write_bytes(b"PK\x03\x04 this zip is cut short")
+    home = str(tmp_path / "home")
+    assert invoke("run", str(tmp_path / "docs"), "--home", home, "--reader", "text").exit_code == 0
+    assert invoke("run", str(tmp_path / "docs"), "--home", home, "--retry-failed").exit_code == 0
+    out = tmp_path / "d.html"
+    assert invoke("dashboard", "--home", home, "--out", str(out)).exit_code == 0
+    page = out.read_text()
+
+    cards = dict((label, figure) for figure, label in re.findall(
+        r'<div class="figure">([^<]*)</div><div class="label">([^<]*)</div>', page))
+    assert cards["documents"] == "3" and cards["failed"] == "1" and cards["succeeded"] == "66.7%"
+    assert cards["pages read"] == "5" and cards["F1 (latest eval)"] == "n/a"
+    failed = re.search(r'data-query="failed_files">(.*?)</div>', page, re.S).group(1)
+    assert "contracts/broken.docx" in failed and "corrupt" in failed
+    slowest = re.search(r'data-query="slowest_documents">(.*?)</div>', page, re.S).group(1)
+    assert "a.pdf" in slowest and "b.pdf" in slowest
+    charts = re.findall(r'<div class="chart" data-query="(\w+)"><svg', page)
+    assert len(charts) >= 5, charts
+    assert {"throughput", "queue_depth", "reader_share", "failures_by_stage"} <= set(charts)
+    assert 'data-query="cost_by_model">No model was called' in page
+    assert "time (UTC)" in page and re.search(r">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d<", page)
+    assert ">split: corrupt<" in page  # the whole label
+    assert re.search(r"generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", page)
+    # Each document once, however many jobs it had (broken.docx was tried twice).
+    assert queries.run(f"{home}/lake", "throughput").num_rows == 3
+
+    later = tmp_path / "later.html"
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    assert invoke("dashboard", "--home", home, "--out", str(later), "--since", tomorrow).exit_code == 0
+    assert '<div class="figure">0</div><div class="label">documents</div>' in later.read_text()
+    bad = invoke("dashboard", "--home", home, "--out", str(later), "--until", "soon")
+    assert bad.exit_code == 2 and "YYYY-MM-DD" in bad.output
+
+
+def test_throughput_counts_active_time_not_the_idle_hours_between_runs(tmp_path):
+    lake = str(tmp_path / "lake")
+    start = datetime(2026, 3, 1, 9, tzinfo=UTC)
+    events = []
+    for n, at in enumerate((start, start + timedelta(hours=10))):  # two runs, ten hours apart
+        events += succeeded_job(uuid7_at(at, 2 * n), uuid7_at(at, 2 * n + 1), start=at, pages=2)
+    ParquetEventWriter.for_uri(lake).write(events)
+    rows = queries.run(lake, "throughput").to_pylist()
+    busy_minutes = sum((r["happened_at"] - a).total_seconds() / 60
+                       for r, a in zip(rows, (start, start + timedelta(hours=10)), strict=True))
+    assert rows[0]["documents_per_minute"] == __import__("pytest").approx(2 / busy_minutes)
