@@ -39,6 +39,8 @@ class ExtractConfig(BaseModel):
     max_image_pixels: int = 250_000_000
     """page_too_large: a page holding an image larger than this is not rendered at all."""
     ocr_dpi: int = 300
+    unit_lease_s: float = 60.0
+    """A read's claim on its unit lasts this long unless renewed (every third of it)."""
     fields_min_confidence: float = 0.0
     """A field value whose confidence (the model's probability) is below this is not reported."""
     models: ModelConfig = Field(default_factory=ModelConfig)

@@ -46,6 +46,7 @@ class HandlerContext:
     """A fields result was stored: only the publisher looks (the poller has nothing to decide
     until it is published; on AWS the store's stream invokes the publisher)."""
     readers: ReaderChain | None = None
+    """A chain that overrides ``config.reader`` (tests set their own)."""
     scope: ReadScope | None = None
     worker_objects: ObjectStore | None = None
     """The object store as a CPU worker process can use it (picklable, writing to the same
@@ -54,14 +55,22 @@ class HandlerContext:
     only coordinates (``extract.readers.text``)."""
     worker_index: SearchIndex | None = None
     """The search index as a CPU worker process can use it, or None (indexed on a thread here)."""
+    reader_chains: dict[str, ReaderChain] = field(default_factory=dict)
+    """Chains resolved so far, by the choices they were made for; shared by the copies of this
+    context (``dataclasses.replace``), so a job's own reader is resolved once per process."""
 
     def reader_chain(self) -> ReaderChain:
-        """The readers ``config.reader`` names, resolved once (tests may set their own)."""
-        if self.readers is None:
-            from extract.readers import resolve
+        """The readers ``config.reader`` names, with this config's model choices."""
+        if self.readers is not None:
+            return self.readers
+        from extract import run_choices
+        from extract.readers import resolve
 
-            self.readers = resolve(self.config.reader)
-        return self.readers
+        key = run_choices.record(self.config)
+        chain = self.reader_chains.get(key)
+        if chain is None:
+            chain = self.reader_chains[key] = resolve(self.config.reader)
+        return chain
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@
 
     ExtractError
     ├── TransientError        retried: the message goes back to its queue
-    │   └── WorkerTimeout     a read or conversion ran past its time limit
+    │   ├── WorkerTimeout     a read or conversion ran past its time limit
+    │   ├── StageTimeLimit    a delivery ran past its stage's time limit (a hung handler)
+    │   └── UnitBusy          another delivery is reading this unit: back off
     └── TerminalError         not retried: the unit (or job) fails with ``error_type`` as reason
         ├── UnsupportedFormat   the bytes are not a format this build reads
         ├── EmptyDocument       zero bytes, or a PDF with no pages
@@ -46,6 +48,19 @@ class TransientError(ExtractError):
 
 class WorkerTimeout(TransientError):
     error_type = "timeout"
+
+
+class StageTimeLimit(TransientError):
+    """A delivery ran past its stage's own time limit (``extract.stage_limits``): cancelled,
+    handed back for another try."""
+
+    error_type = "stage_time_limit"
+
+
+class UnitBusy(TransientError):
+    """Another delivery holds this unit's claim under a live lease: back off, never fail it."""
+
+    error_type = "unit_claimed"
 
 
 class TerminalError(ExtractError):

@@ -8,17 +8,20 @@ The same function serves the local runtime and the Lambda edge. Errors are sorte
 - any other error: record it as not final and leave the message for redelivery.
 - ``ClaimHeld`` (a fields claim another worker holds): retried even on the last delivery, so the
   queue moves it to the dead-letter queue, whose handler settles a failed result.
+- ``UnitBusy`` (another delivery is reading the unit): retried the same way, never failing the
+  unit that its holder is reading.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from enum import StrEnum
 
 from pydantic import ValidationError
 
 from extract.context import Delivery, HandlerContext
-from extract.errors import TerminalError, error_type_of
+from extract.errors import StageTimeLimit, TerminalError, UnitBusy, error_type_of
 from extract.fields.claim import ClaimHeld, settle_failed_unclaimed
 from extract.handlers.convert import handle_convert
 from extract.handlers.fields import handle_fields
@@ -26,6 +29,7 @@ from extract.handlers.index import handle_index
 from extract.handlers.read import handle_read
 from extract.handlers.sheet import handle_sheet
 from extract.handlers.split import handle_split
+from extract.handlers.unit_claim import emit_unit_failed
 from extract.messages import (
     ConvertMessage,
     FieldsMessage,
@@ -37,7 +41,9 @@ from extract.messages import (
     parse_message,
 )
 from extract.ports import ReceivedMessage
-from lake.events import FailureRecorded, UnitFailed, utc_now
+from extract.stage_limits import stage_time_limit
+from extract.state import UnitClaim
+from lake.events import FailureRecorded, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -63,22 +69,18 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
 
     delivery = Delivery(received.receive_count, message.document_id, message.job_id,
                         ctx.worker, ctx.sink)
+    limit_s = stage_time_limit(received.queue, ctx.config)
+    limit = asyncio.timeout(limit_s)
     try:
-        if isinstance(message, SplitMessage):
-            await handle_split(ctx, message, delivery)
-        elif isinstance(message, ReadUnitMessage):
-            await handle_read(ctx, message, delivery)
-        elif isinstance(message, ReadSheetMessage):
-            await handle_sheet(ctx, message, delivery)
-        elif isinstance(message, ConvertMessage):
-            await handle_convert(ctx, message, delivery)
-        elif isinstance(message, IndexMessage):
-            await handle_index(ctx, message, delivery)
-        elif isinstance(message, FieldsMessage):
-            await handle_fields(ctx, message, delivery)
+        async with limit:
+            await _dispatch(ctx, message, delivery)
         return Outcome.ACK
-    except Exception as error:  # sorted here; only a failure to record it escapes
-        if isinstance(error, ClaimHeld):  # never acknowledged: the dead-letter queue settles it
+    except Exception as caught:  # sorted here; only a failure to record it escapes
+        error: Exception = caught
+        if isinstance(caught, TimeoutError) and limit.expired():
+            error = StageTimeLimit(f"{message.type} ran past its stage's time limit of "
+                                   f"{limit_s:g} s; handed back for another try")
+        if isinstance(error, ClaimHeld | UnitBusy):  # never final: the holder settles it
             await _record_failure(ctx, message, delivery, error, final=False,
                                   message_id=received.message_id)
             return Outcome.RETRY
@@ -90,6 +92,21 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
         await _record_failure(ctx, message, delivery, error, final=give_up,
                               message_id=received.message_id)
         return Outcome.ACK if give_up else Outcome.RETRY
+
+
+async def _dispatch(ctx: HandlerContext, message: Message, delivery: Delivery) -> None:
+    if isinstance(message, SplitMessage):
+        await handle_split(ctx, message, delivery)
+    elif isinstance(message, ReadUnitMessage):
+        await handle_read(ctx, message, delivery)
+    elif isinstance(message, ReadSheetMessage):
+        await handle_sheet(ctx, message, delivery)
+    elif isinstance(message, ConvertMessage):
+        await handle_convert(ctx, message, delivery)
+    elif isinstance(message, IndexMessage):
+        await handle_index(ctx, message, delivery)
+    elif isinstance(message, FieldsMessage):
+        await handle_fields(ctx, message, delivery)
 
 
 def crashes_parser(message: Message, attempts: int) -> TerminalError:
@@ -108,13 +125,15 @@ async def _record_failure(ctx: HandlerContext, message: Message, delivery: Deliv
     unit_id = getattr(message, "unit_id", None)
     delivery.emit(FailureRecorded, unit_id=unit_id, stage=STAGES[message.type],
                   error_type=error_type, message=text, final=final, message_id=message_id)
-    if final and isinstance(message, ReadUnitMessage | ReadSheetMessage):
-        delivery.emit(UnitFailed, unit_id=unit_id, error_type=error_type, message=text)
     await delivery.commit()
     if not final:
         return
     if isinstance(message, ReadUnitMessage | ReadSheetMessage):
-        ctx.store.fail_unit(message.job_id, message.unit_id, error_type, text)
+        # The store's transition first, the event after: a unit another delivery finished
+        # meanwhile is not failed, and gets no unit_failed row. A crash between the two is
+        # repaired by the next delivery, which finds the unit failed (``emit_unit_failed``).
+        if ctx.store.fail_unit(message.job_id, message.unit_id, error_type, text):
+            await emit_unit_failed(ctx, delivery, message.job_id, message.unit_id)
     elif isinstance(message, SplitMessage | ConvertMessage):
         ctx.store.set_job_error(message.job_id, error_type)
     elif isinstance(message, IndexMessage):
@@ -144,6 +163,10 @@ async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> 
         return Outcome.ACK
     delivery = Delivery(received.receive_count, message.document_id, message.job_id,
                         ctx.worker, ctx.sink)
+    if isinstance(message, ReadUnitMessage | ReadSheetMessage) and ctx.store.claim_unit(
+            message.job_id, message.unit_id, received.receive_count, "dead-letter",
+            0) is UnitClaim.HELD:
+        return Outcome.ACK  # a duplicate of a unit its holder is reading: the holder settles it
     error = TerminalError(
         f"{message.type} message dead-lettered after {ctx.queue.max_receives} deliveries: "
         f"{received.body}",

@@ -10,7 +10,8 @@ never keeps a decision the store did not take.
 
 The no-progress clock (``Job.stalled_s``) counts only time in which the job could have moved: the
 poller adds the time since its own previous pass (so time with no runtime running never counts),
-and skips a job that is waiting its turn (its next messages are visible on a queue with a backlog)
+and skips a job that is waiting its turn (its next messages are visible on a queue with a backlog:
+split or convert before it is planned, read or sheet after)
 or whose work is scheduled (``Job.retry_at``: a message put back on its queue with a delay, as
 the Lambda edge does through a model brownout). The failing write itself is conditioned on the
 ``last_progress_at`` the decision read and on no retry being scheduled, so a decision made from
@@ -26,9 +27,11 @@ from datetime import datetime
 from extract.context import HandlerContext
 from extract.handlers.sources import decrypted_key
 from extract.messages import (
+    CONVERT_QUEUE,
     FIELDS_QUEUE,
     INDEX_QUEUE,
     READ_QUEUE,
+    SHEET_QUEUE,
     SPLIT_QUEUE,
     FieldsMessage,
     IndexMessage,
@@ -91,12 +94,22 @@ def decide(progress: JobProgress, no_progress_timeout_s: float,
     return None
 
 
+PLANNING_QUEUES = (SPLIT_QUEUE, CONVERT_QUEUE)
+"""Where a job's next message waits before it has units: its split, or (Office files) its
+conversion, whose queue runs a few at a time."""
+UNIT_QUEUES = (READ_QUEUE, SHEET_QUEUE)
+"""Where a planned job's pending units wait: pages, and sheets 2..n of a workbook."""
+
+
 def waiting_its_turn(progress: JobProgress, backlog: dict[str, bool]) -> bool:
     """True when the job's next step is a message that is visible on a queue with a backlog: it
-    waits behind other work, which is not a stall. ``backlog`` maps queue -> has visible messages."""
+    waits behind other work, which is not a stall. ``backlog`` maps queue -> has visible messages.
+
+    A unit in retry backoff is pending again (its failed attempt let it go, which also reset the
+    clock), so it counts as waiting like any other pending unit."""
     if progress.units_planned == 0:
-        return backlog.get(SPLIT_QUEUE, False)
-    return progress.units_pending > 0 and backlog.get(READ_QUEUE, False)
+        return any(backlog.get(queue, False) for queue in PLANNING_QUEUES)
+    return progress.units_pending > 0 and any(backlog.get(queue, False) for queue in UNIT_QUEUES)
 
 
 def status_events(job: Job, worker: str) -> list[Event]:
@@ -157,7 +170,8 @@ def remove_decrypted_copy(ctx: HandlerContext, document_id: str, job_id: str) ->
 
 def _count_stalls(ctx: HandlerContext, active: list[JobProgress],
                   elapsed_s: float, now: datetime) -> list[JobProgress]:
-    backlog = {queue: ctx.queue.depth(queue).visible > 0 for queue in (SPLIT_QUEUE, READ_QUEUE)}
+    backlog = {queue: ctx.queue.depth(queue).visible > 0
+               for queue in (*PLANNING_QUEUES, *UNIT_QUEUES)}
     stalled = [p for p in active
                if not waiting_its_turn(p, backlog) and not scheduled(p.job, now)]
     if not stalled:

@@ -13,7 +13,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from extract.state import ClaimStatus, Document, FieldClaim, Job, JobProgress, JobStatus, Unit
+from extract.state import (
+    ClaimStatus,
+    Document,
+    FieldClaim,
+    Job,
+    JobProgress,
+    JobStatus,
+    Unit,
+    UnitClaim,
+)
 from lake.events import Event
 
 T = TypeVar("T")
@@ -122,6 +131,9 @@ class NewVersion:
     source_path: str | None = None
     """The file's path relative to the folder it was found in (its name for a file given alone);
     None where there is no such folder (an upload)."""
+    run_choices: str | None = None
+    """The run's choices (``extract.run_choices.record``), kept with the job; None: the handling
+    process's own settings apply."""
 
 
 class JobStore(Protocol):
@@ -158,6 +170,25 @@ class JobStore(Protocol):
 
     def start_unit(self, job_id: str, unit_id: str, attempt: int) -> bool:
         """pending|running -> running with ``attempts = attempt``; False when terminal."""
+        ...
+
+    def claim_unit(self, job_id: str, unit_id: str, attempt: int, owner: str,
+                   lease_s: float) -> UnitClaim:
+        """A read's claim, one conditional write: pending -> running owned by ``owner`` until
+        ``lease_s`` from now; running -> running only when the lease has expired, its owner is
+        ``owner``, or (local store) its owner's process is dead. ``HELD`` while another live
+        owner has it, ``CLOSED`` when terminal. Records progress on the job like
+        ``start_unit``."""
+        ...
+
+    def renew_unit(self, job_id: str, unit_id: str, owner: str, lease_s: float) -> bool:
+        """Extend ``owner``'s lease on a running unit to ``lease_s`` from now; False when the
+        unit is no longer running under ``owner``."""
+        ...
+
+    def release_unit(self, job_id: str, unit_id: str, owner: str) -> bool:
+        """A failed or cancelled read lets its unit go: running under ``owner`` -> pending, no
+        owner, and progress recorded on the job (a unit in retry backoff is not a stall)."""
         ...
 
     def finish_unit(self, job_id: str, unit_id: str) -> bool:
@@ -290,9 +321,11 @@ class JobStore(Protocol):
         ...
 
     def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
-                     at: datetime) -> bool:
-        """Create the claim row, status claimed, only if none exists; False otherwise (read it
-        with ``get_field_claim``). Never takes over an existing claim, however old."""
+                     at: datetime, stale_before: datetime | None = None) -> bool:
+        """Create the claim row, status claimed, only if none exists, or take over a row still
+        only claimed since before ``stale_before`` (its worker died or was cut off at the
+        stage's time limit); False otherwise (read it with ``get_field_claim``). A terminal row
+        is never touched."""
         ...
 
     def get_field_claim(self, job_id: str, strategy: str) -> FieldClaim | None: ...

@@ -33,6 +33,17 @@ class UnitStatus(StrEnum):
         return self in (UnitStatus.DONE, UnitStatus.FAILED)
 
 
+class UnitClaim(StrEnum):
+    """What a read's claim on its unit found (``JobStore.claim_unit``)."""
+
+    CLAIMED = "claimed"
+    """Ours now: pending, or running under an expired lease (or a dead process's), or ours."""
+    HELD = "held"
+    """Another reader holds it under a live lease: this delivery backs off."""
+    CLOSED = "closed"
+    """Done or failed already (or no such unit): nothing to do."""
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -85,6 +96,9 @@ class Job(_Record):
     on Lambda) is due again: its work is scheduled, so the no-progress clock waits for it."""
     source_path: str | None = None
     """The file's path relative to the folder it was ingested from (``NewVersion.source_path``)."""
+    run_choices: str | None = None
+    """The choices of the run that created the job (``extract.run_choices``): every handler,
+    wherever it runs, reads, renders and splits the job with these."""
 
     @property
     def indexed(self) -> bool:

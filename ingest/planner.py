@@ -59,6 +59,8 @@ def worth_retrying(failure_reason: str | None) -> bool:
 class IngestOutcome(StrEnum):
     NEW = "new"
     NEW_VERSION = "new_version"
+    RETRY = "retry"
+    """Identical bytes whose last job failed, taken again: a new job on the same version."""
     UNCHANGED = "unchanged"
 
 
@@ -130,11 +132,17 @@ class Planner:
 
     def __init__(self, store: JobStore, objects: ObjectStore, queue: Queue,
                  write_events: Callable[[list[Event]], object], *, worker: str = "ingest",
-                 batch_size: int = 100, max_bytes: int | None = None):
+                 batch_size: int = 100, max_bytes: int | None = None,
+                 run_choices: str | None = None, fields: tuple[str, str] | None = None):
         """``max_bytes`` (the ``max_file_bytes`` setting): a longer file is hashed and stored only
         to ``max_bytes + 1`` bytes, so a sparse terabyte neither fills the disk nor takes hours,
-        and its split fails it ``file_too_large`` and removes the stored part."""
+        and its split fails it ``file_too_large`` and removes the stored part.
+        ``run_choices`` (``extract.run_choices.record``) and ``fields`` (schema, strategy)
+        are the run's choices: kept with every job it creates, before the job's split message is
+        sent, so whoever handles the job later (a resumed worker, a Lambda) uses them."""
         self.store = store
+        self.run_choices = run_choices
+        self.fields = fields
         self.objects = objects
         self.queue = queue
         self.write_events = write_events
@@ -207,7 +215,13 @@ class Planner:
             planned.append(version)
             if path in passwords:
                 secrets[version.job_id] = passwords[path]
-            outcome = IngestOutcome.NEW_VERSION if version.version > 1 else IngestOutcome.NEW
+            if (seen is not None and version.document_id == seen[0].document_id
+                    and version.version == seen[0].version):
+                outcome = IngestOutcome.RETRY
+            elif version.version > 1:
+                outcome = IngestOutcome.NEW_VERSION
+            else:
+                outcome = IngestOutcome.NEW
             result = Ingested(outcome, version.document_id, version.job_id, path.name)
             claimed[digest] = result
             results.append(result)
@@ -218,6 +232,8 @@ class Planner:
             self.store.create_job(version)
             if version.job_id in secrets:
                 self.store.set_job_password(version.job_id, secrets[version.job_id])
+        if self.fields is not None and planned:
+            self.store.request_fields([v.job_id for v in planned], *self.fields)
         self._publish(planned)
         return results
 
@@ -260,7 +276,7 @@ class Planner:
                 document_id=job.document_id, job_id=job.job_id, source_name=job.source_name,
                 source_key=document.source_key, sha256=document.sha256, bytes=document.bytes,
                 version=document.version, object_key=job.object_key, created_at=job.created_at,
-                source_path=job.source_path))
+                source_path=job.source_path, run_choices=job.run_choices))
         self._publish(unsent)
         return len(unsent)
 
@@ -284,9 +300,11 @@ class Planner:
         return NewVersion(
             document_id=document_id, job_id=job_id, source_name=path.name,
             source_key=source_key, sha256=digest, bytes=path.lstat().st_size,
-            version=previous.version + 1 if previous else 1,
+            # Identical bytes taken again (a retry of a failed job): the same version, a new job.
+            version=(previous.version if previous and previous.sha256 == digest
+                     else previous.version + 1 if previous else 1),
             object_key=stored_key or upload_key(document_id, job_id), created_at=utc_now(),
-            source_path=source_path or path.name,
+            source_path=source_path or path.name, run_choices=self.run_choices,
         )
 
 

@@ -64,16 +64,19 @@ class Upload:
 
 
 def plan_upload(store: JobStore, queue: Queue, write_events: Callable[[list[Event]], object],
-                upload: Upload, *, worker: str = "ingest", password: str | None = None) -> bool:
+                upload: Upload, *, worker: str = "ingest", password: str | None = None,
+                run_choices: str | None = None) -> bool:
     """Plan the job of an upload; False when it was planned before (a redelivered event).
-    ``password``, the document's own, is kept with the job before its split message is sent."""
+    ``password``, the document's own, is kept with the job before its split message is sent;
+    ``run_choices`` (``extract.run_choices.record``) with the job as it is created."""
     slot = upload.slot
     if store.get_job(slot.job_id) is not None:
         return False
     version = NewVersion(
         document_id=slot.document_id, job_id=slot.job_id, source_name=upload.source_name,
         source_key=upload.source_key, sha256=upload.fingerprint, bytes=upload.bytes, version=1,
-        object_key=slot.object_key, created_at=upload.created_at or utc_now())
+        object_key=slot.object_key, created_at=upload.created_at or utc_now(),
+        run_choices=run_choices)
     store.create_job(version)
     if password:
         store.set_job_password(slot.job_id, password)

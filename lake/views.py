@@ -290,17 +290,18 @@ WHERE finished_at IS NOT NULL
     # calls are summed in one UNION ALL, never joined, so a day never splits into a row with
     # the pages and another with the cost. Sum either the model rows or the total rows, not both.
     "daily_costs": """
-WITH page_model AS (
-  SELECT p.dt, coalesce(c.model, p.reader) AS model, count(*) AS pages
+WITH page_model AS (  -- a simulated call is kept apart from real spend: model simulated:...
+  SELECT p.dt, coalesce(c.key, p.reader) AS model, count(*) AS pages
   FROM ev_page_read AS p
   LEFT JOIN (
-    SELECT dt, job_id, page_number, model
+    SELECT dt, job_id, page_number,
+           CASE WHEN provider = 'simulated' THEN 'simulated:' || model ELSE model END AS key
     FROM ev_model_call
     WHERE outcome = 'ok' AND page_number IS NOT NULL
     QUALIFY row_number() OVER (
       PARTITION BY dt, job_id, page_number ORDER BY occurred_at DESC, call_id) = 1
   ) AS c ON c.dt = p.dt AND c.job_id = p.job_id AND c.page_number = p.page_number
-  GROUP BY p.dt, coalesce(c.model, p.reader)
+  GROUP BY p.dt, coalesce(c.key, p.reader)
 ), per_model AS (
   SELECT dt, model, CAST(sum(pages) AS BIGINT) AS pages,
          CAST(sum(model_calls) AS BIGINT) AS model_calls,
@@ -312,22 +313,29 @@ WITH page_model AS (
            CAST(0 AS DOUBLE) AS cost_usd
     FROM page_model
     UNION ALL
-    SELECT dt, model, 0, count(*), sum(input_tokens), sum(output_tokens), sum(cost_usd)
-    FROM ev_model_call GROUP BY dt, model
+    SELECT dt, CASE WHEN provider = 'simulated' THEN 'simulated:' || model ELSE model END,
+           0, count(*), sum(input_tokens), sum(output_tokens), sum(cost_usd)
+    FROM ev_model_call
+    GROUP BY dt, CASE WHEN provider = 'simulated' THEN 'simulated:' || model ELSE model END
   ) AS parts
   GROUP BY dt, model
+), flagged AS (
+  SELECT *, starts_with(model, 'simulated:') AS simulated FROM per_model
 ), with_total AS (
-  SELECT dt, model, FALSE AS is_total, pages, model_calls, input_tokens, output_tokens, cost_usd
-  FROM per_model
+  SELECT dt, model, simulated, FALSE AS is_total, pages, model_calls, input_tokens,
+         output_tokens, cost_usd
+  FROM flagged
   UNION ALL
-  SELECT dt, 'total', TRUE, CAST(sum(pages) AS BIGINT), CAST(sum(model_calls) AS BIGINT),
+  SELECT dt, CASE WHEN simulated THEN 'simulated:total' ELSE 'total' END, simulated, TRUE,
+         CAST(sum(pages) AS BIGINT), CAST(sum(model_calls) AS BIGINT),
          CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT), sum(cost_usd)
-  FROM per_model GROUP BY dt
+  FROM flagged GROUP BY dt, simulated
 )
 SELECT
   dt AS day,
   model,
   is_total,
+  simulated,
   pages,
   model_calls,
   input_tokens,

@@ -105,6 +105,15 @@ def test_the_units_of_one_batch_share_one_download_of_their_source(deployment, p
     assert runtime.store.get_job(job.job_id).status.value == "succeeded"
 
 
+def _reader_for_the_stack(monkeypatch) -> None:
+    """The stack's reader, set for every function: the job keeps its run's choices from ingest
+    (issue 19), so the upload must be planned with the reader the read function uses."""
+    monkeypatch.setenv("DOCLAKE_READER", "gemini")
+    from infra.aws import runtime
+
+    runtime.shared.cache_clear()
+
+
 def _read_with_gemini(monkeypatch, fake, **settings: str) -> None:
     """The read function's settings as the stack sets them, with the fake Gemini as its model."""
     for name, value in {"DOCLAKE_READER": "gemini", "DOCLAKE_GEMINI_API_KEY": "fake-key",
@@ -136,6 +145,7 @@ def test_a_record_still_running_at_the_invocations_deadline_is_retried_and_its_c
 
     from infra.aws.lambdas.extraction import FINISH_MARGIN_S
 
+    _reader_for_the_stack(monkeypatch)
     _upload(deployment, "slow.pdf", pdf_factory("slow.pdf", 3).read_bytes())
     assert _invoke(deployment, "split") == (1, 0)
     with FakeGemini(lambda call: answer("late"), delay=lambda call: 120.0) as fake:
@@ -193,6 +203,7 @@ def test_a_30_minute_brownout_through_the_aws_handlers_compressed_sixty_times(
         return answer(f"page text {call.n}")
 
     for n in range(2):
+        _reader_for_the_stack(monkeypatch)
         _upload(deployed, f"doc{n}.pdf", pdf_factory(f"doc{n}.pdf", 6, word="brownout")
                 .read_bytes())
     with FakeGemini(respond) as fake:

@@ -145,3 +145,24 @@ def test_athena_statements_are_split_by_a_sql_parser_not_on_every_semicolon():
         "SELECT 3"]
     assert_user_error(invoke("sql", "--engine", "athena", "--region", "us-east-1",
                              "SELECT 'unclosed"), "cannot be read")
+
+
+@pytest.mark.parametrize("model", ["gemini-9-ultra", "models/gemini-9-ultra-001"])
+def test_a_model_with_no_price_stops_the_run_at_start_naming_it(tmp_path, pdf_factory, model):
+    """Issue 19: a model missing from the price table was recorded at $0 all run long."""
+    pdf = pdf_factory("a.pdf", 1)
+    home = tmp_path / "home"
+    result = invoke("run", str(pdf), "--home", str(home), "--reader", "simulated",
+                    env={"DOCLAKE_PRIMARY_MODEL": model})
+    assert_user_error(result, f"no price for model '{model}'", "DOCLAKE_MODEL_PRICES")
+    assert not (home / "lake").exists() or not any((home / "lake").rglob("*.parquet"))
+
+
+def test_a_priced_model_spelled_as_the_provider_spells_it_has_its_price():
+    """``models/`` before the name or a pinned ``-001`` after it: the same price."""
+    from extract.models.pricing import PriceTable
+
+    prices = PriceTable()
+    assert prices.missing(["models/gemini-2.5-flash", "gemini-2.5-flash-lite-001"]) == []
+    assert prices.cost("models/gemini-2.5-flash-001", 1_000_000, 0) == prices.cost(
+        "gemini-2.5-flash", 1_000_000, 0) > 0

@@ -164,3 +164,54 @@ def test_an_interrupted_worker_exits_130_and_says_what_finished(tmp_path):
     assert process.returncode == 130, err
     summary = json.loads(out)
     assert summary["interrupted"] is True and summary["documents"] == 0
+
+
+def test_retry_failed_is_a_new_job_on_the_same_version_not_a_new_version(home, tmp_path):
+    """Issue 19: --retry-failed on unchanged bytes used to bump documents.version (same sha256)
+    and report "new versions 1". A retry is a new job on the same version."""
+    before = json.loads(invoke("sql", "SELECT source_name, version, sha256 FROM documents "
+                               "ORDER BY 1", "--home", home, "--format", "json").output)
+    again = invoke("run", str(tmp_path / "docs"), "--home", home, "--retry-failed")
+    assert again.exit_code == 0, again.output
+    assert "new versions 0" in again.output and "retried 1" in again.output
+    after = json.loads(invoke("sql", "SELECT source_name, version, sha256 FROM documents "
+                              "ORDER BY 1", "--home", home, "--format", "json").output)
+    assert after == before
+    jobs = json.loads(invoke("sql", "SELECT count(*) AS n FROM jobs", "--home", home,
+                             "--format", "json").output)
+    assert jobs == [{"n": 4}]
+
+
+def test_a_run_with_nothing_to_do_returns_without_waiting_a_poll_interval(home, tmp_path):
+    """Issue 19: a second run over unchanged files took one poll interval (5.4 to 5.8 s at the
+    default) before returning: the end of ingest did not wake the run's loop. With an interval
+    of an hour, it must still return (the subprocess limit is far below the interval)."""
+    env = {**os.environ, **FAST, "DOCLAKE_POLL_INTERVAL_S": "3600"}
+    done = subprocess.run([sys.executable, "-m", "infra.cli.main", "run", str(tmp_path / "docs"),
+                           "--home", home], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "unchanged 3" in done.stdout and "pages read 0" in done.stdout
+
+
+def test_the_interrupted_note_counts_documents_not_unpublished_results(tmp_path, pdf_factory):
+    """Issue 19: an interrupted run said "24 documents not finished" for 32 documents when 154 of
+    155 pages had been read: it counted results not yet published. Now the documents whose job
+    has not ended are counted apart from those that only wait for their result."""
+    from support.helpers import Harness
+
+    from extract.state import JobStatus
+    from infra.cli.render.run_report import interrupted_note
+    from lake.events import utc_now
+
+    harness = Harness(tmp_path)
+    jobs = [harness.planner.ingest(pdf_factory(f"d{n}.pdf", 1, word=f"w{n}")).job_id
+            for n in range(3)]
+    harness.store.request_fields(jobs, "nda", "rules")
+    for job_id in jobs[:2]:  # read and succeeded; their fields result is not published yet
+        assert harness.store.transition_job(job_id, JobStatus.QUEUED, JobStatus.SUCCEEDED,
+                                            at=utc_now())
+        harness.store.mark_indexed(job_id, utc_now())
+    note = interrupted_note(harness.store.list_jobs(jobs), harness.store.page_progress(jobs),
+                            "run again")
+    assert note.startswith("1 of 3 documents not finished")
+    assert "2 finished, their results not yet published" in note

@@ -8,6 +8,7 @@ unchanged. A test here states what the handlers rely on, not how one adapter doe
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +19,7 @@ from support import awsmoto, cpu_tasks
 from extract.errors import TransientError, WorkerTimeout
 from extract.handlers.split import plan_pdf_units
 from extract.ports import NewVersion
-from extract.state import ClaimStatus, JobStatus
+from extract.state import ClaimStatus, JobStatus, UnitStatus
 from infra.aws.cpu import SubprocessRunner
 from infra.local.cpu import ProcessPoolRunner
 from infra.local.jobstore import SqliteJobStore
@@ -298,6 +299,28 @@ def test_job_store_fields_claim_is_one_conditional_write_never_taken_over(job_st
     assert job_store.get_field_claim("j", "agentic").status is ClaimStatus.FAILED
 
 
+def test_job_store_a_fields_claim_older_than_its_lease_is_taken_over(job_store):
+    """Issue 19: a claim left by a killed worker is taken over once older than the lease the
+    caller gives (``stale_before``); a younger one, or a terminal row, never is."""
+    _succeeded(job_store)
+    at = utc_now()
+    assert job_store.claim_fields("j", "rules", document_id="d", claimant="dead", at=at)
+    assert not job_store.claim_fields("j", "rules", document_id="d", claimant="w2",
+                                      at=at + timedelta(seconds=5),
+                                      stale_before=at - timedelta(seconds=60))
+    assert job_store.claim_fields("j", "rules", document_id="d", claimant="w2",
+                                  at=at + timedelta(hours=1),
+                                  stale_before=at + timedelta(seconds=1))
+    assert job_store.get_field_claim("j", "rules").claimant == "w2"
+    assert not job_store.settle_fields("j", "rules", document_id="d", status=ClaimStatus.DONE,
+                                       result="{}", claimant="dead", at=at)
+    assert job_store.settle_fields("j", "rules", document_id="d", status=ClaimStatus.DONE,
+                                   result="{}", claimant="w2", at=at)
+    assert not job_store.claim_fields("j", "rules", document_id="d", claimant="w3",
+                                      at=at + timedelta(days=9), stale_before=at + timedelta(days=8))
+    assert job_store.get_field_claim("j", "rules").status is ClaimStatus.DONE
+
+
 def test_job_store_a_dead_claim_is_settled_only_without_a_claimant(job_store):
     _succeeded(job_store)
     job_store.claim_fields("j", "rules", document_id="d", claimant="dead", at=utc_now())
@@ -400,3 +423,49 @@ async def test_event_sink_commit_is_durable_on_return(event_sink):
     count = query(lake, "SELECT count(*) AS n FROM events WHERE event_type = 'job_created'")
     assert count.to_pylist() == [{"n": 50}]
     await sink.close()
+
+
+def test_job_store_keeps_the_runs_choices_with_the_job(job_store):
+    """A job keeps the choices of the run that created it (issue 19): a resumed worker or a
+    Lambda reads it with them, not with its own settings."""
+    from extract import run_choices
+    from extract.config import ExtractConfig
+
+    recorded = run_choices.record(ExtractConfig(reader="simulated", pages_per_unit=3))
+    job_store.create_job(dataclasses.replace(_version(), run_choices=recorded))
+    job = job_store.get_job("j")
+    assert job.run_choices == recorded
+    applied = run_choices.apply(ExtractConfig(), job.run_choices)
+    assert (applied.reader, applied.pages_per_unit) == ("simulated", 3)
+
+
+def test_job_store_a_read_claims_its_unit_with_an_owner_and_a_lease(job_store):
+    """Issue 19: a read claims its unit by a conditional write; a second claim while the first
+    owner's lease is live is refused (HELD), a lapsed lease is taken over, a terminal unit is
+    CLOSED. (Before: start_unit let RUNNING go to RUNNING for anyone.)"""
+    from extract.state import UnitClaim
+
+    job_store.create_job(_version())
+    job_store.add_units("j", _units(10), pages=10, detected_format="pdf")
+    assert job_store.claim_unit("j", "u00001", 1, "first", 30) is UnitClaim.CLAIMED
+    assert job_store.claim_unit("j", "u00001", 1, "duplicate", 30) is UnitClaim.HELD
+    assert job_store.claim_unit("j", "u00001", 2, "first", 30) is UnitClaim.CLAIMED  # its own
+    assert job_store.renew_unit("j", "u00001", "first", 30)
+    assert not job_store.renew_unit("j", "u00001", "duplicate", 30)
+    assert job_store.get_unit("j", "u00001").status is UnitStatus.RUNNING
+    # A lapsed lease (the holder let go, or hung past it) goes to the next delivery.
+    assert job_store.renew_unit("j", "u00001", "first", 0)
+    time.sleep(0.05)
+    assert job_store.claim_unit("j", "u00001", 3, "second", 30) is UnitClaim.CLAIMED
+    assert job_store.claim_unit("j", "u00001", 3, "first", 30) is UnitClaim.HELD
+    assert job_store.finish_unit("j", "u00001")
+    assert job_store.claim_unit("j", "u00001", 4, "third", 30) is UnitClaim.CLOSED
+    assert job_store.claim_unit("j", "nope", 1, "third", 30) is UnitClaim.CLOSED
+    # A failed read lets go: pending again, and only its owner can do that.
+    assert job_store.claim_unit("j", "u00002", 1, "reader", 30) is UnitClaim.CLAIMED
+    assert not job_store.release_unit("j", "u00002", "someone-else")
+    assert job_store.release_unit("j", "u00002", "reader")
+    assert job_store.get_unit("j", "u00002").status is UnitStatus.PENDING
+    assert job_store.claim_unit("j", "u00002", 2, "retry", 30) is UnitClaim.CLAIMED
+    progress = {p.job.job_id: p for p in job_store.active_jobs()}["j"]
+    assert (progress.units_done, progress.units_running) == (1, 1)

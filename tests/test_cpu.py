@@ -66,3 +66,62 @@ async def test_a_cancelled_caller_does_not_leave_its_call_running():
         assert time.monotonic() - started < 15  # the sleeping process was killed, not waited on
     finally:
         runner.close()
+
+
+async def test_an_error_raised_by_a_call_fails_that_call_only_and_the_pool_goes_on():
+    """A call that raises RuntimeError (what pypdfium2's PdfiumError is) while another call is
+    in flight in the same pool: the error is that call's, the other call finishes, and the pool
+    keeps taking work. (Before: any RuntimeError was taken for a broken pool, the pool was
+    stopped, and the call beside it never resolved.)"""
+    import asyncio
+
+    runner = ProcessPoolRunner(2)
+    try:
+        runner.warm()
+        beside = asyncio.ensure_future(runner.run(cpu_tasks.sleep_for, 2, timeout_s=60))
+        await asyncio.sleep(0.3)
+        with pytest.raises(RuntimeError, match="page 7 is broken"):
+            await runner.run(cpu_tasks.raise_runtime_error, "page 7 is broken", timeout_s=60)
+        assert await asyncio.wait_for(beside, timeout=60) == "woke"
+        assert await runner.run(cpu_tasks.square, 6, timeout_s=30) == 36
+    finally:
+        runner.close()
+
+
+async def test_a_page_pdfium_cannot_load_is_a_corrupt_document_not_a_runtime_error(pdf_factory):
+    """pdfium's page errors are converted to the project's error tree inside the worker."""
+    from extract.errors import CorruptDocument
+
+    pdf = pdf_factory("short.pdf", 2)
+    runner = ProcessPoolRunner(1)
+    try:
+        with pytest.raises(CorruptDocument, match="page 999") as caught:
+            await runner.run(cpu_tasks.fail_to_load_page, str(pdf), timeout_s=60)
+        assert caught.value.error_type == "corrupt"
+    finally:
+        runner.close()
+
+
+async def test_a_sniff_does_not_wait_behind_long_calls(tmp_path, pdf_factory):
+    """Issue 19, item 5: the sniff that gates a whole document used to queue in the same pool as
+    minute-long OCR calls. With the lanes, the long lane is full (one process busy, another call
+    queued) and the sniff still answers while both long calls are pending."""
+    import asyncio
+
+    from extract.formats.sniff import sniff_file
+    from infra.local.cpu_lanes import LanedCpu
+
+    pdf = pdf_factory("memo.pdf", 1)
+    cpu = LanedCpu(1)
+    try:
+        busy = [asyncio.ensure_future(cpu.run(cpu_tasks.sleep_for, 20, timeout_s=60))
+                for _ in range(2)]  # OCR stands-in: the long lane is busy, and has a queue
+        await asyncio.sleep(0.5)
+        sniffed = await cpu.run(sniff_file, pdf, timeout_s=60)
+        assert sniffed.format.value == "pdf"
+        assert not any(call.done() for call in busy)  # the sniff did not wait for them
+        for call in busy:
+            call.cancel()
+        await asyncio.gather(*busy, return_exceptions=True)
+    finally:
+        cpu.close()

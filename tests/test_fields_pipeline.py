@@ -277,3 +277,44 @@ async def test_a_job_that_failed_gets_a_failed_result_not_silence(tmp_path):
     (result,) = harness.sink.of_type("result_published")
     assert (result.status, result.failure_reason) == ("failed", "job_failed")
     assert fields_fakes.CALLS == [] and harness.store.get_job(doc.job_id).settled
+
+
+async def test_a_claim_older_than_its_lease_is_taken_over_and_the_document_gets_its_fields(
+        tmp_path):
+    """Issue 19: a worker killed (kill -9) during an extraction left its claim; once the claim
+    is older than the fields stage's time limit (no live delivery runs past it), the next
+    delivery takes it over and extracts, rather than ending in a permanent dead_letter."""
+    from datetime import timedelta
+
+    harness = Harness(tmp_path)
+    doc = finished_job(harness, tmp_path / "docs", ["Acme Beta"])
+    harness.store.request_fields([doc.job_id], "nda", "fake")
+    assert harness.store.claim_fields(doc.job_id, "fake", document_id=doc.document_id,
+                                      claimant="gone:4242/attempt-1",
+                                      at=utc_now() - timedelta(hours=3))
+    send_fields_messages(harness.ctx)
+    (message,) = fields_messages(harness)
+    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    claim = harness.store.get_field_claim(doc.job_id, "fake")
+    assert claim.status is ClaimStatus.DONE and claim.claimant != "gone:4242/attempt-1"
+    assert fields_fakes.CALLS == [1]
+
+
+async def test_a_cancelled_extraction_releases_its_claim(tmp_path, monkeypatch):
+    """Issue 19: a cancellation (a stop, the stage's time limit) during an extraction used to
+    skip the claim's release, leaving a claim nobody would take."""
+    import asyncio
+
+    harness = Harness(tmp_path)
+    doc = finished_job(harness, tmp_path / "docs", ["Acme Beta"])
+    harness.store.request_fields([doc.job_id], "nda", "fake")
+    send_fields_messages(harness.ctx)
+
+    def cancelled(pages, schema):
+        raise asyncio.CancelledError  # what the await inside a real strategy receives
+
+    monkeypatch.setattr(fields_fakes, "BEHAVIOUR", cancelled)
+    (message,) = fields_messages(harness)
+    with pytest.raises(asyncio.CancelledError):
+        await handle_message(harness.ctx, message)
+    assert harness.store.get_field_claim(doc.job_id, "fake") is None

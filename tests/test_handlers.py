@@ -195,3 +195,84 @@ def test_render_pages_respects_the_pixel_cap(pdf_factory):
     (capped,) = render_pages(path, [2], dpi=600, max_pixels=100_000, image_format="jpeg")
     assert capped.width * capped.height <= 100_000 * 1.01
     assert capped.scale < 600 / 72 and capped.image.startswith(b"\xff\xd8")
+
+
+async def test_a_duplicate_read_message_while_the_first_is_being_read_backs_off(tmp_path,
+                                                                                pdf_factory):
+    """Issue 19: the same unit's read message twice (a split that died between send_batch and
+    mark_units_sent sends it again); the second arrives while the first is reading. The second
+    backs off without reading a page; the first finishes; the second's retry then finds the
+    unit done. Each page is read once. (Before: both read every page.)"""
+    import asyncio
+
+    from extract.messages import ReadUnitMessage
+
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 5))
+    (first,) = harness.receive(READ_QUEUE)
+    message = ReadUnitMessage.model_validate_json(first.body)
+    harness.queue.send(READ_QUEUE, message.model_dump_json())  # the duplicate
+    (second,) = harness.receive(READ_QUEUE)
+
+    reading = asyncio.Event()
+    real_run = harness.cpu.run
+
+    async def slow_read(fn, *args, timeout_s):
+        reading.set()
+        await asyncio.sleep(0.5)  # the first delivery is in the middle of its read
+        return await real_run(fn, *args, timeout_s=timeout_s)
+
+    harness.cpu.run = slow_read
+    first_task = asyncio.ensure_future(handle_message(harness.ctx, first))
+    await reading.wait()
+    assert await handle_message(harness.ctx, second) is Outcome.RETRY
+    assert await first_task is Outcome.ACK
+    reads = [c for c in harness.cpu.calls if c[0] == "read_text_layer"]
+    assert len(reads) == 1, reads
+    assert harness.store.get_unit(ingested.job_id, message.unit_id).status is UnitStatus.DONE
+    failures = harness.sink.of_type("failure")
+    assert [(f.error_type, f.final) for f in failures] == [("unit_claimed", False)]
+    assert await handle_message(harness.ctx, second) is Outcome.ACK  # the retry: done already
+    assert len([c for c in harness.cpu.calls if c[0] == "read_text_layer"]) == 1
+
+
+async def test_a_final_failure_writes_unit_failed_only_after_the_store_failed_the_unit(
+        tmp_path, pdf_factory):
+    """Issue 19: the store's transition first, the event after. A read's last delivery fails
+    while another delivery has finished the unit meanwhile: the store keeps it done and the lake
+    gets no unit_failed row. (Before: UnitFailed was committed before fail_unit was tried.)"""
+    from extract.errors import CorruptDocument
+    from extract.messages import ReadUnitMessage
+
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 3))
+    (received,) = harness.receive(READ_QUEUE)
+    unit_id = ReadUnitMessage.model_validate_json(received.body).unit_id
+
+    async def finished_elsewhere_then_fails(fn, *args, timeout_s):
+        harness.store.finish_unit(ingested.job_id, unit_id)  # the other delivery's write
+        raise CorruptDocument("page 2 is broken")
+
+    harness.cpu.run = finished_elsewhere_then_fails
+    assert await handle_message(harness.ctx, received) is Outcome.ACK
+    assert harness.store.get_unit(ingested.job_id, unit_id).status is UnitStatus.DONE
+    assert harness.sink.of_type("unit_failed") == []
+    assert [(f.error_type, f.final) for f in harness.sink.of_type("failure")] == [
+        ("corrupt", True)]
+
+
+async def test_a_unit_failed_event_lost_in_a_crash_is_written_by_the_next_delivery(
+        tmp_path, pdf_factory):
+    """The store failed the unit, then the process died before the event: the redelivery finds
+    the unit failed and writes its unit_failed event from the store's record."""
+    from extract.messages import ReadUnitMessage
+
+    harness = Harness(tmp_path)
+    ingested = await _split_and_read(harness, pdf_factory("a.pdf", 3))
+    (received,) = harness.receive(READ_QUEUE)
+    unit_id = ReadUnitMessage.model_validate_json(received.body).unit_id
+    harness.store.fail_unit(ingested.job_id, unit_id, "corrupt", "page 2 is broken")
+    assert await handle_message(harness.ctx, received) is Outcome.ACK
+    (event,) = harness.sink.of_type("unit_failed")
+    assert (event.unit_id, event.error_type, event.message) == (unit_id, "corrupt",
+                                                                "page 2 is broken")

@@ -194,3 +194,27 @@ async def test_a_thinking_setting_the_model_refuses_fails_before_any_call(model,
           pytest.raises(ModelsUnavailable, match="DOCLAKE_MODEL_THINKING")):
         await read(fake, primary_model=model, fallback_model="", model_thinking={model: setting})
     assert fake.calls == []
+
+
+async def test_a_cancelled_call_is_on_the_ledger():
+    """Issue 19: a call cancelled while the provider works on it (a stop, a stage's time limit)
+    left no model_calls row, though the provider may bill it."""
+    import time
+
+    def slow(call):
+        time.sleep(3)
+        return answer("late", 10, 2)
+
+    with FakeGemini(slow) as fake:
+        sink = ListSink()
+        models = build_models(config(fake))
+        task = asyncio.ensure_future(models.call(Prompt("Transcribe"), CallSite(
+            "read_page", job_id="j", page_number=1), Ledger(sink)))
+        while not fake.calls:
+            await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    [event] = sink.events
+    assert (event.outcome, event.model, event.page_number) == ("timeout", PRIMARY, 1)
+    assert "cancelled in flight" in event.detail

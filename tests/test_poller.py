@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from support.helpers import Harness
 
-from extract.handling import handle_message
+from extract.handling import Outcome, handle_message
 from extract.messages import INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE
 from extract.poller import NO_PROGRESS, decide, poll_once
 from extract.state import Job, JobProgress, JobStatus
@@ -198,3 +198,58 @@ async def test_an_index_that_cannot_be_built_is_given_up_and_the_job_settles(tmp
     assert job.settled and harness.store.jobs_to_index() == []
     (failure,) = harness.sink.of_type("failure")
     assert (failure.stage, failure.final) == ("index", True)
+
+
+def _docx(path):
+    """A minimal Word package: the sniff knows it by its [Content_Types].xml."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("[Content_Types].xml", (
+            '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/'
+            'content-types"><Override PartName="/word/document.xml" ContentType="application/'
+            'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'))
+        archive.writestr("word/document.xml", f"<w:document>{path.name}</w:document>")
+    return path
+
+
+async def test_office_files_waiting_on_the_convert_queue_are_not_stalled(tmp_path):
+    """Issue 19: a drop of .docx files waits on the convert queue (a few at a time) for longer
+    than the stall limit; the jobs wait their turn, none fails no_progress."""
+    from extract.messages import CONVERT_QUEUE
+
+    harness = Harness(tmp_path, no_progress_timeout_s=0.5)
+    folder = tmp_path / "drop"
+    folder.mkdir()
+    ingested = [harness.planner.ingest(_docx(folder / f"memo{n}.docx")) for n in range(3)]
+    await harness.drain(SPLIT_QUEUE)  # sniffed: each job's next message is a conversion
+    assert harness.queue.depth(CONVERT_QUEUE).visible == 3
+    for _ in range(6):  # 1.8 s of polling against a 0.5 s limit
+        assert await poll_once(harness.ctx, elapsed_s=0.3) == []
+    for item in ingested:
+        job = harness.store.get_job(item.job_id)
+        assert (job.status, job.stalled_s) == (JobStatus.QUEUED, 0.0)
+
+
+async def test_a_unit_in_retry_backoff_is_not_a_stall(tmp_path, pdf_factory):
+    """Issue 19: a read fails (transient) and its message waits out its backoff; the failed
+    attempt lets the unit go (pending again, the clock reset), so the backoff does not pile up
+    stall time as if the unit were running."""
+    from extract.state import UnitStatus
+
+    harness = Harness(tmp_path, no_progress_timeout_s=10)
+    ingested = harness.planner.ingest(pdf_factory("a.pdf", 3))
+    await harness.drain(SPLIT_QUEUE)
+    (received, message), = harness.read_messages()
+    await poll_once(harness.ctx, elapsed_s=4)
+    assert harness.store.get_job(ingested.job_id).stalled_s == 4
+
+    async def fails(fn, *args, timeout_s):
+        from extract.errors import TransientError
+        raise TransientError("the disk hiccuped")
+
+    harness.ctx.cpu = type("Failing", (), {"run": staticmethod(fails)})()
+    assert await handle_message(harness.ctx, received) is Outcome.RETRY
+    unit = harness.store.get_unit(ingested.job_id, message.unit_id)
+    assert unit.status is UnitStatus.PENDING  # not left RUNNING through the backoff
+    assert harness.store.get_job(ingested.job_id).stalled_s == 0

@@ -293,3 +293,36 @@ def test_the_next_stage_starts_on_a_wake_up_not_a_poll(settings, pdf_factory, mo
 
     asyncio.run(bounded())
     assert runtime.index.search("okapi")[0].source_name == "letter.pdf"
+
+
+def test_a_hung_read_is_given_back_at_its_stages_time_limit_and_counts_as_a_try(
+        settings, pdf_factory, monkeypatch):
+    """Issue 19: a read that hangs (no call of its own times out) used to keep its message hidden
+    forever (the heartbeat had no ceiling) and the run never ended. Now, past the stage's time
+    limit, the handler is cancelled, a ``stage_time_limit`` failure is recorded, the message is
+    redelivered as its next try, and the job succeeds."""
+    import extract.handlers.read as read_handler
+    import extract.stage_limits as stage_limits
+
+    monkeypatch.setattr(stage_limits, "MIN_LIMIT_S", 1.0)
+    settings = settings.model_copy(update={"read_timeout_s": 1.0, "model_retry_budget_s": 0.5,
+                                           "model_timeout_s": 0.5})  # read's limit: 4 s
+    real_read_unit = read_handler._read_unit
+    calls = {"n": 0}
+
+    async def hangs_once(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            await asyncio.Event().wait()  # a hang: nothing will ever set it
+        return await real_read_unit(*args, **kwargs)
+
+    monkeypatch.setattr(read_handler, "_read_unit", hangs_once)
+    runtime = LocalRuntime(settings)
+    (ingested,) = run_to_completion(runtime, [pdf_factory("a.pdf", 3)])
+    job = runtime.store.get_job(ingested.job_id)
+    assert job.status is JobStatus.SUCCEEDED
+    assert calls["n"] == 2
+    failures = query(settings.lake, "SELECT error_type, stage, final FROM failures").to_pylist()
+    assert failures == [{"error_type": "stage_time_limit", "stage": "read", "final": False}]
+    (unit,) = runtime.store.list_units(ingested.job_id)
+    assert unit.attempts == 2

@@ -6,19 +6,20 @@ The rules, as the write-up runs them on DynamoDB (the SQLite store keeps the sam
     message --> claim (conditional put: no row yet)
                  |-- claimed by us --> extract --> settle done|failed (only if still ours)
                  |-- row is done/failed --> a redelivery: nothing to do, ack
+                 |-- claimed longer ago than the lease --> taken over (conditional write)
                  '-- claimed by someone else --> ClaimHeld: back off, try again later
-                                                 (never seized, however old)
 
-A worker that dies holding a claim leaves it; the message comes back, meets the claim, backs off
-again, and after its last delivery lands in the dead-letter queue, whose handler settles the
-result as failed (``dead_letter``), conditional on the row still being only claimed. An attempt
-that fails in a way a retry may fix releases its own claim first, so only a dead worker ever
-leaves one behind.
+A worker that dies holding a claim leaves it; its lease is the fields stage's time limit
+(``extract.stage_limits``: no live delivery runs past it), after which the next delivery takes
+it over and extracts. Only a message whose deliveries all end before that lands in the
+dead-letter queue, whose handler settles the result as failed (``dead_letter``), conditional on
+the row still being only claimed. An attempt that fails in a way a retry may fix, or is
+cancelled, releases its own claim first.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from extract.errors import TransientError
 from extract.fields.result import FieldResult, failed_result
@@ -45,9 +46,13 @@ class Claimed:
 
 
 def claim(store: JobStore, *, job_id: str, document_id: str, strategy: str, claimant: str,
-          at: datetime) -> Claimed:
-    """Take the claim, or learn the work is done; raises ``ClaimHeld`` if another holds it."""
-    if store.claim_fields(job_id, strategy, document_id=document_id, claimant=claimant, at=at):
+          at: datetime, lease_s: float | None = None) -> Claimed:
+    """Take the claim, or learn the work is done; raises ``ClaimHeld`` if another holds it.
+    A claim older than ``lease_s`` (the fields stage's time limit, past which its holder has
+    been cut off) is taken over."""
+    stale_before = at - timedelta(seconds=lease_s) if lease_s is not None else None
+    if store.claim_fields(job_id, strategy, document_id=document_id, claimant=claimant, at=at,
+                          stale_before=stale_before):
         return Claimed(True, None)
     row = store.get_field_claim(job_id, strategy)
     if row is None:  # released between our write and our read: the next delivery claims it

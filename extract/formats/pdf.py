@@ -2,16 +2,19 @@
 
 PDFium is not thread-safe and a hostile file can crash or stall it, so these functions take a
 path (not an open document) and return plain data: the caller runs them in a process it can
-kill. PDFium's load errors become our terminal errors with a clear type.
+kill. PDFium's errors, opening the file or reading one of its pages, become our terminal
+errors with a clear type: a ``PdfiumError`` is a ``RuntimeError`` and must never leave a worker
+as one (the pool would take it for its own breakage).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,17 @@ def _open(path: Path, password: str | None):
             hint = "a wrong password was given" if password else "no password was given"
             raise EncryptedDocument(f"the PDF is encrypted and {hint} ({text})") from None
         raise CorruptDocument(f"PDFium cannot open the file: {text}") from None
+
+
+@contextlib.contextmanager
+def page_errors(number: int) -> Iterator[None]:
+    """A page PDFium cannot load, or whose text or bitmap it cannot make: a corrupt document."""
+    import pypdfium2 as pdfium
+
+    try:
+        yield
+    except pdfium.PdfiumError as error:
+        raise CorruptDocument(f"PDFium cannot read page {number}: {error}") from None
 
 
 class _OpenDocuments(threading.local):
@@ -96,13 +110,16 @@ def read_text_layer(path: Path, page_numbers: Sequence[int],
     results = []
     try:
         for number in page_numbers:
-            page = _page(document, number)
-            textpage = page.get_textpage()
-            try:
-                text = textpage.get_text_bounded()
-            finally:
-                textpage.close()
-                page.close()
+            with page_errors(number):
+                page = _page(document, number)
+                try:
+                    textpage = page.get_textpage()
+                    try:
+                        text = textpage.get_text_bounded()
+                    finally:
+                        textpage.close()
+                finally:
+                    page.close()
             results.append((number, normalise(text)))
     except BaseException:
         _open_documents.forget(path)  # a document that failed once is not trusted again
@@ -135,14 +152,16 @@ def render_pages(path: Path, page_numbers: Sequence[int], password: str | None =
     pages = []
     try:
         for number in page_numbers:
-            page = _page(document, number)
+            with page_errors(number):
+                page = _page(document, number)
             try:
                 width_pt, height_pt = page.get_size()
                 scale = dpi / 72
                 area = max(width_pt * height_pt, 1.0)
                 if area * scale * scale > max_pixels:
                     scale = (max_pixels / area) ** 0.5
-                bitmap = page.render(scale=scale, grayscale=grayscale)
+                with page_errors(number):
+                    bitmap = page.render(scale=scale, grayscale=grayscale)
                 image = bitmap.to_pil()
                 buffer = io.BytesIO()
                 if image_format == "jpeg":

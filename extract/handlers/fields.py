@@ -35,7 +35,9 @@ from extract.fields.result import (
 )
 from extract.fields.schemas import SchemaLoadError, load_schema
 from extract.fields.strategies import build_strategy
-from extract.messages import FieldsMessage
+from extract.handlers.split import job_context
+from extract.messages import FIELDS_QUEUE, FieldsMessage
+from extract.stage_limits import stage_time_limit
 from extract.state import Job, JobStatus
 from lake.events import utc_now
 from lake.layout import pages_prefix
@@ -43,6 +45,9 @@ from lake.layout import pages_prefix
 __all__ = ["handle_fields", "read_pages"]
 
 log = logging.getLogger(__name__)
+
+CLAIM_MARGIN_S = 30.0
+"""A claim outlives its holder's stage time limit by this much before it may be taken over."""
 
 
 async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: Delivery) -> None:
@@ -60,15 +65,21 @@ async def handle_fields(ctx: HandlerContext, message: FieldsMessage, delivery: D
     if job.status is not JobStatus.SUCCEEDED:
         raise TransientError(f"job {job.job_id} is {job.status}, not finished yet",
                              error_type="job_not_finished")
+    ctx = job_context(ctx, job)  # the job's run's choices (its reader names the model provider)
 
     claimant = f"{ctx.worker}/attempt-{delivery.attempt}"
+    lease_s = stage_time_limit(FIELDS_QUEUE, ctx.config) + CLAIM_MARGIN_S
     if not claim(ctx.store, job_id=job.job_id, document_id=job.document_id,
-                 strategy=message.strategy, claimant=claimant, at=utc_now()).ours:
+                 strategy=message.strategy, claimant=claimant, at=utc_now(),
+                 lease_s=lease_s).ours:
         return  # a redelivery: the result is already written
     started = time.perf_counter()
     built: dict[str, str] = {}  # the strategy's version, once it is known: failures carry it
     try:
         result = await _extract(ctx, message, job, delivery, started, built)
+    except asyncio.CancelledError:  # a stop, or the stage's time limit: the claim goes back
+        ctx.store.release_fields(job.job_id, message.strategy, claimant)
+        raise
     except Exception as error:
         final = delivery.attempt >= ctx.queue.max_receives
         if isinstance(error, TerminalError) or final:

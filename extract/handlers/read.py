@@ -15,8 +15,10 @@ from extract.context import Delivery, HandlerContext, ReadScope
 from extract.errors import TerminalError
 from extract.handlers.sources import local_copy, pdf_key
 from extract.handlers.split import job_context
+from extract.handlers.unit_claim import emit_unit_failed, unit_claimed
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
+from extract.state import Job, Unit, UnitStatus
 from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key, pages_prefix
 
@@ -36,9 +38,17 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
     unit = ctx.store.get_unit(message.job_id, message.unit_id)
     if job is None or unit is None:
         raise TerminalError(f"no unit {message.job_id}/{message.unit_id}", error_type="unknown_unit")
+    if unit.status is UnitStatus.FAILED:  # its event may have been lost in a crash: again
+        await emit_unit_failed(ctx, delivery, job.job_id, unit.unit_id)
     if job.status.terminal or unit.status.terminal:
         return
-    ctx.store.start_unit(job.job_id, unit.unit_id, delivery.attempt)
+    async with unit_claimed(ctx, job.job_id, unit.unit_id, delivery) as ours:
+        if ours:
+            await _read_unit(ctx, job, unit, delivery, started)
+
+
+async def _read_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: Delivery,
+                     started: float) -> None:
     delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
 
     missing: list[int] = []
@@ -70,10 +80,11 @@ async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: D
             await asyncio.to_thread(_store_pages, ctx, job.document_id, job.job_id, [page])
             saved[page.number] = page
 
-        chain = ctx.reader_chain()
-        # The document's own password (kept by ingest) before the run's --password.
+        # The job's own reader and models (its run's choices), and the document's own password
+        # (kept by ingest) before the run's --password.
         unit_ctx = dataclasses.replace(job_context(ctx, job),
                                        scope=ReadScope(delivery, unit.unit_id, save_page))
+        chain = unit_ctx.reader_chain()
         async with local_copy(ctx.objects, pdf_key(job)) as path:
             pages = await chain.read(unit_ctx, path, missing)
         # Off the event loop: the puts are durable (fsync), and other units go on meanwhile.

@@ -15,7 +15,9 @@ from extract.errors import TerminalError
 from extract.formats.spreadsheet import READER, read_sheet
 from extract.handlers.sources import local_copy, readable_key, source_format
 from extract.handlers.split import sheet_limits
+from extract.handlers.unit_claim import emit_unit_failed, unit_claimed
 from extract.messages import ReadSheetMessage
+from extract.state import Job, Unit, UnitStatus
 from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key
 
@@ -27,9 +29,17 @@ async def handle_sheet(ctx: HandlerContext, message: ReadSheetMessage, delivery:
     if job is None or unit is None or unit.first_page is None:
         raise TerminalError(f"no sheet unit {message.job_id}/{message.unit_id}",
                             error_type="unknown_unit")
+    if unit.status is UnitStatus.FAILED:  # its event may have been lost in a crash: again
+        await emit_unit_failed(ctx, delivery, job.job_id, unit.unit_id)
     if job.status.terminal or unit.status.terminal:
         return
-    ctx.store.start_unit(job.job_id, unit.unit_id, delivery.attempt)
+    async with unit_claimed(ctx, job.job_id, unit.unit_id, delivery) as ours:
+        if ours:
+            await _read_sheet_unit(ctx, job, unit, delivery, started)
+
+
+async def _read_sheet_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: Delivery,
+                           started: float) -> None:
     delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
 
     position = unit.first_page

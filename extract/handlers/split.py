@@ -26,6 +26,7 @@ from pathlib import Path, PurePath
 
 from pydantic import SecretStr
 
+from extract import run_choices
 from extract.context import Delivery, HandlerContext
 from extract.errors import (
     CorruptDocument,
@@ -97,12 +98,15 @@ async def send_unit_messages(ctx: HandlerContext, job: Job, units: Sequence[Unit
 
 
 def job_context(ctx: HandlerContext, job: Job) -> HandlerContext:
-    """The context to handle ``job`` with: when ingest kept a password for this document, a copy
-    whose ``config.password`` is that one (it wins over the run's ``--password``)."""
+    """The context to handle ``job`` with: the choices of the run that created it (its reader,
+    models, pages per unit: ``extract.run_choices``) over this process's settings, and, when
+    ingest kept a password for this document, that one (it wins over the run's ``--password``)."""
+    config = run_choices.apply(ctx.config, job.run_choices)
     password = ctx.store.job_password(job.job_id)
-    if not password:
+    if password:
+        config = config.model_copy(update={"password": SecretStr(password)})
+    if config is ctx.config:
         return ctx
-    config = ctx.config.model_copy(update={"password": SecretStr(password)})
     return dataclasses.replace(ctx, config=config)
 
 

@@ -21,6 +21,7 @@ to one model once and turn the answer, or the failure, into a ``Reply`` or a ``P
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -251,15 +252,17 @@ class ModelClient:
                                 call_attempt=number, detail=str(error)[:500])
             raise
         except BaseException as error:
+            # Cancelled, or failed after the answer arrived (a reply that cannot be parsed):
+            # the call was made and may be billed, so it is on the ledger all the same.
             self.limiter.release(permit, throttled=False, success=False)
-            if isinstance(error, asyncio.CancelledError):
-                # Cut off (a Lambda invocation's deadline): the request was sent and may be
-                # billed, so it gets its row before the cancellation goes on.
+            cancelled = isinstance(error, asyncio.CancelledError)
+            with contextlib.suppress(Exception):
                 await asyncio.shield(ledger.record(
                     site, provider=self.provider.provider, model=self.model,
-                    outcome=Outcome.TIMEOUT.value, http_status=None,
+                    outcome=(Outcome.TIMEOUT if cancelled else Outcome.ERROR).value,
                     latency_ms=(time.perf_counter() - started) * 1000, call_attempt=number,
-                    detail="cancelled in flight (the delivery's deadline)"))
+                    detail=("cancelled in flight (the delivery's deadline)" if cancelled
+                            else repr(error)[:500])))
             raise
         self.limiter.release(permit, throttled=False, success=True)
         await ledger.record(site, provider=self.provider.provider, model=self.model,

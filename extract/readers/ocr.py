@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from extract.errors import LimitExceeded
-from extract.formats.pdf import _open_documents, normalise, render_pages
+from extract.formats.pdf import _open_documents, normalise, page_errors, render_pages
 from extract.readers.base import PageText, ReaderContext, ReaderUnavailable
 from extract.readers.blank import BLANK_READER, ink_runs_of_pages, is_blank
 
@@ -71,16 +71,17 @@ def _largest_image(path: Path, number: int, password: str | None) -> int:
     import pypdfium2.raw as raw
 
     document = _open_documents.get(path, password)
-    page = document[number - 1]
-    try:
-        largest = 0
-        for obj in page.get_objects(filter=(raw.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
-            if isinstance(obj, pdfium.PdfImage):
-                width, height = obj.get_px_size()
-                largest = max(largest, width * height)
-        return largest
-    finally:
-        page.close()
+    with page_errors(number):
+        page = document[number - 1]
+        try:
+            largest = 0
+            for obj in page.get_objects(filter=(raw.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
+                if isinstance(obj, pdfium.PdfImage):
+                    width, height = obj.get_px_size()
+                    largest = max(largest, width * height)
+            return largest
+        finally:
+            page.close()
 
 
 def _read_data(image, config: str = "") -> tuple[str, float, int]:

@@ -129,6 +129,8 @@ def run(
     per_file = _per_file_passwords(passwords, files, paths)
     settings = open_settings(home, Access.CREATE, options={"concurrency": "--concurrency"},
                              concurrency=concurrency, password=password, reader=reader)
+    if reader in ("gemini", "simulated") or (schema_name is not None and strategy != "rules"):
+        _check_prices(settings)
     if schema_name is not None:
         _strategy_can_call(strategy, settings)
     from infra.cli.render.run_report import RunReport, progress_bar
@@ -144,7 +146,8 @@ def run(
 
     ingest = runtime.ingest_in_background(
         files, retry_failed=retry_failed, passwords=per_file, source_paths=dict(sources),
-        after_batch=request_fields if schema_name is not None else None)
+        after_batch=request_fields if schema_name is not None else None,
+        fields=(schema_name, strategy) if schema_name is not None else None)
     state: dict = {}
     with progress_bar(console) as bar:
 
@@ -169,6 +172,23 @@ def run(
         Console(highlight=False, soft_wrap=True))  # piped: one line a fact, never wrapped at 80
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
+
+
+def _check_prices(settings) -> None:
+    """A run that calls models must know what each call costs: a model with no price would be
+    recorded at $0 all run long, so it stops here, before anything is ingested."""
+    from extract.models.pricing import PriceTable
+
+    models = [settings.primary_model]
+    if settings.fallback_provider == "gemini":
+        models.append(settings.fallback_model)
+    prices = PriceTable(settings.model_prices)
+    missing = prices.missing(models)
+    if missing:
+        raise UserError(f"no price for model {missing[0]!r}: its calls would cost $0 on the ledger",
+                        "add it to DOCLAKE_MODEL_PRICES (JSON: {\"MODEL\": {\"input_per_million\": "
+                        "..., \"output_per_million\": ..., \"as_of\": \"YYYY-MM-DD\"}}) or use "
+                        f"one of: {', '.join(sorted(prices.prices))}")
 
 
 def _per_file_passwords(table_path: Path | None, files: list[Path],

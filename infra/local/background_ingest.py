@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from extract import run_choices
 from infra.local.jobstore import SqliteJobStore
 from infra.local.queue import SqliteQueue
 from infra.settings import Settings
@@ -27,7 +28,9 @@ class BackgroundIngest:
                  files: Sequence[Path], *, retry_failed: bool = False,
                  passwords: Mapping[Path, str] | None = None,
                  source_paths: Mapping[Path, str] | None = None,
-                 after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None):
+                 after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None,
+                 fields: tuple[str, str] | None = None,
+                 on_finished: Callable[[], None] | None = None):
         """``after_batch`` runs on the ingest thread, with its store, after each batch is planned
         (``run --fields`` asks for fields there, so extraction starts with the first documents)."""
         self._settings = settings
@@ -38,6 +41,8 @@ class BackgroundIngest:
         self._passwords = passwords  # per file (run --passwords): kept with each job by ingest
         self._source_paths = source_paths  # per file: its path relative to the folder given
         self._after_batch = after_batch
+        self._fields = fields  # (schema, strategy): kept with each job as it is created
+        self._on_finished = on_finished  # called on the ingest thread when it ends
         self.skipped: list[tuple[Path, str]] = []
         self._stop = threading.Event()
         self._results: list[Ingested] = []
@@ -53,7 +58,8 @@ class BackgroundIngest:
         store = SqliteJobStore(home / "jobs.db")
         queue = SqliteQueue(home / "queue.db", max_receives=self._settings.max_receives)
         planner = Planner(store, self._objects, queue, self._writer.write, batch_size=BATCH,
-                          max_bytes=self._settings.max_file_bytes)
+                          run_choices=run_choices.record(self._settings.extract_config()),
+                          fields=self._fields, max_bytes=self._settings.max_file_bytes)
         self.skipped = planner.skipped  # files no longer regular when their turn came
         # Keyed by Path once, each batch given only its own entries (normalising the whole
         # mapping per batch was quadratic in the number of files).
@@ -76,6 +82,8 @@ class BackgroundIngest:
         finally:
             store.close()
             queue.close()
+            if self._on_finished is not None:  # the run's loop looks now, not at its next poll
+                self._on_finished()
 
     @property
     def finished(self) -> bool:

@@ -15,6 +15,7 @@ import logging
 import multiprocessing
 import threading
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from pebble import ProcessExpired, ProcessPool
@@ -77,7 +78,7 @@ class ProcessPoolRunner:
         pool = self._get_pool()
         try:
             future = pool.schedule(fn, args=args, timeout=timeout_s)
-        except RuntimeError:  # the pool broke between the check and the call: a fresh one
+        except RuntimeError:  # pebble: "the pool is not active" between the check and the call
             self._discard(pool)
             future = self._get_pool().schedule(fn, args=args, timeout=timeout_s)
         try:
@@ -94,10 +95,13 @@ class ProcessPoolRunner:
             if task is not None and task.cancelling():
                 raise
             raise TransientError(f"{fn.__name__} was cancelled", error_type="cancelled") from None
-        except RuntimeError as error:  # pebble's "pool is broken": start again, retry the message
+        except BrokenProcessPool as error:  # the pool itself broke: start again, retry
             self._discard(pool)
             raise TransientError(f"the process pool broke: {error}",
                                  error_type="worker_crashed") from None
+        # Anything else was raised by the call itself (pypdfium2's PdfiumError, a
+        # NotImplementedError, a RecursionError are RuntimeErrors too): it is that call's error,
+        # never a reason to stop the pool and the calls running beside it.
 
     def _discard(self, pool: ProcessPool) -> None:
         with self._lock:

@@ -107,10 +107,11 @@ class SqliteJobStore(SqliteClaims):
             )
             db.execute(
                 "INSERT INTO jobs (job_id, document_id, status, object_key, source_name, sha256, "
-                "created_at, updated_at, last_progress_at, source_path) "
-                "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, updated_at, last_progress_at, source_path, run_choices) "
+                "VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (version.job_id, version.document_id, version.object_key, version.source_name,
-                 version.sha256, created, created, created, version.source_path),
+                 version.sha256, created, created, created, version.source_path,
+                 version.run_choices),
             )
 
     # --- split and read ------------------------------------------------------------------------
@@ -166,10 +167,12 @@ class SqliteJobStore(SqliteClaims):
                                  (attempt,), self._OPEN)
 
     def finish_unit(self, job_id: str, unit_id: str) -> bool:
-        return self._unit_update(job_id, unit_id, "status = 'done'", (), self._OPEN)
+        return self._unit_update(job_id, unit_id, "status = 'done', owner = NULL, "
+                                 "lease_until = NULL", (), self._OPEN)
 
     def fail_unit(self, job_id: str, unit_id: str, error_type: str, message: str) -> bool:
-        return self._unit_update(job_id, unit_id, "status = 'failed', error_type = ?, error = ?",
+        return self._unit_update(job_id, unit_id, "status = 'failed', error_type = ?, error = ?, "
+                                 "owner = NULL, lease_until = NULL",
                                  (error_type, message), self._OPEN)
 
     # --- poller and indexer --------------------------------------------------------------------

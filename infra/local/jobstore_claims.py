@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from extract.state import ClaimStatus, FieldClaim, Job
+from extract.state import ClaimStatus, FieldClaim, Job, UnitClaim
 from infra.local.jobstore_sql import claim_from_row, in_chunks, job_from_row, now_iso
 from infra.local.processes import process_alive
 from infra.local.sqlite import transaction
@@ -57,6 +57,50 @@ class SqliteClaims:
             "SELECT p.password FROM job_passwords p JOIN jobs j USING (job_id) "
             "WHERE p.job_id = ? AND j.status IN ('queued', 'extracting')", (job_id,)).fetchone()
         return row["password"] if row else None
+
+    # --- a read's claim on its unit --------------------------------------------------------------
+
+    def claim_unit(self, job_id: str, unit_id: str, attempt: int, owner: str,
+                   lease_s: float) -> UnitClaim:
+        """One transaction (``BEGIN IMMEDIATE``: the check and the write are one). On this host
+        an owner whose process has died loses the unit at once, so a resume after ``kill -9``
+        does not wait out the lease."""
+        now = time.time()
+        with transaction(self._db) as db:
+            row = db.execute("SELECT status, owner, owner_host, owner_pid, lease_until FROM units "
+                             "WHERE job_id = ? AND unit_id = ?", (job_id, unit_id)).fetchone()
+            if row is None or row["status"] in ("done", "failed"):
+                return UnitClaim.CLOSED
+            if (row["status"] == "running" and row["owner"] not in (None, owner)
+                    and (row["lease_until"] or 0) > now
+                    and (row["owner_host"] != self._host or process_alive(row["owner_pid"]))):
+                return UnitClaim.HELD
+            stamp = now_iso()
+            db.execute("UPDATE units SET status = 'running', attempts = ?, owner = ?, "
+                       "owner_host = ?, owner_pid = ?, lease_until = ?, updated_at = ? "
+                       "WHERE job_id = ? AND unit_id = ?",
+                       (attempt, owner, self._host, os.getpid(), now + lease_s, stamp, job_id,
+                        unit_id))
+            db.execute("UPDATE jobs SET last_progress_at = ?, updated_at = ?, stalled_s = 0 "
+                       "WHERE job_id = ?", (stamp, stamp, job_id))
+        return UnitClaim.CLAIMED
+
+    def renew_unit(self, job_id: str, unit_id: str, owner: str, lease_s: float) -> bool:
+        return self._db.execute(
+            "UPDATE units SET lease_until = ? WHERE job_id = ? AND unit_id = ? AND owner = ? "
+            "AND status = 'running'", (time.time() + lease_s, job_id, unit_id, owner)).rowcount > 0
+
+    def release_unit(self, job_id: str, unit_id: str, owner: str) -> bool:
+        stamp = now_iso()
+        with transaction(self._db) as db:
+            released = db.execute(
+                "UPDATE units SET status = 'pending', owner = NULL, lease_until = NULL, "
+                "updated_at = ? WHERE job_id = ? AND unit_id = ? AND owner = ? "
+                "AND status = 'running'", (stamp, job_id, unit_id, owner)).rowcount > 0
+            if released:
+                db.execute("UPDATE jobs SET last_progress_at = ?, updated_at = ?, stalled_s = 0 "
+                           "WHERE job_id = ?", (stamp, stamp, job_id))
+        return released
 
     # --- the poller's lease --------------------------------------------------------------------
 
@@ -125,11 +169,15 @@ class SqliteClaims:
                            [(now, job_id) for job_id in job_ids])
 
     def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
-                     at: datetime) -> bool:
+                     at: datetime, stale_before: datetime | None = None) -> bool:
+        # ISO timestamps in UTC compare as strings; with no cutoff, '' takes over nothing.
+        cutoff = stale_before.isoformat() if stale_before is not None else ""
         cursor = self._db.execute(
             "INSERT INTO field_claims (job_id, strategy, document_id, status, claimant, claimed_at) "
-            "VALUES (?, ?, ?, 'claimed', ?, ?) ON CONFLICT (job_id, strategy) DO NOTHING",
-            (job_id, strategy, document_id, claimant, at.isoformat()))
+            "VALUES (?, ?, ?, 'claimed', ?, ?) ON CONFLICT (job_id, strategy) DO UPDATE SET "
+            "claimant = excluded.claimant, claimed_at = excluded.claimed_at "
+            "WHERE field_claims.status = 'claimed' AND field_claims.claimed_at < ?",
+            (job_id, strategy, document_id, claimant, at.isoformat(), cutoff))
         return cursor.rowcount == 1
 
     def get_field_claim(self, job_id: str, strategy: str) -> FieldClaim | None:

@@ -102,8 +102,9 @@ ADDED_COLUMNS = {
     "jobs": {"index_sent_at": "TEXT", "stalled_s": "REAL NOT NULL DEFAULT 0",
              "failure_detail": "TEXT", "status_event": "TEXT", "fields_schema": "TEXT",
              "fields_strategy": "TEXT", "fields_sent_at": "TEXT", "fields_published_at": "TEXT",
-             "source_path": "TEXT", "retry_at": "TEXT"},
-    "units": {"sent_at": "TEXT"},
+             "source_path": "TEXT", "run_choices": "TEXT", "retry_at": "TEXT"},
+    "units": {"sent_at": "TEXT", "owner": "TEXT", "owner_host": "TEXT",
+              "owner_pid": "INTEGER", "lease_until": "REAL"},
 }
 # Store-internal bookkeeping that the Job record does not carry.
 _INTERNAL_JOB_COLUMNS = ("sha256", "split_sent_at", "index_sent_at", "status_event",
@@ -161,8 +162,8 @@ def document_from_row(row: sqlite3.Row) -> Document:
 
 def unit_from_row(row: sqlite3.Row) -> Unit:
     data = dict(row)
-    data.pop("updated_at", None)
-    data.pop("sent_at", None)
+    for name in ("updated_at", "sent_at", "owner", "owner_host", "owner_pid", "lease_until"):
+        data.pop(name, None)  # bookkeeping: the claim is the store's, not the Unit record's
     return Unit(**data)
 
 

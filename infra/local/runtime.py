@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from extract import run_choices
 from extract.context import HandlerContext, default_worker_name
 from extract.handling import Outcome, handle_dead_letter, handle_message
 from extract.messages import (
@@ -41,8 +42,9 @@ from extract.messages import (
 )
 from extract.poller import poll_once
 from extract.ports import ReceivedMessage
+from extract.stage_limits import stage_time_limit
 from infra.local.background_ingest import BackgroundIngest
-from infra.local.cpu import ProcessPoolRunner
+from infra.local.cpu_lanes import LanedCpu
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
 from infra.local.pacing import PollPacer
@@ -126,7 +128,7 @@ class LocalRuntime:
         self.index = Fts5SearchIndex(home / "search.db")
         self.writer = ParquetEventWriter.for_uri(settings.lake)
         self.stats = RuntimeStats()
-        self.cpu = ProcessPoolRunner(settings.cpu_workers)
+        self.cpu = LanedCpu(settings.cpu_workers)  # short calls in a lane of their own
         self.holder = f"{default_worker_name()}:{uuid.uuid4().hex[:8]}"
         self._busy = 0
         # Queues with a concurrency of their own (LibreOffice: a process and its memory each),
@@ -143,18 +145,24 @@ class LocalRuntime:
             self._others_limit = settings.concurrency - min(settings.read_concurrency,
                                                             settings.concurrency - 1)
         self._worker_done = asyncio.Event()
+        self._extract_config = settings.extract_config()
         self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write,
-                       max_bytes=self.settings.max_file_bytes)
+                       max_bytes=self.settings.max_file_bytes,
+                       run_choices=run_choices.record(self.settings.extract_config()))
 
     def ingest_in_background(self, files, *, retry_failed: bool = False, passwords=None,
-                             after_batch=None, source_paths=None) -> BackgroundIngest:
-        """Plan ``files`` on a thread while ``process`` runs (see ``BackgroundIngest``)."""
+                             after_batch=None, source_paths=None,
+                             fields: tuple[str, str] | None = None) -> BackgroundIngest:
+        """Plan ``files`` on a thread while ``process`` runs (see ``BackgroundIngest``);
+        ``fields`` (schema, strategy) and the settings' run choices are kept with each job."""
         return BackgroundIngest(self.settings, self.objects, self.writer, files,
                                 retry_failed=retry_failed, passwords=passwords,
-                                source_paths=source_paths, after_batch=after_batch).start()
+                                source_paths=source_paths, after_batch=after_batch,
+                                fields=fields, on_finished=self.nudge_from_thread).start()
 
     def recover(self, *, erase_passwords: bool = True) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).
@@ -206,6 +214,7 @@ class LocalRuntime:
         committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s)
         wake = self._wake = asyncio.Event()
         self._worker_done = asyncio.Event()  # this loop's (a runtime may run process twice)
+        self._loop = asyncio.get_running_loop()
         publish = asyncio.Event()
         stages = self.stats.stages
 
@@ -275,6 +284,14 @@ class LocalRuntime:
         if self._wake is not None:
             self._wake.set()
         self._worker_done.set()  # new messages may be waiting: the receiver looks too
+
+    def nudge_from_thread(self) -> None:
+        """``nudge`` from another thread (ingest ending): a run with nothing left to do returns
+        at once rather than after a poll interval."""
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing to wake
+                loop.call_soon_threadsafe(self.nudge)
 
     async def _poll(self, ctx: HandlerContext, clock: _PollerClock) -> None:
         """One poll, by the one runtime that holds the poller's lease."""
@@ -391,11 +408,18 @@ class LocalRuntime:
             self.queue.change_visibility(received, backoff)
 
     async def _heartbeat(self, received: ReceivedMessage) -> None:
-        """Keep a long-running message hidden: extend its visibility at half the timeout. A
-        failed extension is logged and tried again; it never ends the heartbeat."""
+        """Keep a long-running message hidden: extend its visibility at half the timeout, up to
+        the stage's own time limit (``extract.stage_limits``; the handler is cancelled there),
+        so a handler that ignores its cancellation still gives its message back. A failed
+        extension is logged and tried again; it never ends the heartbeat."""
         timeout = self.settings.visibility_timeout_s
+        ceiling = time.monotonic() + stage_time_limit(received.queue, self._extract_config)
         while True:
             await asyncio.sleep(timeout / 2)
+            if time.monotonic() >= ceiling:
+                log.warning("%s ran past its stage's time limit; no longer kept hidden",
+                            received.message_id)
+                return
             try:
                 self.queue.change_visibility(received, timeout)
             except Exception:
@@ -434,7 +458,10 @@ def _on_signals(wake: asyncio.Event) -> asyncio.Event:
     loop = asyncio.get_running_loop()
 
     def request() -> None:
-        log.warning("stopping: finishing the messages in hand")
+        if shutdown.is_set():  # the second one: stop now; the next start hands the rest back
+            raise KeyboardInterrupt
+        log.warning("stopping: finishing the messages in hand; press Ctrl-C again to stop at "
+                    "once (they are handed back on the next start)")
         shutdown.set()
         wake.set()
 

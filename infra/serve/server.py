@@ -44,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from extract import run_choices
 from extract.result_json import publish_result
 from infra.serve.signing import ExpiredError, SignatureError, sign, verify
 from infra.settings import Settings
@@ -207,7 +208,8 @@ class ServeApp:
                 plan_upload(self.store, self.queue, self.writer.write, Upload(
                     slot=slot, source_name=source_name, source_key=f"serve:{slot.object_key}",
                     fingerprint=digest, bytes=size), worker="serve",
-                    password=self._passwords.pop(slot.job_id, (None, 0))[0])
+                    password=self._passwords.pop(slot.job_id, (None, 0))[0],
+                    run_choices=run_choices.record(self.settings.extract_config()))
                 self.pending.add(slot.job_id)
         finally:
             with self.lock:

@@ -19,6 +19,19 @@ def die() -> None:
     os._exit(13)  # a crash PDFium could cause: no exception, the process is gone
 
 
+def raise_runtime_error(text: str) -> None:
+    raise RuntimeError(text)  # what pypdfium2's PdfiumError is: a RuntimeError from the call
+
+
+def fail_to_load_page(path: str) -> None:
+    """A pdfium page error from inside pdf.read_text_layer: page 999 of a short document."""
+    from pathlib import Path
+
+    from extract.formats.pdf import read_text_layer
+
+    read_text_layer(Path(path), [999])
+
+
 def sleep_then_touch(seconds: float, path: str) -> str:
     """A parse that runs long and then leaves a mark: the mark shows it was not stopped."""
     time.sleep(seconds)

@@ -94,15 +94,24 @@ class DynamoClaims(DynamoTable):
                          condition="attribute_exists(pk)", values=attr_values(now=now))
 
     def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
-                     at: datetime) -> bool:
+                     at: datetime, stale_before: datetime | None = None) -> bool:
         item = {**claim_key(job_id, strategy), **{k: encode_value(v) for k, v in {
             "job_id": job_id, "strategy": strategy, "document_id": document_id,
             "status": ClaimStatus.CLAIMED.value, "claimant": claimant,
             "claimed_at": at.isoformat()}.items()}}
         try:
             with mapped(f"dynamodb claim {job_id}/{strategy}"):
-                self.client.put_item(TableName=self.table, Item=item,
-                                     ConditionExpression="attribute_not_exists(pk)")
+                if stale_before is None:
+                    self.client.put_item(TableName=self.table, Item=item,
+                                         ConditionExpression="attribute_not_exists(pk)")
+                else:  # or take over a claim whose worker is gone (ISO UTC: string order)
+                    self.client.put_item(
+                        TableName=self.table, Item=item,
+                        ConditionExpression="attribute_not_exists(pk) OR "
+                                            "(#st = :claimed AND claimed_at < :cutoff)",
+                        ExpressionAttributeNames={"#st": "status"},
+                        ExpressionAttributeValues=attr_values(
+                            claimed=ClaimStatus.CLAIMED.value, cutoff=stale_before.isoformat()))
         except Exception as error:
             if is_condition_failure(error):
                 return False

@@ -26,12 +26,13 @@ Two places where DynamoDB differs and the adapter says how it copes:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from extract.ports import NewVersion
-from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitStatus
+from extract.state import Document, Job, JobProgress, JobStatus, Unit, UnitClaim, UnitStatus
 from infra.aws.dynamo.claims import DynamoClaims
 from infra.aws.dynamo.items import (
     attr_values,
@@ -129,6 +130,7 @@ class DynamoJobStore(DynamoClaims):
                 "stalled_s": 0, "n_done": 0, "n_failed": 0, "n_running": 0,
                 "gsi_active": shard_of(version.job_id),
                 "gsi_split_due": shard_of(version.job_id)}.items()},
+            **({"run_choices": encode_value(version.run_choices)} if version.run_choices else {}),
         }
         document_update = {
             "TableName": self.table, "Key": document_key(version.document_id),
@@ -189,7 +191,8 @@ class DynamoJobStore(DynamoClaims):
             values=attr_values(e=error, now=now_iso(), q="queued", x="extracting"))
 
     def _unit_change(self, job_id: str, unit_id: str, new: UnitStatus, *,
-                     attempt: int | None = None, error: tuple[str, str] | None = None) -> bool:
+                     attempt: int | None = None, error: tuple[str, str] | None = None,
+                     owner: tuple[str, float] | None = None) -> bool:
         """One unit transition from an open status, with its job's progress, in a transaction.
 
         The unit is read first so that the job's counters move by the right amount; the
@@ -202,6 +205,15 @@ class DynamoJobStore(DynamoClaims):
             now = now_iso()
             sets = ["#st = :new", "updated_at = :now"]
             values = attr_values(new=new.value, now=now, old=unit.status.value)
+            condition = "#st = :old"
+            names = {"#st": "status"}
+            if owner is not None:  # a read's claim: taken from no owner, ours, or a lapsed lease
+                sets += ["#owner = :owner", "lease_until = :until"]
+                clock = time.time()
+                values.update(attr_values(owner=owner[0], until=clock + owner[1], clock=clock))
+                condition += (" AND (attribute_not_exists(#owner) OR #owner = :owner "
+                              "OR lease_until < :clock)")
+                names["#owner"] = "owner"
             if attempt is not None:
                 sets.append("attempts = :a")
                 values.update(attr_values(a=attempt))
@@ -219,8 +231,8 @@ class DynamoJobStore(DynamoClaims):
                 job_values.update(attr_values(et=error[0]))
             unit_update = {"TableName": self.table, "Key": unit_key(job_id, unit_id),
                            "UpdateExpression": "SET " + ", ".join(sets),
-                           "ConditionExpression": "#st = :old",
-                           "ExpressionAttributeNames": {"#st": "status",
+                           "ConditionExpression": condition,
+                           "ExpressionAttributeNames": {**names,
                                                         **({"#err": "error"} if error else {})},
                            "ExpressionAttributeValues": values}
             job_update = {"TableName": self.table, "Key": job_key(job_id),
@@ -234,6 +246,37 @@ class DynamoJobStore(DynamoClaims):
 
     def start_unit(self, job_id: str, unit_id: str, attempt: int) -> bool:
         return self._unit_change(job_id, unit_id, UnitStatus.RUNNING, attempt=attempt)
+
+    def claim_unit(self, job_id: str, unit_id: str, attempt: int, owner: str,
+                   lease_s: float) -> UnitClaim:
+        """The claim is the transition's own condition (``_unit_change``); a refusal is told
+        apart by reading the unit again: terminal, or held by a live owner."""
+        for _ in range(3):
+            if self._unit_change(job_id, unit_id, UnitStatus.RUNNING, attempt=attempt,
+                                 owner=(owner, lease_s)):
+                return UnitClaim.CLAIMED
+            data = self._get(unit_key(job_id, unit_id))
+            if not data or data.get("status") not in (s.value for s in _OPEN):
+                return UnitClaim.CLOSED
+            if (data.get("owner") not in (None, owner)
+                    and float(data.get("lease_until", 0)) >= time.time()):
+                return UnitClaim.HELD
+        return UnitClaim.HELD  # kept changing under us: someone is at it; back off
+
+    def renew_unit(self, job_id: str, unit_id: str, owner: str, lease_s: float) -> bool:
+        return self._update(unit_key(job_id, unit_id), "SET lease_until = :until",
+                            condition="#st = :running AND #owner = :owner",
+                            names={"#st": "status", "#owner": "owner"},
+                            values=attr_values(until=time.time() + lease_s, owner=owner,
+                                               running=UnitStatus.RUNNING.value))
+
+    def release_unit(self, job_id: str, unit_id: str, owner: str) -> bool:
+        # Back to pending under our own name with a lapsed lease: the condition (ours, or
+        # lapsed) refuses it when another delivery has taken the unit over meanwhile.
+        data = self._get(unit_key(job_id, unit_id))
+        if not data or data.get("status") != UnitStatus.RUNNING.value or data.get("owner") != owner:
+            return False
+        return self._unit_change(job_id, unit_id, UnitStatus.PENDING, owner=(owner, -1.0))
 
     def finish_unit(self, job_id: str, unit_id: str) -> bool:
         return self._unit_change(job_id, unit_id, UnitStatus.DONE)

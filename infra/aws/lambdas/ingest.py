@@ -18,6 +18,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from extract import run_choices
 from infra.aws.runtime import shared
 from ingest.uploads import Upload, plan_upload, slot_of_key
 
@@ -53,7 +54,8 @@ def record_handler(record: SQSRecord) -> bool:
                        extra={"key": detail["object"]["key"]})
         return False
     planned = plan_upload(runtime.store, runtime.queue, runtime.writer.write, upload,
-                          worker="aws:ingest")
+                          worker="aws:ingest",
+                          run_choices=run_choices.record(runtime.pipeline.extract_config()))
     schema = runtime.settings.fields_schema
     if schema:  # also when planned before: a crash may have come between the two writes
         runtime.store.request_fields([upload.slot.job_id], schema,

@@ -40,10 +40,23 @@ def _reasons(failed: Sequence[Job]) -> list[tuple[str, int, list[str]]]:
                              == reason]) for reason, count in by_reason.most_common()]
 
 
-def _note_interrupted(unfinished: int, how: str) -> None:
+def interrupted_note(jobs, pages: tuple[int, int], how: str) -> str:
+    """What an interrupted run left, in documents: those whose job has not ended (with the pages
+    read of those planned), apart from those that ended and only wait for their result or index
+    (before, every unpublished result counted as a document not finished)."""
+    open_jobs = sum(not j.status.terminal for j in jobs)
+    waiting = sum(j.status.terminal and not j.settled for j in jobs)
+    parts = [f"{open_jobs} of {len(jobs)} documents not finished ({pages[1]} of {pages[0]} "
+             "pages read)"]
+    if waiting:
+        parts.append(f"{waiting} finished, their results not yet published")
+    return "; ".join(parts) + f"; {how}"
+
+
+def _note_interrupted(store, job_ids: list[str], how: str) -> None:
     """On stderr, whatever the format: a note for the person, not data."""
-    Console(stderr=True, highlight=False).print(
-        f"[yellow]interrupted:[/yellow] {unfinished} documents not finished; {how}")
+    note = interrupted_note(store.list_jobs(job_ids), store.page_progress(job_ids), how)
+    Console(stderr=True, highlight=False).print(f"[yellow]interrupted:[/yellow] {note}")
 
 
 @dataclass
@@ -57,6 +70,7 @@ class RunReport:
     started: float
     failed_before: int = 0  # identical bytes that failed earlier and were not taken again
     summary: dict[str, Any] = field(default_factory=dict)
+    _store: Any = None  # the store ``finish`` read, for the interrupted note
 
     @classmethod
     def start(cls, store, ingested: list[Ingested], started: float) -> RunReport:
@@ -75,6 +89,7 @@ class RunReport:
                    failed_before)
 
     def finish(self, store, *, interrupted: bool) -> RunReport:
+        self._store = store
         jobs = store.list_jobs(self.pending)
         succeeded, failed = _finished(jobs)
         seconds = time.perf_counter() - self.started
@@ -84,6 +99,7 @@ class RunReport:
             "documents": len(self.ingested),
             "new": outcomes[IngestOutcome.NEW],
             "new_versions": outcomes[IngestOutcome.NEW_VERSION],
+            "retried": outcomes[IngestOutcome.RETRY],
             "unchanged": outcomes[IngestOutcome.UNCHANGED],
             "failed_before": self.failed_before,
             "succeeded": len(succeeded),
@@ -99,7 +115,8 @@ class RunReport:
     def print(self, out: Console) -> None:
         s = self.summary
         line = (f"documents {s['documents']}  (new {s['new']}, new versions {s['new_versions']}, "
-                f"unchanged {s['unchanged']})")
+                + (f"retried {s['retried']}, " if s["retried"] else "")
+                + f"unchanged {s['unchanged']})")
         out.print(line)
         rate = s["pages_read"] / s["seconds"] if s["seconds"] else 0.0
         out.print(f"succeeded {s['succeeded']}  failed {s['failed']}  pages read "
@@ -114,9 +131,9 @@ class RunReport:
         if s["failed_before"]:
             out.print(f"{s['failed_before']} unchanged files failed before and were not taken "
                       "again; `--retry-failed` processes them again", markup=False)
-        if s["interrupted"]:
-            _note_interrupted(s["unfinished"], "`doclake worker --until-idle` (or the same "
-                              "`doclake run`) finishes them")
+        if s["interrupted"] and self._store is not None:
+            _note_interrupted(self._store, self.pending, "`doclake worker --until-idle` (or the "
+                              "same `doclake run`) finishes them")
 
 
 @dataclass
@@ -128,6 +145,7 @@ class WorkerReport:
     pages_before: int
     started: float
     summary: dict[str, Any] = field(default_factory=dict)
+    _store: Any = None  # the store ``finish`` read, for the interrupted note
 
     @classmethod
     def start(cls, store, recovered: dict[str, int]) -> WorkerReport:
@@ -135,6 +153,7 @@ class WorkerReport:
         return cls(recovered, pending, store.page_progress(pending)[1], time.perf_counter())
 
     def finish(self, store, stats) -> WorkerReport:
+        self._store = store
         jobs = store.list_jobs(self.pending)
         succeeded, failed = _finished(jobs)
         self.summary = {
@@ -156,7 +175,9 @@ class WorkerReport:
         return dict(self.summary)
 
     def print_interrupted(self) -> None:
-        _note_interrupted(self.summary["unfinished"], "`doclake worker --until-idle` finishes them")
+        if self._store is not None:
+            _note_interrupted(self._store, self.pending,
+                              "`doclake worker --until-idle` finishes them")
 
     def print(self, out: Console) -> None:
         s = self.summary
@@ -165,7 +186,7 @@ class WorkerReport:
         out.print(f"messages {s['messages']}  (retries {s['retries']}, dead letters "
                   f"{s['dead_letters']}, released after a crash {s['recovered_messages']})")
         if s["interrupted"]:
-            _note_interrupted(s["unfinished"], "`doclake worker --until-idle` finishes them")
+            self.print_interrupted()
 
 
 class _Bar:

@@ -51,7 +51,11 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("units", "finished_at"): "when the unit was done or failed for good",
     ("job_latency", "created_at"): "when the job was planned",
     ("job_latency", "finished_at"): "when the job succeeded or failed",
-    ("daily_costs", "is_total"): "true on the row that sums every model of the day",
+    ("daily_costs", "is_total"): "true on the row that sums every model of the day (one for "
+                                 "real spend, model total; one for simulated calls, "
+                                 "simulated:total)",
+    ("daily_costs", "simulated"): "true for simulated calls (--reader simulated), kept apart "
+                                  "from real spend",
     ("daily_costs", "cost_per_1000_pages"): "cost in US dollars per 1,000 pages read",
     ("pages", "read_at"): "when the page's text was stored",
     ("results", "published_at"): "when the result was published",
