@@ -26,12 +26,17 @@ def test_athena_engine_sends_each_statement_with_the_settings(monkeypatch):
     monkeypatch.setattr(wr.athena, "read_sql_query", fake_read_sql_query)
     monkeypatch.setenv("DOCLAKE_ATHENA_WORKGROUP", "doclake-prod")
     monkeypatch.setenv("DOCLAKE_ATHENA_OUTPUT", "s3://lake/athena-results/")
+    # The command checks for a region and credentials first (issue 21): give it both.
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     result = CliRunner().invoke(app, ["sql", "--engine", "athena", "--format", "json",
                                       "SELECT status, count(*) AS n FROM jobs GROUP BY 1"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == [{"status": "succeeded", "n": 3}, {"status": None, "n": 1}]
     ((sql, kwargs),) = calls
     assert sql.startswith("SELECT status")
+    assert kwargs.pop("boto3_session").region_name == "us-east-1"  # --region, else the default
     assert kwargs == {"database": "doclake", "workgroup": "doclake-prod",
                       "s3_output": "s3://lake/athena-results/", "ctas_approach": False}
 

@@ -12,11 +12,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from extract.messages import FIELDS_QUEUE, INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE
+from extract.messages import (
+    CONVERT_QUEUE,
+    FIELDS_QUEUE,
+    INDEX_QUEUE,
+    READ_QUEUE,
+    SHEET_QUEUE,
+    SPLIT_QUEUE,
+)
 from support import awsmoto
 
 INGEST_QUEUE = "ingest"
-PIPELINE_QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE, FIELDS_QUEUE)
+# Every queue the stack has: the poller reads the depth of each (convert and sheet included).
+PIPELINE_QUEUES = (SPLIT_QUEUE, CONVERT_QUEUE, READ_QUEUE, SHEET_QUEUE, INDEX_QUEUE, FIELDS_QUEUE)
 
 
 @dataclass
