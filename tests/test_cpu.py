@@ -125,3 +125,30 @@ async def test_a_sniff_does_not_wait_behind_long_calls(tmp_path, pdf_factory):
         await asyncio.gather(*busy, return_exceptions=True)
     finally:
         cpu.close()
+
+
+async def test_the_offline_fields_rules_do_not_wait_behind_long_calls():
+    """Issue 19, item 5: a document's result is published after its fields; the rules take
+    milliseconds and ran in the pool behind OCR calls (results published ~44 s after their jobs
+    succeeded). They answer from the short lane while the long lane is full."""
+    import asyncio
+
+    from extract.fields.base import PageText
+    from extract.fields.rules.offline import run_rules
+    from infra.local.cpu_lanes import LanedCpu
+
+    pages = (PageText(1, "MUTUAL NON-DISCLOSURE AGREEMENT between Acme, Inc. and Beta LLC, dated "
+                "January 5, 2020, governed by the laws of the State of Delaware."),)
+    cpu = LanedCpu(1)
+    try:
+        busy = [asyncio.ensure_future(cpu.run(cpu_tasks.sleep_for, 20, timeout_s=60))
+                for _ in range(2)]
+        await asyncio.sleep(0.5)
+        result = await cpu.run(run_rules, pages, timeout_s=60)
+        assert result is not None
+        assert not any(call.done() for call in busy)
+        for call in busy:
+            call.cancel()
+        await asyncio.gather(*busy, return_exceptions=True)
+    finally:
+        cpu.close()
