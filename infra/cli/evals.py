@@ -65,6 +65,17 @@ def _now() -> datetime:
 # --- labels -------------------------------------------------------------------------------------
 
 
+def _check_label_file(file: Path, file_format: str) -> None:
+    """The label file exists and its ``--format`` is one the importer reads."""
+    from evals.labels import FORMATS
+
+    if file_format not in FORMATS:
+        raise UserError(f"--format {file_format!r} is not a label format",
+                        f"use one of: {', '.join(FORMATS)}")
+    if not file.exists():
+        raise UserError(f"no such file: {file}", "give the path of the label file")
+
+
 @evals_app.command("import-labels")
 def import_labels(
     file: Annotated[Path, typer.Argument(help="The label file (kleister: expected.tsv or its "
@@ -86,14 +97,10 @@ def import_labels(
     object per document with "fields": {...}. kleister: expected.tsv beside in.tsv(.xz),
     matched by the sha256 of documents/<name>, else by the file name."""
     from evals.label_import import import_labels as run_import
-    from evals.labels import FORMATS, LabelError
+    from evals.labels import LabelError
 
     output_format = resolve_format(report_format)
-    if file_format not in FORMATS:
-        raise UserError(f"--format {file_format!r} is not a label format",
-                        f"use one of: {', '.join(FORMATS)}")
-    if not file.exists():
-        raise UserError(f"no such file: {file}", "give the path of the label file")
+    _check_label_file(file, file_format)
     now = _now()
     lake = open_settings(home, Access.WRITE).lake
     try:
@@ -132,14 +139,10 @@ def agreement(
     """Cohen's kappa per field between a second reviewer's labels and the current ones, over
     the documents both labelled. Writes nothing: the first answer stays the label."""
     from evals.agreement import review_agreement
-    from evals.labels import FORMATS, LabelError
+    from evals.labels import LabelError
 
     output_format = resolve_format(report_format)
-    if file_format not in FORMATS:
-        raise UserError(f"--format {file_format!r} is not a label format",
-                        f"use one of: {', '.join(FORMATS)}")
-    if not file.exists():
-        raise UserError(f"no such file: {file}", "give the path of the label file")
+    _check_label_file(file, file_format)
     try:
         found, compared, unmatched = review_agreement(
             open_settings(home, Access.READ).lake, file, file_format,
