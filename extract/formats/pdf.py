@@ -103,27 +103,38 @@ def count_pages(path: Path, password: str | None = None) -> int:
     return pages
 
 
+def open_pages(path: Path, page_numbers: Sequence[int],
+               password: str | None = None) -> Iterator[tuple[int, Any]]:
+    """Each page (1-based) of the cached document, loaded (``_page``) and closed in turn. An
+    error while a page is in hand, the caller's included, makes the document forgotten: a
+    document that failed once is not trusted again."""
+    document = _open_documents.get(path, password)
+    try:
+        for number in page_numbers:
+            page = _page(document, number)
+            try:
+                yield number, page
+            finally:
+                page.close()
+    except GeneratorExit:  # the caller stopped early: nothing failed
+        raise
+    except BaseException:
+        _open_documents.forget(path)
+        raise
+
+
 def read_text_layer(path: Path, page_numbers: Sequence[int],
                     password: str | None = None) -> list[tuple[int, str]]:
     """The text layer of the given pages (1-based), in order; an image-only page gives ''."""
-    document = _open_documents.get(path, password)
     results = []
-    try:
-        for number in page_numbers:
-            with page_errors(number):
-                page = _page(document, number)
-                try:
-                    textpage = page.get_textpage()
-                    try:
-                        text = textpage.get_text_bounded()
-                    finally:
-                        textpage.close()
-                finally:
-                    page.close()
-            results.append((number, normalise(text)))
-    except BaseException:
-        _open_documents.forget(path)  # a document that failed once is not trusted again
-        raise
+    for number, page in open_pages(path, page_numbers, password):
+        with page_errors(number):
+            textpage = page.get_textpage()
+            try:
+                text = textpage.get_text_bounded()
+            finally:
+                textpage.close()
+        results.append((number, normalise(text)))
     return results
 
 
@@ -148,36 +159,26 @@ def render_pages(path: Path, page_numbers: Sequence[int], password: str | None =
     """
     import io
 
-    document = _open_documents.get(path, password)
     pages = []
-    try:
-        for number in page_numbers:
-            with page_errors(number):
-                page = _page(document, number)
-            try:
-                width_pt, height_pt = page.get_size()
-                scale = dpi / 72
-                area = max(width_pt * height_pt, 1.0)
-                if area * scale * scale > max_pixels:
-                    scale = (max_pixels / area) ** 0.5
-                with page_errors(number):
-                    bitmap = page.render(scale=scale, grayscale=grayscale)
-                image = bitmap.to_pil()
-                buffer = io.BytesIO()
-                if image_format == "jpeg":
-                    image.convert("L" if grayscale else "RGB").save(
-                        buffer, format="JPEG", quality=jpeg_quality, optimize=True)
-                    mime = "image/jpeg"
-                else:
-                    image.save(buffer, format="PNG", optimize=False)
-                    mime = "image/png"
-                pages.append(RenderedPage(number, buffer.getvalue(), mime, image.width,
-                                          image.height, scale))
-            finally:
-                page.close()
-    except BaseException:
-        _open_documents.forget(path)
-        raise
+    for number, page in open_pages(path, page_numbers, password):
+        width_pt, height_pt = page.get_size()
+        scale = dpi / 72
+        area = max(width_pt * height_pt, 1.0)
+        if area * scale * scale > max_pixels:
+            scale = (max_pixels / area) ** 0.5
+        with page_errors(number):
+            bitmap = page.render(scale=scale, grayscale=grayscale)
+        image = bitmap.to_pil()
+        buffer = io.BytesIO()
+        if image_format == "jpeg":
+            image.convert("L" if grayscale else "RGB").save(
+                buffer, format="JPEG", quality=jpeg_quality, optimize=True)
+            mime = "image/jpeg"
+        else:
+            image.save(buffer, format="PNG", optimize=False)
+            mime = "image/png"
+        pages.append(RenderedPage(number, buffer.getvalue(), mime, image.width, image.height,
+                                  scale))
     return pages
 
 

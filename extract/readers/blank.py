@@ -54,21 +54,13 @@ def ink_runs(image) -> int:
 def ink_runs_of_pages(path: Path, page_numbers: Sequence[int], password: str | None
                       ) -> dict[int, int]:
     """Each page's runs of ink, rendered in grey at ``LOOK_DPI``; runs in a worker process."""
-    from extract.formats.pdf import _open_documents
+    from extract.formats.pdf import open_pages, page_errors
 
-    document = _open_documents.get(path, password)
     runs = {}
-    try:
-        for number in page_numbers:
-            page = document[number - 1]
-            try:
-                bitmap = page.render(scale=LOOK_DPI / 72, grayscale=True)
-                runs[number] = ink_runs(bitmap.to_pil().convert("L"))
-            finally:
-                page.close()
-    except BaseException:
-        _open_documents.forget(path)
-        raise
+    for number, page in open_pages(path, page_numbers, password):
+        with page_errors(number):
+            bitmap = page.render(scale=LOOK_DPI / 72, grayscale=True)
+        runs[number] = ink_runs(bitmap.to_pil().convert("L"))
     return runs
 
 
