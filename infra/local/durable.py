@@ -25,7 +25,9 @@ def fsync_dir(folder: Path) -> None:
 
 
 def make_dirs(folder: Path) -> None:
-    """``mkdir -p``, with each folder it creates made durable in its parent."""
+    """``mkdir -p``, with each folder it creates made durable in its parent, and private (0700)
+    whatever the umask: a CPU worker forked by a fork server started before the home was made
+    private carries the umask of that moment, not 077."""
     missing = []
     current = folder
     while not current.exists():
@@ -33,7 +35,7 @@ def make_dirs(folder: Path) -> None:
         current = current.parent
     for path in reversed(missing):
         try:
-            path.mkdir()
+            path.mkdir(mode=0o700)
         except FileExistsError:
             continue  # another writer made it: theirs to fsync, and ours next
         fsync_dir(path.parent)
@@ -63,7 +65,8 @@ def write_many(files: Sequence[tuple[Path, bytes, Callable[[int], None] | None]]
             make_dirs(path.parent)
             folders[path.parent] = None
         temporary = _temporary(path)
-        with open(temporary, "wb") as handle:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with open(descriptor, "wb") as handle:  # 0600 whatever the umask (see make_dirs)
             handle.write(data)
             handle.flush()
             if before_publish is not None:
