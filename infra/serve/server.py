@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import re
+import socket
 import tempfile
 import threading
 import time
@@ -59,6 +60,11 @@ _CHUNK = 1024 * 1024
 MAX_REQUEST_JSON = 64 * 1024
 MAX_CONNECTIONS = 64  # served at once; more wait in the kernel's backlog no longer than a 503
 SOCKET_TIMEOUT_S = 30.0  # a client that stops sending mid-request is dropped after this
+# A refused request's body is never read; before closing, what the client is still sending is
+# read and thrown away for at most this long and this much (a "lingering close", as Apache and
+# nginx do), so the kernel does not answer it with a reset that loses the 4xx already sent.
+LINGER_S = 2.0
+LINGER_BYTES = 4 * 1024 * 1024
 MIN_SECRET_BYTES = 32
 _DIGITS = re.compile(r"[0-9]{1,19}")
 _LOCAL_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -114,7 +120,7 @@ class _Server(ThreadingHTTPServer):
         if not self._slots.acquire(blocking=False):
             with contextlib.suppress(OSError):
                 request.sendall(_BUSY)
-            self.shutdown_request(request)
+            super().shutdown_request(request)  # no drain: this is the accepting thread
             return
         super().process_request(request, client_address)
 
@@ -126,6 +132,24 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address) -> None:
         log.debug("connection from %s ended with an error", client_address, exc_info=True)
+
+    def shutdown_request(self, request) -> None:
+        """Close after a bounded drain, so a client still sending a refused body reads the
+        answer instead of a connection reset."""
+        with contextlib.suppress(OSError):
+            request.shutdown(socket.SHUT_WR)
+            _drain(request, deadline=time.monotonic() + LINGER_S, budget=LINGER_BYTES)
+        self.close_request(request)
+
+
+def _drain(conn: socket.socket, *, deadline: float, budget: int) -> None:
+    """Read and discard until the peer closes, the deadline passes or the budget is spent."""
+    while budget > 0 and (left := deadline - time.monotonic()) > 0:
+        conn.settimeout(left)
+        chunk = conn.recv(min(65536, budget))
+        if not chunk:
+            return
+        budget -= len(chunk)
 
 
 class ServeApp:
