@@ -16,6 +16,13 @@ or whose work is scheduled (``Job.retry_at``: a message put back on its queue wi
 the Lambda edge does through a model brownout). The failing write itself is conditioned on the
 ``last_progress_at`` the decision read and on no retry being scheduled, so a decision made from
 a stale read (DynamoDB's indexes are eventually consistent) fails no job that moved.
+
+A store that numbers its changes (``ChangeFeed``: the local SQLite store) lets a pass that a
+finished unit woke read only the jobs changed since the previous pass (``PollCursor``): the rules
+need nothing else, as a job that did not change cannot have a new decision except by the stall
+clock, which only a full pass (every ``poll_interval_s``, and the first) advances. Without it every
+pass reads every active job, and with two thousand documents queued that was a sixth of the run's
+main-process CPU.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol, runtime_checkable
 
 from extract.context import HandlerContext
 from extract.handlers.sources import decrypted_key
@@ -47,6 +55,23 @@ from lake.events import (
 )
 
 NO_PROGRESS = "no_progress"
+
+
+@runtime_checkable
+class ChangeFeed(Protocol):
+    """A job store that numbers its changes, so a poller can ask for what changed only."""
+
+    def active_jobs_changed(self, after: int | None) -> tuple[list[JobProgress], int]:
+        """Active jobs changed after position ``after`` (all when None), and the position the
+        next call asks from."""
+        ...
+
+
+@dataclass
+class PollCursor:
+    """Where this poller's previous pass left off in a ``ChangeFeed`` (None: read everything)."""
+
+    position: int | None = None
 
 
 @dataclass(frozen=True)
@@ -134,14 +159,25 @@ def status_events(job: Job, worker: str) -> list[Event]:
 
 
 async def poll_once(ctx: HandlerContext, *, now: datetime | None = None,
-                    elapsed_s: float = 0.0) -> list[Decision]:
-    """One pass over every active job; returns the transitions made.
+                    elapsed_s: float = 0.0, cursor: PollCursor | None = None,
+                    full: bool = True) -> list[Decision]:
+    """One pass; returns the transitions made. A full pass reads every active job; a quick one
+    (``full=False`` with a ``cursor`` that has a position, on a ``ChangeFeed`` store) only those
+    changed since the cursor's, and never counts stalls.
 
-    ``elapsed_s`` is the time since this poller's previous pass (0 on its first): the most a job
-    can have stalled since then.
+    ``elapsed_s`` is the time since this poller's previous full pass (0 on its first): the most a
+    job can have stalled since then.
     """
     now = now or utc_now()
-    active = ctx.store.active_jobs()
+    feed = ctx.store if isinstance(ctx.store, ChangeFeed) else None
+    quick = not full and feed is not None and cursor is not None and cursor.position is not None
+    position = None
+    if feed is not None and (quick or cursor is not None):
+        active, position = feed.active_jobs_changed(cursor.position if quick else None)
+    else:
+        active = ctx.store.active_jobs()
+    if quick:
+        elapsed_s = 0.0
     if elapsed_s > 0 and active:
         active = _count_stalls(ctx, active, elapsed_s, now)
     decided = [d for d in (decide(p, ctx.config.no_progress_timeout_s, now) for p in active)
@@ -159,6 +195,8 @@ async def poll_once(ctx: HandlerContext, *, now: datetime | None = None,
     await publish_status_events(ctx, [d.job_id for d in applied])
     send_index_messages(ctx)
     send_fields_messages(ctx)
+    if cursor is not None and position is not None:  # only once the pass has done its work
+        cursor.position = position
     return applied
 
 

@@ -253,3 +253,39 @@ async def test_a_unit_in_retry_backoff_is_not_a_stall(tmp_path, pdf_factory):
     unit = harness.store.get_unit(ingested.job_id, message.unit_id)
     assert unit.status is UnitStatus.PENDING  # not left RUNNING through the backoff
     assert harness.store.get_job(ingested.job_id).stalled_s == 0
+
+
+async def test_a_woken_pass_reads_only_the_jobs_that_changed_since_the_last(tmp_path,
+                                                                           pdf_factory):
+    """Ten documents planned; one is read to the end. The quick pass a finished unit asks for
+    reads that one job alone (not the nine that did not move) and succeeds it; it counts no
+    stall, which only a full pass does."""
+    from extract.poller import PollCursor
+
+    harness = Harness(tmp_path)
+    ingested = [harness.planner.ingest(pdf_factory(f"d{n}.pdf", 2)) for n in range(10)]
+    await harness.drain(SPLIT_QUEUE)
+    cursor = PollCursor()
+    full = await poll_once(harness.ctx, cursor=cursor, full=True)
+    assert {d.new for d in full} == {JobStatus.EXTRACTING} and len(full) == 10
+    assert cursor.position is not None
+    # Its own transitions came after the position it read: the next pass sees them once.
+    assert await poll_once(harness.ctx, cursor=cursor, full=False) == []
+
+    reads = harness.read_messages()
+    first = ingested[0].job_id
+    for received, message in reads:
+        if message.job_id == first:
+            assert await handle_message(harness.ctx, received) is Outcome.ACK
+            harness.queue.delete(received)
+        else:  # the others' messages go back untouched
+            harness.queue.change_visibility(received, 0)
+
+    changed, _ = harness.store.active_jobs_changed(cursor.position)
+    assert [p.job.job_id for p in changed] == [first]
+    quick = await poll_once(harness.ctx, cursor=cursor, full=False, elapsed_s=60)
+    assert [(d.job_id, d.new) for d in quick] == [(first, JobStatus.SUCCEEDED)]
+    assert all(j.stalled_s == 0 for j in harness.store.list_jobs())  # no stall counted
+    assert harness.store.active_jobs_changed(cursor.position)[0] == []  # nothing moved since
+    # A full pass still reads them all (and counts the stall clock of those not waiting).
+    assert len(harness.store.active_jobs_changed(None)[0]) == 9

@@ -178,6 +178,23 @@ class SqliteJobStore(SqliteClaims):
     # --- poller and indexer --------------------------------------------------------------------
 
     def active_jobs(self) -> list[JobProgress]:
+        return self._active("", ())[0]
+
+    def active_jobs_changed(self, after: int | None) -> tuple[list[JobProgress], int]:
+        """The active jobs changed since position ``after`` (every active job when None), and
+        the position to ask from next time. The position is read first: a change committed in
+        between has a later number, so the next pass reads it (perhaps twice, never not)."""
+        if after is None:
+            return self._active("", ())
+        return self._active(" AND j.change_seq > ?", (after,))
+
+    def change_position(self) -> int:
+        """The number of the store's latest change to a job's progress or settlement: equal
+        numbers, nothing a poller or a stop test looks at has changed in between."""
+        return self._db.execute("SELECT coalesce(max(change_seq), 0) FROM jobs").fetchone()[0]
+
+    def _active(self, where: str, args: tuple) -> tuple[list[JobProgress], int]:
+        position = self.change_position()
         rows = self._db.execute(
             "SELECT j.*, "
             " (SELECT count(*) FROM units u WHERE u.job_id = j.job_id) AS planned,"
@@ -189,7 +206,7 @@ class SqliteJobStore(SqliteClaims):
             "   AS running,"
             " (SELECT u.error_type FROM units u WHERE u.job_id = j.job_id"
             "   AND u.status = 'failed' ORDER BY u.unit_id LIMIT 1) AS first_failure "
-            "FROM jobs j WHERE j.status IN ('queued', 'extracting')"
+            "FROM jobs j WHERE j.status IN ('queued', 'extracting')" + where, args
         ).fetchall()
         progress = []
         for row in rows:
@@ -197,11 +214,11 @@ class SqliteJobStore(SqliteClaims):
             counts = {k: data.pop(k)
                       for k in ("planned", "done", "failed", "running", "first_failure")}
             job = job_from_row(data)  # type: ignore[arg-type]
-            progress.append(JobProgress(job=job, units_planned=counts["planned"],
-                                        units_done=counts["done"], units_failed=counts["failed"],
-                                        units_running=counts["running"],
-                                        first_failure=counts["first_failure"]))
-        return progress
+            progress.append(JobProgress.model_construct(
+                job=job, units_planned=counts["planned"], units_done=counts["done"],
+                units_failed=counts["failed"], units_running=counts["running"],
+                first_failure=counts["first_failure"]))
+        return progress, position
 
     def schedule_retry(self, job_id: str, at: datetime) -> bool:
         cursor = self._db.execute(

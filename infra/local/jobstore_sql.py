@@ -102,13 +102,46 @@ ADDED_COLUMNS = {
     "jobs": {"index_sent_at": "TEXT", "stalled_s": "REAL NOT NULL DEFAULT 0",
              "failure_detail": "TEXT", "status_event": "TEXT", "fields_schema": "TEXT",
              "fields_strategy": "TEXT", "fields_sent_at": "TEXT", "fields_published_at": "TEXT",
-             "source_path": "TEXT", "run_choices": "TEXT", "retry_at": "TEXT"},
+             "source_path": "TEXT", "run_choices": "TEXT", "retry_at": "TEXT",
+             "change_seq": "INTEGER NOT NULL DEFAULT 0"},
     "units": {"sent_at": "TEXT", "owner": "TEXT", "owner_host": "TEXT",
               "owner_pid": "INTEGER", "lease_until": "REAL"},
 }
 # Store-internal bookkeeping that the Job record does not carry.
 _INTERNAL_JOB_COLUMNS = ("sha256", "split_sent_at", "index_sent_at", "status_event",
-                         "fields_sent_at")
+                         "fields_sent_at", "change_seq")
+
+# After the columns exist (a migrated home gains them first). ``change_seq`` numbers the changes
+# a poller decides on (units planned, a unit's progress, an error, a status): a trigger stamps the
+# next number in the write's own transaction, so a poller that saw number N has seen every change
+# numbered below it, and a woken pass reads only the jobs changed since its last one rather than
+# every active job (``SqliteJobStore.active_jobs_changed``), and a run's stop test asks again only
+# when the number has moved (``change_position``). The partial indexes keep the poller's
+# outbox look-ups (status event, index and fields messages not yet confirmed) proportional to
+# what is pending, not to every job the home holds.
+AFTER_MIGRATION = """
+CREATE INDEX IF NOT EXISTS jobs_change_seq ON jobs (change_seq);
+CREATE TRIGGER IF NOT EXISTS jobs_changed_on_update
+AFTER UPDATE OF status, last_progress_at, error, units, indexed_at, index_error,
+  fields_strategy, fields_published_at ON jobs
+BEGIN
+  UPDATE jobs SET change_seq = (SELECT coalesce(max(change_seq), 0) + 1 FROM jobs)
+  WHERE job_id = NEW.job_id;
+END;
+CREATE TRIGGER IF NOT EXISTS jobs_changed_on_insert AFTER INSERT ON jobs
+BEGIN
+  UPDATE jobs SET change_seq = (SELECT coalesce(max(change_seq), 0) + 1 FROM jobs)
+  WHERE job_id = NEW.job_id;
+END;
+CREATE INDEX IF NOT EXISTS jobs_status_event_due ON jobs (updated_at)
+  WHERE status != 'queued' AND status_event IS NOT status;
+CREATE INDEX IF NOT EXISTS jobs_index_unsent ON jobs (finished_at)
+  WHERE status = 'succeeded' AND indexed_at IS NULL AND index_error IS NULL
+  AND index_sent_at IS NULL;
+CREATE INDEX IF NOT EXISTS jobs_fields_unsent ON jobs (finished_at)
+  WHERE fields_strategy IS NOT NULL AND fields_sent_at IS NULL
+  AND fields_published_at IS NULL;
+"""
 
 
 
@@ -140,6 +173,7 @@ def migrate(db: sqlite3.Connection) -> None:
         for name, kind in columns.items():
             if name not in have:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+    db.executescript(AFTER_MIGRATION)
 
 
 def job_from_row(row: sqlite3.Row) -> Job:

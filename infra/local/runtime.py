@@ -40,7 +40,7 @@ from extract.messages import (
     SPLIT_QUEUE,
     dead_letter_queue,
 )
-from extract.poller import poll_once
+from extract.poller import PollCursor, poll_once
 from extract.ports import ReceivedMessage
 from extract.stage_limits import stage_time_limit
 from infra.local.background_ingest import BackgroundIngest
@@ -148,6 +148,7 @@ class LocalRuntime:
         self._extract_config = settings.extract_config()
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._cursor = PollCursor()
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write,
@@ -298,9 +299,14 @@ class LocalRuntime:
         ttl = max(3 * self.settings.poll_interval_s, 15.0)
         if not self.store.acquire_lease(POLLER_LEASE, self.holder, ttl):
             clock.lost()
+            self._cursor = PollCursor()  # another poller moved things meanwhile: read them all
             return
+        # A pass a wake-up asks for between two intervals reads only the jobs changed since the
+        # last pass (``extract.poller``); every interval, a full one counts stalls.
+        full = clock.full_due()
         with self.stats.stages.timing("poll"):
-            await poll_once(ctx, elapsed_s=clock.tick())
+            await poll_once(ctx, elapsed_s=clock.tick() if full else 0.0, cursor=self._cursor,
+                            full=full)
 
     async def _drain_inbox(self, inbox: asyncio.Queue[ReceivedMessage],
                            supervisor: _Supervisor) -> None:
@@ -430,14 +436,19 @@ POLLER_LEASE = "poller"
 
 
 class _PollerClock:
-    """Time since this runtime's previous poll, for the no-progress clock.
+    """Time since this runtime's previous full poll, for the no-progress clock.
 
     0 on the first poll after start or after losing the lease, so time when no poller ran (the
-    runtime was down) never counts; capped, so a stalled event loop does not count in full."""
+    runtime was down) never counts; capped, so a stalled event loop does not count in full. A
+    full pass is due on the first poll and once a poll interval has passed since the last."""
 
     def __init__(self, poll_interval_s: float):
+        self.poll_interval_s = poll_interval_s
         self.cap_s = 2 * poll_interval_s + 1.0
         self._last: float | None = None
+
+    def full_due(self) -> bool:
+        return self._last is None or time.monotonic() - self._last >= self.poll_interval_s
 
     def tick(self) -> float:
         now = time.monotonic()
