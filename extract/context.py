@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -28,6 +29,22 @@ E = TypeVar("E", bound=Event)
 
 def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+SLOT_RELEASE: ContextVar[Callable[[], None] | None] = ContextVar("doclake_slot_release",
+                                                                 default=None)
+"""Set by a runtime around one delivery's handling: frees the delivery's concurrency slot."""
+
+
+def release_slot() -> None:
+    """This delivery's costly work is over: what is left only waits (its events' group commit,
+    then the store's mark and the acknowledgement, in that order). A runtime that counts
+    concurrency (the embedded one) starts the next message in its place meanwhile; the message
+    itself stays in flight until the handler returns, so durability is unchanged. A no-op where
+    nothing counts (a Lambda holds its concurrency until it returns)."""
+    release = SLOT_RELEASE.get()
+    if release is not None:
+        release()
 
 
 @dataclass

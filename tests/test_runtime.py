@@ -326,3 +326,37 @@ def test_a_hung_read_is_given_back_at_its_stages_time_limit_and_counts_as_a_try(
     assert failures == [{"error_type": "stage_time_limit", "stage": "read", "final": False}]
     (unit,) = runtime.store.list_units(ingested.job_id)
     assert unit.attempts == 2
+
+
+def test_a_read_waiting_for_its_events_flush_frees_its_readers_slot(settings, pdf_factory,
+                                                                     monkeypatch):
+    """One reader slot, two one-unit documents, and a flush that hangs while it holds the first
+    unit's ``unit_done``: the second unit is claimed meanwhile (the first read's slot is free
+    once its pages are stored), and the first unit is marked done only after its flush."""
+    import time
+
+    from lake.writer import ParquetEventWriter
+
+    real_write = ParquetEventWriter.write
+    seen: dict[str, object] = {}
+
+    def running_units() -> int:
+        with sqlite3.connect(settings.home / "jobs.db", timeout=30) as db:
+            return db.execute("SELECT count(*) FROM units WHERE status = 'running'").fetchone()[0]
+
+    def slow_write(self, events):
+        if "first" not in seen and any(e.event_type == "unit_done" for e in events):
+            seen["first"] = True
+            deadline = time.monotonic() + 30
+            while running_units() < 2 and time.monotonic() < deadline:  # held: the other starts
+                time.sleep(0.02)
+            seen["both_running"] = running_units() >= 2
+        return real_write(self, events)
+
+    monkeypatch.setattr(ParquetEventWriter, "write", slow_write)
+    settings = settings.model_copy(update={"concurrency": 2, "read_concurrency": 1})
+    runtime = LocalRuntime(settings)
+    ingested = run_to_completion(runtime, [pdf_factory("a.pdf", 2), pdf_factory("b.pdf", 2)])
+    jobs = runtime.store.list_jobs([i.job_id for i in ingested])
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED, JobStatus.SUCCEEDED]
+    assert seen == {"first": True, "both_running": True}

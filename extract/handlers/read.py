@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import time
 
-from extract.context import Delivery, HandlerContext, ReadScope
+from extract.context import Delivery, HandlerContext, ReadScope, release_slot
 from extract.errors import TerminalError
 from extract.handlers.sources import local_copy, pdf_key
 from extract.handlers.split import job_context
@@ -101,6 +101,9 @@ async def _read_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: Delive
     pages = len(unit.page_numbers)
     delivery.emit(UnitDone, unit_id=unit.unit_id, pages=pages, pages_skipped=pages - len(missing),
                   duration_ms=(time.perf_counter() - started) * 1000)
+    # The pages are stored: the wait for the events' flush need not hold a reader's slot (the
+    # unit is marked done, and its message acknowledged, only after the flush, as before).
+    release_slot()
     await delivery.commit()
     ctx.store.finish_unit(job.job_id, unit.unit_id)
     ctx.notify()

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from extract import run_choices
-from extract.context import HandlerContext, default_worker_name
+from extract.context import SLOT_RELEASE, HandlerContext, default_worker_name
 from extract.handling import Outcome, handle_dead_letter, handle_message
 from extract.messages import (
     CONVERT_QUEUE,
@@ -130,7 +130,12 @@ class LocalRuntime:
         self.stats = RuntimeStats()
         self.cpu = LanedCpu(settings.cpu_workers)  # short calls in a lane of their own
         self.holder = f"{default_worker_name()}:{uuid.uuid4().hex[:8]}"
-        self._busy = 0
+        self._busy = 0  # deliveries holding a concurrency slot
+        self._handling = 0  # worker tasks with a message, slot held or released
+        # A read that has stored its pages frees its slot while it waits for its events' flush
+        # (``extract.context.release_slot``): twice as many tasks as slots let the next message
+        # start meanwhile, and the receiver never takes a message no task is free for.
+        self._tasks = 2 * settings.concurrency
         # Queues with a concurrency of their own (LibreOffice: a process and its memory each),
         # counted from receipt to the end of handling.
         self._queue_limits = {CONVERT_QUEUE: settings.convert_concurrency}
@@ -234,7 +239,7 @@ class LocalRuntime:
         inbox: asyncio.Queue[ReceivedMessage] = asyncio.Queue()
         tasks = [asyncio.create_task(supervisor.keep_running(
                      f"worker {n}", lambda: self._worker(ctx, inbox)))
-                 for n in range(settings.concurrency)]
+                 for n in range(self._tasks)]
         tasks.append(asyncio.create_task(supervisor.keep_running(
             "receiver", lambda: self._receiver(inbox, stop))))
         tasks.append(asyncio.create_task(supervisor.keep_running(
@@ -334,7 +339,8 @@ class LocalRuntime:
         dead_letter_queues = tuple(dead_letter_queue(q) for q in RECEIVE_ORDER)
         next_dead_letter_check = 0.0
         while not stop.is_set():
-            room = self.settings.concurrency - self._busy - inbox.qsize()
+            room = min(self.settings.concurrency - self._busy,
+                       self._tasks - self._handling) - inbox.qsize()
             others = 0 if self._others_limit is None else (
                 self._busy + inbox.qsize() - self._queue_busy[READ_QUEUE])
             got = 0
@@ -374,17 +380,35 @@ class LocalRuntime:
     async def _worker(self, ctx: HandlerContext, inbox: asyncio.Queue[ReceivedMessage]) -> None:
         while True:
             received = await inbox.get()
-            self._busy += 1
             try:
-                await self._handle(ctx, received)
-            except Exception:  # e.g. the lake's disk is full: never lose the worker itself
-                log.exception("handling %s failed; it will be redelivered", received.message_id)
+                await self._handle_holding_a_slot(ctx, received)
             finally:
+                inbox.task_done()
+                self._worker_done.set()
+
+    async def _handle_holding_a_slot(self, ctx: HandlerContext, received: ReceivedMessage) -> None:
+        self._busy += 1
+        self._handling += 1
+        held = True
+
+        def release() -> None:  # once: when the handler says so, or when it ends
+            nonlocal held
+            if held:
+                held = False
                 self._busy -= 1
                 if received.queue in self._queue_busy:
                     self._queue_busy[received.queue] -= 1
-                inbox.task_done()
                 self._worker_done.set()
+
+        token = SLOT_RELEASE.set(release)
+        try:
+            await self._handle(ctx, received)
+        except Exception:  # e.g. the lake's disk is full: never lose the worker itself
+            log.exception("handling %s failed; it will be redelivered", received.message_id)
+        finally:
+            SLOT_RELEASE.reset(token)
+            release()
+            self._handling -= 1
 
     async def _handle(self, ctx: HandlerContext, received: ReceivedMessage) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(received))
