@@ -12,6 +12,7 @@ deduplicate by id. Each event class names the fields that identify it in ``ident
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -22,6 +23,18 @@ SCHEMA_VERSION = 1
 
 # A fixed namespace so that event ids are stable across processes, machines and releases.
 EVENT_NAMESPACE = uuid.UUID("6b1f0c52-3f0e-4c8e-9f7a-2d7f0b6b9e11")
+_NAMESPACE_BYTES = EVENT_NAMESPACE.bytes
+
+
+def event_uuid(name: str) -> str:
+    """``str(uuid.uuid5(EVENT_NAMESPACE, name))`` without building ``UUID`` objects: every event
+    derives its id, and the main process derives thousands a second (``uuid5`` and the UUID's
+    own checks were a twelfth of its CPU on a text run)."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def utc_now() -> datetime:
@@ -61,7 +74,7 @@ class Event(BaseModel):
                 data = {**data, "event_id": str(uuid.uuid4())}
             else:
                 parts = [cls.event_type, *(str(data.get(name)) for name in cls.identity)]
-                data = {**data, "event_id": str(uuid.uuid5(EVENT_NAMESPACE, "|".join(parts)))}
+                data = {**data, "event_id": event_uuid("|".join(parts))}
         return data
 
     @model_validator(mode="after")

@@ -126,3 +126,16 @@ def test_a_write_is_durable_down_to_its_new_folders(tmp_path, monkeypatch):
     synced.clear()
     writer.write([PageRead(job_id="j", page_number=2, reader="text", chars=5)])
     assert synced[-1] == folder and len(synced) == 2  # known folder: the file, then the folder
+
+
+def test_event_ids_are_the_uuid5_of_their_identity():
+    """The fast derivation gives the very ids ``uuid.uuid5`` gives (ids already in a lake stay
+    the ids a redelivery derives), names with non-ASCII text included."""
+    import uuid
+
+    from lake.events import EVENT_NAMESPACE, PageRead, event_uuid
+
+    for name in ("page_read|j|1", "", "x" * 500, "job_created|é|ü€"):
+        assert event_uuid(name) == str(uuid.uuid5(EVENT_NAMESPACE, name))
+    event = PageRead(document_id="d", job_id="j", page_number=3, reader="text", chars=1)
+    assert event.event_id == str(uuid.uuid5(EVENT_NAMESPACE, "page_read|j|3"))
