@@ -52,3 +52,20 @@ def test_settled_count_agrees_with_job_settled_in_every_state(tmp_path):
     many = [f"unknown-{n}" for n in range(1_200)] + ids
     assert store.settled_count(many) == 3
     assert {j.job_id for j in store.list_jobs(many)} == set(ids)
+
+
+def test_settled_changed_reports_each_job_as_it_settles_and_agrees_with_job_settled(tmp_path):
+    """The stop test that follows the store's change numbers sees the same settled jobs as
+    ``Job.settled``, each once it settles, and nothing when nothing moved."""
+    store = SqliteJobStore(tmp_path / "jobs.db")
+    _job(store, "a", JobStatus.SUCCEEDED)
+    _job(store, "b", JobStatus.FAILED)
+    _job(store, "c")
+    settled, position = store.settled_changed(0)
+    assert settled == ["b"] == [j.job_id for j in store.list_jobs() if j.settled]
+    assert store.settled_changed(position) == ([], position)  # nothing moved since
+    store.mark_indexed("a", utc_now())
+    settled, position = store.settled_changed(position)
+    assert settled == ["a"]
+    store.request_fields(["c"], "nda", "rules")  # a job asked for fields is not settled by that
+    assert store.settled_changed(position)[0] == []

@@ -352,6 +352,19 @@ class SqliteJobStore(SqliteClaims):
                 chunk).fetchone()[0]
         return settled
 
+    def settled_changed(self, after: int) -> tuple[list[str], int]:
+        """Ids of the settled jobs (as ``settled_count`` counts) changed after position
+        ``after``, and the position to ask from next time (read first, as in
+        ``active_jobs_changed``): a run's stop test follows its jobs settling without counting
+        them all after every poll."""
+        position = self.change_position()
+        rows = self._db.execute(
+            "SELECT job_id FROM jobs WHERE change_seq > ?"
+            " AND (fields_strategy IS NULL OR fields_published_at IS NOT NULL)"
+            " AND (status = 'failed' OR (status = 'succeeded'"
+            "      AND (indexed_at IS NOT NULL OR index_error IS NOT NULL)))", (after,)).fetchall()
+        return [r[0] for r in rows], position
+
     def page_progress(self, job_ids: Sequence[str]) -> tuple[int, int]:
         """(pages planned, pages in finished units) over some jobs: for a progress bar."""
         total = done = 0

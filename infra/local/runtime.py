@@ -253,11 +253,12 @@ class LocalRuntime:
                     await self._poll(ctx, poller)
                 except Exception:  # the next pass decides again, from the store
                     log.exception("poll failed; retrying at the next interval")
-                pacer.finished()
                 # A pass may have sent index or fields messages: the receiver looks now, not
                 # after its idle sleep (the next stage starts on a wake-up, not a poll).
                 self._worker_done.set()
-                if done() or shutdown.is_set() or supervisor.fatal:
+                finished = done()
+                pacer.finished()  # the stop test is part of a pass's cost
+                if finished or shutdown.is_set() or supervisor.fatal:
                     break
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), timeout=settings.poll_interval_s)

@@ -194,29 +194,39 @@ class _Bar:
         self.progress = progress
 
     def tracker(self, store, report: RunReport) -> Callable[[], bool]:
-        """The runtime's stop test: updates the bar from one read of the jobs per poll."""
+        """The runtime's stop test, which also updates the bar."""
         progress = self.progress
         documents = progress.add_task("documents", total=len(report.pending), rate="")
         pages = progress.add_task("pages", total=None, rate="")
         started = time.perf_counter()
-        seen: dict[str, int | bool] = {}
+        pending = set(report.pending)
+        follow = hasattr(store, "settled_changed")  # a store that numbers its changes
+        state: dict[str, float | int | None] = {"position": None, "shown": 0.0}
 
         def done() -> bool:
-            # Asked after every poll pass: counted again only when a job's progress or
-            # settlement changed since (a store that numbers its changes; two thousand jobs
-            # counted after each pass were a tenth of the run's main-process CPU).
-            position = store.change_position() if hasattr(store, "change_position") else None
-            if position is not None and seen.get("position") == position:
-                return bool(seen["done"])
-            settled = store.settled_count(report.pending)
-            progress.update(documents, completed=settled)
-            total, read = store.page_progress(report.pending)
-            elapsed = time.perf_counter() - started
-            rate = (read - report.pages_before) / elapsed if elapsed > 0 else 0.0
-            progress.update(pages, total=total or None, completed=read, rate=f"{rate:,.0f} pages/s")
-            finished = settled == len(set(report.pending))
-            if position is not None:
-                seen.update(position=position, done=finished)
+            # Asked after every poll pass. A store that numbers its changes is asked only for
+            # the jobs settled since the last time (counting two thousand jobs after every pass
+            # was a tenth of the run's main-process CPU); others count the run's jobs.
+            if follow and state["position"] is not None:
+                settled_ids, state["position"] = store.settled_changed(state["position"])
+                pending.difference_update(settled_ids)
+            elif follow:
+                state["position"] = store.change_position()  # read before the count
+                unsettled = {j.job_id for j in store.list_jobs(list(pending)) if not j.settled}
+                pending.intersection_update(unsettled)
+            elif store.settled_count(report.pending) == len(set(report.pending)):
+                pending.clear()
+            finished = not pending
+            if not progress.disable:  # the bar: redrawn a few times a second at most
+                now = time.perf_counter()
+                if finished or now - float(state["shown"] or 0.0) >= 0.25:
+                    state["shown"] = now
+                    progress.update(documents, completed=len(set(report.pending)) - len(pending))
+                    total, read = store.page_progress(report.pending)
+                    elapsed = now - started
+                    rate = (read - report.pages_before) / elapsed if elapsed > 0 else 0.0
+                    progress.update(pages, total=total or None, completed=read,
+                                    rate=f"{rate:,.0f} pages/s")
             return finished
 
         return done
