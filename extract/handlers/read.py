@@ -56,11 +56,15 @@ async def _read_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: Delive
     # One listing of the job's pages first (a first delivery finds none, and looks no further);
     # then the stored ones' metadata, off the event loop and together: on S3 each is a request
     # the batch's other records would otherwise wait behind.
-    present = set(await asyncio.to_thread(
-        ctx.objects.list, pages_prefix(job.document_id, job.job_id)))
+    inline = getattr(ctx.objects, "local_reads", False)  # local disk: cheaper than a thread
+    prefix = pages_prefix(job.document_id, job.job_id)
+    present = set(ctx.objects.list(prefix) if inline
+                  else await asyncio.to_thread(ctx.objects.list, prefix))
 
     async def look(key: str) -> dict[str, str] | None:
-        return await asyncio.to_thread(ctx.objects.head, key) if key in present else None
+        if key not in present:
+            return None
+        return ctx.objects.head(key) if inline else await asyncio.to_thread(ctx.objects.head, key)
 
     stored = await asyncio.gather(*(look(k) for k in keys))
     for number, key, metadata in zip(unit.page_numbers, keys, stored, strict=True):

@@ -50,6 +50,10 @@ def source_format(job: Job) -> Format | None:
 async def local_copy(objects: ObjectStore, key: str) -> AsyncIterator[Path]:
     """``objects.local_path(key)`` entered and left in a worker thread: on S3 that is a download
     (and a delete), which would otherwise stop every other record of the batch meanwhile."""
+    if getattr(objects, "local_reads", False):  # a file already on this disk: no thread
+        with objects.local_path(key) as path:
+            yield path
+        return
     manager = objects.local_path(key)
     path = await asyncio.to_thread(manager.__enter__)
     try:

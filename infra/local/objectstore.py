@@ -41,6 +41,10 @@ def _supports_xattrs(folder: Path) -> bool:
 
 
 class FolderObjectStore:
+    local_reads = True
+    """``list``, ``head`` and ``local_path`` are a directory read or a stat here: a handler calls
+    them inline, as a thread hand-off for each costs the main process more than the call."""
+
     def __init__(self, root: Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
