@@ -92,6 +92,22 @@ def _as_user_error(error: Exception) -> UserError | None:
     return None
 
 
+class LazyConsole:
+    """A rich ``Console`` made on first use: rich costs ~40 ms to import, and a command that
+    prints only data (``doclake sql``) never needs it. Module-level consoles are these."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
 def report(error: UserError) -> None:
     from rich.console import Console
 
