@@ -38,11 +38,10 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from lake.events import EVENT_TYPES
+from lake import catalog_plan
+from lake.catalog_plan import INTERNAL_SCHEMA, Plan, internal_name
 from lake.files import is_local, local_root, open_lake
 from lake.layout import COMPACTED_PREFIX, EVENTS_PREFIX, event_type_prefix, name_fingerprint
-from lake.schema import arrow_fingerprint, arrow_schema, columns
-from lake.views import DERIVED_VIEWS, dedup_sql, dedup_view, events_sql, raw_view
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -58,91 +57,35 @@ NATIVE_MAX_FILES = 64
 file on every query (~27 us a file, plus filter evaluation, measured on 365 files), so a one-day
 query on a year of partitions paid 15 to 40 ms per table before reading a byte; a dataset binds
 in constant time and drops the other days' fragments on the ``dt`` filter before opening any
-(lake-decisions.md, section 6)."""
+(lake-decisions.md, section 6). That holds for a session that runs many statements; a one-shot
+``doclake sql "..."`` passes ``native_max_files`` higher, because importing the dataset layer
+(pyarrow.dataset, which loads pandas) costs it more than binding a year of files: measured on
+365 days, a one-day ``pages`` query 0.39 s CPU natively against 0.86 s through datasets."""
 REFRESH_AFTER_S = 1.0  # a session lists the lake again before a statement once its list is older
 
 Listing = dict[str, tuple[str, ...]]  # event type -> its data files, sorted
-
-INTERNAL_SCHEMA = "internal"
-"""The DuckDB schema of the ``raw_*`` and ``ev_*`` views: out of ``SHOW TABLES``."""
-_LAYER_NAME = re.compile(r"(?<![.\w'\"])(?:raw|ev)_(\w+)\b")
-
-
-def internal_name(view: str) -> str:
-    """``raw_<type>`` or ``ev_<type>`` as DuckDB names it: in the internal schema."""
-    return f"{INTERNAL_SCHEMA}.{view}"
-
 
 def duckdb_sql(sql: str) -> str:
     """SQL written with unqualified ``raw_<type>`` and ``ev_<type>`` names (``lake.views``, the
     dashboard's and evals' queries: Athena reads them so, in the lake's database) with those
     references in the internal schema. A ``LakeSession`` applies it to every statement too, so
     such queries keep working in doclake while ``SHOW TABLES`` lists only the analyst tables."""
-    return _LAYER_NAME.sub(
-        lambda m: internal_name(m.group(0)) if m.group(1) in EVENT_TYPES else m.group(0), sql)
+    return layers().duckdb_sql(sql)
 
 
-def _layers() -> dict[str, str]:
-    """Every view above the raw ones, by DuckDB name, in dependency order: ``internal.ev_*``,
-    then ``events`` and the derived views."""
-    layers = {internal_name(dedup_view(t)): duckdb_sql(dedup_sql(t)) for t in EVENT_TYPES}
-    layers["events"] = duckdb_sql(events_sql())
-    layers.update((name, duckdb_sql(sql)) for name, sql in DERIVED_VIEWS.items())
-    return layers
+_PLAN: Plan | None = None
 
 
-_WORD = re.compile(r"[A-Za-z_]\w*")
-_WHOLE_CATALOG = re.compile(
-    r"(?i)\b(show|describe|summarize|information_schema|duckdb_\w+|pragma|table_info|export|"
-    r"pg_catalog|sqlite_master)\b")
-"""Statements that look at the catalog itself: every view is defined before them."""
-
-
-class _Layers:
-    """The layers' SQL and what each one reads, worked out once per process.
-
-    A view reads the layers whose names appear in its SQL; ``ev_<type>`` reads the raw view of
-    its type. ``needed`` closes a statement's names over that, so a session defines only the
-    views a statement reaches (``jobs`` needs 5 raw and 6 other views of the ~75): DuckDB binds
-    every view it creates, and defining all of them was most of a small query's time."""
-
-    def __init__(self) -> None:
-        self.sql = _layers()
-        self.order = list(self.sql)
-        self.reads: dict[str, set[str]] = {}
-        self.raw: dict[str, str] = {internal_name(dedup_view(t)): t for t in EVENT_TYPES}
-        # A layer is named by its last part (``ev_page_read`` for ``internal.ev_page_read``):
-        # a statement that names it in any schema, or quoted, defines it (more is harmless).
-        self.short = {name: name.rsplit(".", 1)[-1] for name in self.order}
-        for name, sql in self.sql.items():
-            words = set(_WORD.findall(sql))
-            self.reads[name] = {other for other in self.order
-                                if other != name and self.short[other] in words}
-
-    def needed(self, statement: str) -> list[str]:
-        """The layers ``statement`` reaches, in dependency order (all of them for a statement
-        that reads the catalog itself)."""
-        if _WHOLE_CATALOG.search(statement):
-            return list(self.order)
-        words = set(_WORD.findall(statement))
-        todo = [name for name in self.order if self.short[name] in words]
-        seen: set[str] = set()
-        while todo:
-            name = todo.pop()
-            if name not in seen:
-                seen.add(name)
-                todo.extend(self.reads[name])
-        return [name for name in self.order if name in seen]
-
-
-_LAYERS: _Layers | None = None
-
-
-def layers() -> _Layers:
-    global _LAYERS
-    if _LAYERS is None:
-        _LAYERS = _Layers()
-    return _LAYERS
+def layers() -> Plan:
+    """The catalog's SQL (``lake.catalog_plan``): read from its cache, or worked out from the
+    event models, once per process. ``Plan.needed`` closes a statement's names over what each
+    view reads, so a session defines only the views a statement reaches (``jobs`` needs 5 raw
+    and 6 other views of the ~75): DuckDB binds every view it creates, and defining all of them
+    was most of a small query's time."""
+    global _PLAN
+    if _PLAN is None:
+        _PLAN = catalog_plan.load()
+    return _PLAN
 
 
 def _define_layers(con) -> None:
@@ -184,7 +127,7 @@ def list_event_files(filesystem: pafs.FileSystem | None, root: str) -> Listing:
     """Every data file of every known event type, by type: ``events/event_type=T/dt=D/*.parquet``
     (locally three levels of ``os.scandir``; on S3 one recursive, paged ListObjectsV2).
     ``filesystem`` None: the local one."""
-    found: dict[str, list[str]] = {t: [] for t in EVENT_TYPES}
+    found: dict[str, list[str]] = {t: [] for t in layers().event_types}
     if _is_local_fs(filesystem):
         for event_type, path in _local_files(f"{root}/{EVENTS_PREFIX}"):
             if event_type in found:
@@ -262,9 +205,12 @@ def _consistent(before: Listing, after: Listing) -> bool:
 
 
 def _empty_select(event_type: str) -> str:
-    cols = ", ".join(f"CAST(NULL AS {c.duckdb}) AS {c.name}"
-                     for c in columns(EVENT_TYPES[event_type]))
-    return f"SELECT {cols}, CAST(NULL AS DATE) AS dt WHERE false"
+    return layers().empty[event_type]
+
+
+def _raw_name(event_type: str) -> str:
+    """``internal.raw_<type>``."""
+    return internal_name(layers().raw_views[event_type])
 
 
 def _sql_string(value: str) -> str:
@@ -285,11 +231,11 @@ def _define_local_raw(con, event_type: str, groups: list[list[str]]) -> None:
     folder name (hive partitioning), so a filter on it skips files."""
     empty = _empty_select(event_type)
     if not groups:
-        con.execute(f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS {empty}")
+        con.execute(f"CREATE OR REPLACE VIEW {_raw_name(event_type)} AS {empty}")
         return
-    names = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
+    names = layers().columns[event_type]
     parts = " UNION ALL BY NAME ".join(_read_parquet(g, False) for g in groups)
-    con.execute(f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS "
+    con.execute(f"CREATE OR REPLACE VIEW {_raw_name(event_type)} AS "
                 f"SELECT {names}, dt FROM ({empty} UNION ALL BY NAME {parts})")
 
 
@@ -300,13 +246,16 @@ def _define_remote_raw(con, filesystem: pafs.FileSystem, root: str, event_type: 
     import pyarrow as pa
     import pyarrow.dataset as pads  # here, not at the top: it loads pandas (~0.4 s)
 
+    from lake.events import EVENT_TYPES
+    from lake.schema import arrow_schema
+
     schema = arrow_schema(EVENT_TYPES[event_type]).append(pa.field("dt", pa.date32()))
     partitioning = pads.partitioning(pa.schema([("dt", pa.date32())]), flavor="hive")
     dataset = pads.dataset(list(files), schema=schema, format="parquet", filesystem=filesystem,
                            partitioning=partitioning,
                            partition_base_dir=f"{root}/{event_type_prefix(event_type)}")
     con.register(f"_ds_{event_type}", dataset)
-    con.execute(f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS "
+    con.execute(f"CREATE OR REPLACE VIEW {_raw_name(event_type)} AS "
                 f"SELECT * FROM _ds_{event_type}")
 
 
@@ -352,12 +301,13 @@ class LakeSession:
 
     def __init__(self, lake_uri: str, *, threads: int | None = None,
                  retries: int = DEFAULT_RETRIES, refresh_after_s: float = REFRESH_AFTER_S,
-                 confined: bool = True):
+                 confined: bool = True, native_max_files: int | None = None):
         config = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
         if threads:
             config["threads"] = threads
         self.lake_uri = lake_uri
         self.retries = retries
+        self.native_max_files = NATIVE_MAX_FILES if native_max_files is None else native_max_files
         self.refresh_after_s = refresh_after_s
         self.listed_at = float("-inf")
         self._fingerprints: dict[str, str] = {}  # path -> schema fingerprint (files never change)
@@ -427,6 +377,8 @@ class LakeSession:
             if fingerprint is None:
                 import pyarrow.parquet as pq
 
+                from lake.schema import arrow_fingerprint
+
                 fingerprint = arrow_fingerprint(pq.read_schema(path))
                 self._fingerprints[path] = fingerprint
             groups.setdefault(fingerprint, []).append(path)
@@ -442,10 +394,10 @@ class LakeSession:
     @property
     def views_defined(self) -> frozenset[str]:
         """The views this session has defined so far (raw views by their internal name)."""
-        return frozenset(self._layers_defined) | {internal_name(raw_view(t)) for t in self._raw_files}
+        return frozenset(self._layers_defined) | {_raw_name(t) for t in self._raw_files}
 
     def _define_raw(self, event_type: str, files: tuple[str, ...]) -> None:
-        if self.local and len(files) <= NATIVE_MAX_FILES:
+        if self.local and len(files) <= self.native_max_files:
             _define_local_raw(self.con, event_type, self._groups(files))
         else:
             _define_remote_raw(self.con, self.filesystem, self.root, event_type, files)
@@ -456,8 +408,8 @@ class LakeSession:
         the current listing; a statement run on ``con`` directly needs this first."""
         plan = layers()
         statement = duckdb_sql(statement)
-        for event_type in EVENT_TYPES:  # a raw view named by the statement itself
-            if event_type not in self._raw_files and raw_view(event_type) in statement:
+        for event_type in plan.event_types:  # a raw view named by the statement itself
+            if event_type not in self._raw_files and plan.raw_views[event_type] in statement:
                 self._define_raw(event_type, self.listing.get(event_type, ()))
         for name in plan.needed(statement):
             if name in self._layers_defined:
@@ -553,6 +505,9 @@ def write_shape_files(root: str) -> None:
     a schema that gained columns is picked up; written aside and renamed, never half there)."""
     import pyarrow.parquet as pq
 
+    from lake.events import EVENT_TYPES
+    from lake.schema import arrow_schema
+
     for event_type, model in EVENT_TYPES.items():
         path = shape_file(root, event_type)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -568,9 +523,9 @@ def _define_local_raw_glob(con, root: str, event_type: str) -> None:
     when the view was saved (model calls, failures) once they have one."""
     empty = _empty_select(event_type)
     glob = _sql_string(f"{root}/*/event_type={event_type}/dt=*/*.parquet")
-    names = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
+    names = layers().columns[event_type]
     con.execute(
-        f"CREATE OR REPLACE VIEW {internal_name(raw_view(event_type))} AS "
+        f"CREATE OR REPLACE VIEW {_raw_name(event_type)} AS "
         f"SELECT {names}, dt FROM ({empty} UNION ALL BY NAME "
         f"SELECT * FROM read_parquet({glob}, hive_partitioning = true, "
         "hive_types = {'dt': DATE}, hive_types_autocast = false, union_by_name = true))"
@@ -588,7 +543,7 @@ def define_views(con, lake_uri: str) -> None:
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {INTERNAL_SCHEMA}")
     if local:
         write_shape_files(root)
-        for event_type in EVENT_TYPES:
+        for event_type in layers().event_types:
             _define_local_raw_glob(con, root, event_type)
     else:
         for event_type, files in stable_listing(filesystem, root).items():
@@ -614,11 +569,14 @@ def confine(con, lake_root: str | None) -> None:
 
 
 def connect(lake_uri: str, *, threads: int | None = None, retries: int = DEFAULT_RETRIES,
-            refresh_after_s: float = REFRESH_AFTER_S, confined: bool = True) -> LakeSession:
+            refresh_after_s: float = REFRESH_AFTER_S, confined: bool = True,
+            native_max_files: int | None = None) -> LakeSession:
     """A DuckDB session with the lake's views; never downloads an extension. ``confined`` (the
-    default): it reads the lake and nothing else, and writes no file (``confine``)."""
+    default): it reads the lake and nothing else, and writes no file (``confine``).
+    ``native_max_files``: see ``NATIVE_MAX_FILES`` (its value by default)."""
     return LakeSession(lake_uri, threads=threads, retries=retries,
-                       refresh_after_s=refresh_after_s, confined=confined)
+                       refresh_after_s=refresh_after_s, confined=confined,
+                       native_max_files=native_max_files)
 
 
 def query(lake_uri: str, sql: str, parameters: list | None = None) -> pa.Table:

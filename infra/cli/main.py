@@ -14,6 +14,7 @@ Conventions every command follows (later ones inherit them):
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -216,8 +217,6 @@ def _per_file_passwords(table_path: Path | None, files: list[Path],
 def _fields_request(fields: str, strategy: str) -> str | None:
     """Check ``--fields`` and ``--strategy`` before anything is ingested; the schema as the
     fields messages will name it, or None for ``--fields none``."""
-    import sys
-
     from extract.fields.schemas import NdaFields, SchemaLoadError, load_schema
     from extract.fields.strategies import STRATEGIES, available
 
@@ -410,7 +409,10 @@ def sql(
     from infra.cli.home import open_lake_location
     from lake.catalog import connect
 
-    con = connect(open_lake_location(home))
+    # One statement: a local lake's files are read by DuckDB itself however many there are
+    # (lake.catalog.NATIVE_MAX_FILES says why); the prompt keeps the default, for many statements.
+    con = connect(open_lake_location(home),
+                  **({} if query is None else {"native_max_files": sys.maxsize}))
     if query is None:
         sqlshell.interactive(con, output_format)
     elif not sqlshell.run_script(con, query, output_format):
