@@ -181,3 +181,78 @@ def test_without_its_delete_grant_the_refused_upload_stays_but_is_never_read(ser
     (job,) = _jobs(deployed)
     assert len(_versions(deployed, f"uploads/{job.document_id}/{job.job_id}")) == 2
     assert job.status.value == "succeeded" and "FIRST UPLOAD" in _page(deployed, job)
+
+
+class _ReadBeforeTheOtherClaim:
+    """A job store whose first ``get_job`` answers from before another event's claim lands:
+    the two events of one slot both read "no job" and both write."""
+
+    def __init__(self, store, other_claim):
+        self._store = store
+        self._other_claim = other_claim
+
+    def get_job(self, job_id):
+        job = self._store.get_job(job_id)
+        if self._other_claim is not None:
+            claim, self._other_claim = self._other_claim, None
+            claim()
+        return job
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+
+class _Sent:
+    def __init__(self):
+        self.messages = []
+
+    def send(self, queue: str, body: str, **kwargs) -> None:
+        self.messages.append((queue, body))
+
+
+def test_two_events_racing_for_one_slot_are_decided_by_the_conditional_job_write():
+    """Both events read no job; the DynamoDB store's conditional write lets one create it, and
+    the other is refused (``SlotTaken``, nothing written for it), not a crash and not a second
+    plan of the slot."""
+    from support.awsmoto import dynamo_job_store
+
+    from ingest.uploads import SlotTaken, Upload, new_slot, plan_upload
+
+    store, queue, events = dynamo_job_store(None), _Sent(), []
+    slot = new_slot()
+
+    def upload(version: str) -> Upload:
+        return Upload(slot=slot, source_name="nda.pdf", source_key=f"s3://b/{slot.object_key}",
+                      fingerprint=f"etag:{version}", bytes=10, object_version=version)
+
+    racing = _ReadBeforeTheOtherClaim(store, lambda: plan_upload(store, queue, events.extend,
+                                                                 upload("v1")))
+    with pytest.raises(SlotTaken) as taken:
+        plan_upload(racing, queue, events.extend, upload("v2"))
+    assert taken.value.claimed_key == f"{slot.object_key}?versionId=v1"
+    assert store.get_job(slot.job_id).object_key == f"{slot.object_key}?versionId=v1"
+    assert [q for q, _ in queue.messages] == ["split"]
+    assert plan_upload(store, queue, events.extend, upload("v1")) is False  # a redelivery
+
+
+def test_a_pinned_key_reads_its_version_whatever_is_put_at_the_key_later(tmp_path):
+    from support.awsmoto import bucket, client
+
+    from infra.aws.s3 import S3ObjectStore
+    from lake.layout import pinned_key
+
+    s3 = client("s3")
+    name = bucket()
+    s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": "Enabled"})
+    store = S3ObjectStore(s3, name)
+    first = s3.put_object(Bucket=name, Key="uploads/d/j", Body=b"first",
+                          Metadata={"source-name": "a.pdf"})["VersionId"]
+    s3.put_object(Bucket=name, Key="uploads/d/j", Body=b"second bytes")
+    key = pinned_key("uploads/d/j", first)
+    assert store.get(key) == b"first"
+    assert store.head(key) == {"source-name": "a.pdf"}
+    with store.local_path(key) as path:
+        assert path.read_bytes() == b"first"
+    assert store.get("uploads/d/j") == b"second bytes"
+    with pytest.raises(ValueError, match="read-only"):
+        store.put(key, b"x")
