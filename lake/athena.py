@@ -72,6 +72,10 @@ def _fix_for_athena(node: exp.Expression) -> exp.Expression:
         return exp.Anonymous(this="date_diff", expressions=[exp.Literal.string(unit), start, end])
     if isinstance(node, exp.DataType) and node.this in _ZONED:
         return exp.DataType.build("TIMESTAMP")
+    if isinstance(node, exp.AtTimeZone) and node.args["zone"].name.upper() == "UTC":
+        # DuckDB's TIMESTAMPTZ -> TIMESTAMP in UTC (lake.views.utc_timestamp); Athena's Parquet
+        # reader already gives that TIMESTAMP, and AT TIME ZONE would make it zoned again.
+        return node.this
     return node
 
 
@@ -123,9 +127,7 @@ _PRESTO_SCALARS = {
     "FLOAT": "real",
     "BOOLEAN": "boolean",
     "DATE": "date",
-    "TIMESTAMP": "timestamp(3)",
-    "TIMESTAMP WITH TIME ZONE": "timestamp(3)",  # stored as UTC; Athena reads plain timestamp
-    "TIMESTAMPTZ": "timestamp(3)",  # lake.schema's spelling of the same type
+    "TIMESTAMP": "timestamp(3)",  # UTC: lake.views.utc_timestamp; a zoned column is refused
 }
 
 _HIVE_SCALARS = {

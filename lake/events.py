@@ -169,7 +169,10 @@ class PageRead(Event):
     reader: str = Field(description="what read the text: the text layer, OCR, a model, calamine")
     chars: int = Field(description="characters of text stored")
     object_key: str | None = Field(None, description="where the page's Markdown is stored")
-    duration_ms: float | None = Field(None, description="milliseconds spent reading it")
+    duration_ms: float | None = Field(
+        None, description="milliseconds spent reading this page alone, measured page by page "
+        "(the text layer in its worker, OCR per page, a model per call); the unit's whole time, "
+        "queueing and storing included, is units.duration_ms")
     sheet_name: str | None = Field(None, description="the sheet, for a spreadsheet's text part")
 
 
