@@ -127,8 +127,13 @@ _PRESTO_SCALARS = {
     "FLOAT": "real",
     "BOOLEAN": "boolean",
     "DATE": "date",
-    "TIMESTAMP": "timestamp(3)",  # UTC: lake.views.utc_timestamp; a zoned column is refused
+    "TIMESTAMP": "timestamp(3)",  # UTC, as every view shows it (lake.views.utc_timestamp)
+    # The raw Parquet columns (UTC instants): Glue declares them ``timestamp``, which Athena
+    # reads as UTC. A view never has one (``view_columns`` refuses it).
+    "TIMESTAMP WITH TIME ZONE": "timestamp(3)",
+    "TIMESTAMPTZ": "timestamp(3)",
 }
+_ZONED_NAMES = ("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ")
 
 _HIVE_SCALARS = {
     "varchar": "string",
@@ -190,9 +195,19 @@ def _duckdb_view_columns() -> dict[str, tuple[tuple[str, str], ...]]:
 
 
 def view_columns() -> dict[str, list[tuple[str, str]]]:
-    """Each view's columns as (name, Trino type), from DuckDB views over an empty lake."""
+    """Each view's columns as (name, Trino type), from DuckDB views over an empty lake.
+
+    A zoned timestamp in a view raises: DuckDB would show it with a zone and Athena without,
+    and the views promise one type, ``TIMESTAMP`` in UTC, in both (``lake.views.utc_timestamp``).
+    """
+    found = _duckdb_view_columns()
+    for name, cols in found.items():
+        zoned = [col for col, kind in cols if kind.upper() in _ZONED_NAMES]
+        if zoned:
+            raise TypeError(f"view {name}: {', '.join(zoned)} zoned in DuckDB but not in "
+                            "Athena; select it through lake.views.utc_timestamp")
     return {name: [(col, presto_type(kind)) for col, kind in cols]
-            for name, cols in _duckdb_view_columns().items()}
+            for name, cols in found.items()}
 
 
 # --- Glue view definitions ---------------------------------------------------------------------

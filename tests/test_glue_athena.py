@@ -269,7 +269,7 @@ def test_view_columns_match_the_schema_and_the_raw_table_types():
             assert hive_type(presto_type(c.duckdb)) == c.glue
     assert dict(cols["jobs"])["created_at"] == "timestamp(3)"
     assert dict(cols["results"])["party"] == "array(varchar)"
-    assert dict(cols["daily_costs"])["day"] == "date"
+    assert dict(cols["daily_costs"])["cost_usd"] == "decimal(18,10)"
     assert dict(cols["job_latency"])["seconds"] == "double"
     for table in CONTRACT_TABLES:  # every contract table carries its partition, as a DATE
         assert dict(cols[table])["dt"] == "date", table
