@@ -8,8 +8,10 @@ before Trino SQL is generated:
   "boundaries crossed" meaning. That is right for days or hours, but a no-op for milliseconds
   on Athena's millisecond timestamps, so there the plain ``date_diff`` is emitted. Units Trino
   lacks (microsecond) are refused instead of silently changing meaning.
-- ``TIMESTAMPTZ`` casts become ``TIMESTAMP``: the lake stores UTC instants, which Athena's Parquet
-  reader returns as plain ``timestamp``; a zone-aware column could not be described in Glue.
+- ``TIMESTAMPTZ`` casts become ``TIMESTAMP``, and ``x AT TIME ZONE 'UTC'`` becomes ``x``: the lake
+  stores UTC instants, which Athena's Parquet reader returns as plain ``timestamp`` in UTC, the
+  type every view shows in DuckDB too (``lake.views.utc_timestamp``); a zone-aware column could
+  not be described in Glue, and ``view_columns`` refuses one.
 
 Time: Athena reads the lake's microsecond Parquet timestamps as ``timestamp(3)``, rounded to the
 millisecond, so a view's timestamps in Athena can differ from DuckDB's in the last three digits.

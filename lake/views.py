@@ -18,6 +18,10 @@ joins and unions into ``read_parquet``'s file filter; Trino (Athena) does the sa
 (``PredicatePushDown.visitWindow`` pushes conjuncts over partition-by symbols; equi-joins
 propagate them) down to partition projection. ``tests/test_partitions.py`` checks both.
 
+**Types, the same in both engines.** Times are ``TIMESTAMP`` in UTC with no zone
+(``utc_timestamp``, applied in ``ev_<type>``), money ``DECIMAL(18,10)`` (``MONEY``), dates
+``DATE``; ``tests/test_analyst_types.py`` checks that Glue declares what DuckDB computes.
+
 **Time in Athena.** The lake stores microseconds; Athena reads Parquet timestamps as
 ``timestamp(3)``, i.e. rounded to milliseconds. Values that matter are therefore also kept in
 numeric columns computed from the events themselves (``duration_ms``, ``latency_ms``,
