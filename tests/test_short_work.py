@@ -81,3 +81,28 @@ def test_an_office_file_is_published_while_ocr_pages_are_still_queued(tmp_path, 
     assert [(hit.document_id, hit.page_number) for hit in memo_pages] == [
         (runtime.store.get_job(memo_job).document_id, 1)]
     assert len(list(gate.glob("done-*"))) == 4  # and the scan was read in full afterwards
+
+
+def test_the_rules_strategy_is_built_once_a_process_not_once_a_document(monkeypatch):
+    """On the way to every result: building the rules strategy (loading the model, hashing it
+    and the generators' code) took 30 ms, six times an NDA's extraction, and was done twice a
+    document, on the main process's event loop and in the short lane. Built once, it is reused."""
+    from extract.fields.base import PageText
+    from extract.fields.rules import offline
+    from extract.fields.rules.strategy import RulesStrategy
+
+    offline.shipped_rules.cache_clear()
+    built = []
+    real_init = RulesStrategy.__init__
+
+    def counting_init(self, *args, **kwargs):
+        built.append(self)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(RulesStrategy, "__init__", counting_init)
+    pages = (PageText(1, "MUTUAL NON-DISCLOSURE AGREEMENT between Acme, Inc. and Beta LLC, "
+                         "governed by the laws of the State of Delaware."),)
+    versions = {offline.OffloadedRules(cpu=None, timeout_s=1).model_version for _ in range(3)}
+    results = [offline.run_rules(pages) for _ in range(3)]  # as the short lane's process runs it
+    assert len(built) == 1 and len(versions) == 1
+    assert {r.model_version for r in results} == versions
