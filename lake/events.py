@@ -283,6 +283,10 @@ class ModelCalled(Event):
     detail: str | None = Field(
         None, description="why the call failed or gave no text: the HTTP error, the block reason "
         "or the finish reason")
+    tokens_estimated: bool = Field(
+        False, description="true when no answer said the tokens: a call that timed out or was "
+        "cancelled after its request was sent (the provider may bill it) carries the input "
+        "tokens estimated from the request, output 0, and the cost of those")
 
 
 class ResultPublished(Event):

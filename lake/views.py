@@ -220,7 +220,8 @@ FROM ev_failure
     "model_calls": f"""
 SELECT call_id, job_id, document_id, purpose, provider, model, outcome, http_status,
        input_tokens, output_tokens, latency_ms, CAST(cost_usd AS {MONEY}) AS cost_usd, attempt,
-       occurred_at, page_number, call_attempt, detail, unit_id, dt
+       occurred_at, page_number, call_attempt, detail, unit_id,
+       coalesce(tokens_estimated, false) AS tokens_estimated, dt
 FROM ev_model_call
 """,
     # The latest result per document; dt is the document's day, as in documents.
