@@ -71,7 +71,7 @@ def test_a_dead_letter_fails_its_job_once_however_often_the_poller_sees_it(
     assert (job.status.value, job.failure_reason) == ("failed", "dead_letter")
     lake = awsmoto.lake_uri(deployment.lake)
     rows = query(lake, "SELECT unit_id, final FROM failures "
-                       "WHERE error_type = 'dead_letter'").to_pylist()
+                       "WHERE failure_reason = 'dead_letter'").to_pylist()
     assert rows == [{"unit_id": "u00001", "final": True}], rows
 
 
