@@ -12,7 +12,6 @@ import asyncio
 import json
 
 import pytest
-from support import awsmoto
 
 pytest.importorskip("aws_cdk", reason="the cdk extra is not installed (pip install -e '.[cdk]')")
 pytest.importorskip("moto.server", reason="moto[server] is not installed")
@@ -292,32 +291,41 @@ def test_a_30_minute_brownout_through_the_aws_handlers_on_the_templates_own_sche
           f"{longest.function} {longest.took_s:.1f} s of {longest.timeout_s:g} s")
 
 
-def test_the_sparse_indexes_spread_their_keys_over_shards_and_read_them_all(tmp_path):
-    """Each job's index attributes take its own shard's value, so the writes of many jobs land
-    on many partitions of an index; the readers merge every shard, in the index's order."""
+def test_the_sparse_indexes_spread_their_keys_over_shards_and_read_them_all(iam_moto):
+    """On the template's table and indexes: each job's index attributes take its own shard's
+    value, so the writes of many jobs land on many partitions of an index; the readers merge
+    every shard, in the index's order. The ingest function's role writes the jobs, the poller's
+    reads and moves them."""
     from datetime import timedelta
 
     from extract.ports import NewVersion
     from extract.state import JobStatus
     from lake.events import utc_now
 
-    store = awsmoto.dynamo_job_store(tmp_path)
+    deployed = StackDeployment(synth(), iam_moto)
     start = utc_now()
     ids = [f"job-{n:02d}" for n in range(30)]
-    for n, job_id in enumerate(ids):
-        store.create_job(NewVersion(
-            document_id=f"d{n}", job_id=job_id, source_name="a.pdf", source_key=f"/a{n}.pdf",
-            sha256=f"s{n}", bytes=1, version=1, object_key=f"uploads/d{n}/{job_id}",
-            created_at=start + timedelta(seconds=n)))
-    items = store.client.scan(TableName=store.table)["Items"]
+    with deployed.running_as("ingest"):
+        from infra.aws.runtime import shared
+
+        store = shared().store
+        for n, job_id in enumerate(ids):
+            store.create_job(NewVersion(
+                document_id=f"d{n}", job_id=job_id, source_name="a.pdf", source_key=f"/a{n}.pdf",
+                sha256=f"s{n}", bytes=1, version=1, object_key=f"uploads/d{n}/{job_id}",
+                created_at=start + timedelta(seconds=n)))
+    table = deployed.functions["poller"].environment["DOCLAKE_TABLE"]
+    items = deployed.client("dynamodb").scan(TableName=table)["Items"]
     shards = {item["gsi_active"]["S"] for item in items if "gsi_active" in item}
     assert len(shards) > 3, shards
-    assert [p.job.job_id for p in store.active_jobs()] == ids  # every shard, oldest first
-    assert [j.job_id for j in store.unsent_jobs()] == ids
-    for job_id in ids[:5]:
-        store.transition_job(job_id, JobStatus.QUEUED, JobStatus.FAILED, at=utc_now())
-    assert {j.job_id for j in store.jobs_missing_status_event()} == set(ids[:5])
-    assert [p.job.job_id for p in store.active_jobs()] == ids[5:]
+    with deployed.running_as("poller"):
+        store = shared().store
+        assert [p.job.job_id for p in store.active_jobs()] == ids  # every shard, oldest first
+        assert [j.job_id for j in store.unsent_jobs()] == ids
+        for job_id in ids[:5]:
+            store.transition_job(job_id, JobStatus.QUEUED, JobStatus.FAILED, at=utc_now())
+        assert {j.job_id for j in store.jobs_missing_status_event()} == set(ids[:5])
+        assert [p.job.job_id for p in store.active_jobs()] == ids[5:]
 
 
 def test_a_poller_pass_stops_at_the_first_step_its_lease_no_longer_covers(
