@@ -28,6 +28,24 @@ def upload_key(document_id: str, upload_id: str) -> str:
     return f"uploads/{document_id}/{upload_id}"
 
 
+VERSION_MARK = "?versionId="
+"""Between a key and the one stored version of it a job reads (``pinned_key``)."""
+
+
+def pinned_key(key: str, version: str | None) -> str:
+    """``key`` at one stored version: what a job on a versioned bucket reads, whatever is put
+    at the key later (S3's own URL form, ``key?versionId=...``). No version: the key itself."""
+    if VERSION_MARK in key:
+        raise ValueError(f"the key is pinned already: {key!r}")
+    return f"{key}{VERSION_MARK}{version}" if version else key
+
+
+def unpinned(key: str) -> tuple[str, str | None]:
+    """The key and the version a ``pinned_key`` names (None for a plain key)."""
+    bare, mark, version = key.partition(VERSION_MARK)
+    return (bare, version) if mark and version else (bare, None)
+
+
 def page_key(document_id: str, job_id: str, page_number: int) -> str:
     """One page's Markdown: zero-padded so that a plain listing is in page order."""
     return f"{pages_prefix(document_id, job_id)}{page_number:05d}.md"

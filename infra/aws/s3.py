@@ -1,7 +1,9 @@
 """The object store on S3: the same keys as the local folder (``lake.layout``), in one bucket.
 
 S3 already gives the port's atomicity (a PUT is all or nothing) and user metadata; what is left
-here is paging, batching and turning boto errors into ours (``infra.aws.errors``).
+here is paging, batching and turning boto errors into ours (``infra.aws.errors``). A key pinned
+to a version (``lake.layout.pinned_key``: an upload a job claimed on the versioned uploads
+bucket) is read at that version only, so bytes put at the key later are never read for it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infra.aws.errors import is_not_found, mapped
+from lake.layout import unpinned
 
 PUT_THREADS = 8  # a unit's five pages go up together; S3 latency, not bandwidth, is the cost
 DELETE_BATCH = 1000  # DeleteObjects' limit
@@ -54,9 +57,19 @@ class S3ObjectStore:
             raise ValueError(f"invalid object key: {key!r}")
         return f"{self.prefix}{key}"
 
+    def _address(self, key: str) -> dict[str, str]:
+        """``Key`` (and ``VersionId`` for a pinned key) of a read."""
+        bare, version = unpinned(key)
+        return {"Key": self._key(bare), **({"VersionId": version} if version else {})}
+
+    def _writable(self, key: str) -> str:
+        if unpinned(key)[1] is not None:
+            raise ValueError(f"a pinned version is read-only: {key!r}")
+        return self._key(key)
+
     def put(self, key: str, data: bytes, *, metadata: dict[str, str] | None = None) -> None:
         with mapped(f"s3 put {key}"):
-            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data,
+            self.client.put_object(Bucket=self.bucket, Key=self._writable(key), Body=data,
                                    Metadata=metadata or {})
 
     def put_many(self, objects: Sequence[tuple[str, bytes, dict[str, str] | None]]) -> None:
@@ -72,16 +85,17 @@ class S3ObjectStore:
         is needed to fail it ``file_too_large``), read through a bounded stream."""
         if max_bytes is None or path.stat().st_size <= max_bytes:
             with mapped(f"s3 upload {key}"):
-                self.client.upload_file(str(path), self.bucket, self._key(key))
+                self.client.upload_file(str(path), self.bucket, self._writable(key))
             return
         with open(path, "rb") as handle, mapped(f"s3 upload {key}"):
             head = io.BufferedReader(_Bounded(handle, max_bytes + 1))
-            self.client.upload_fileobj(head, self.bucket, self._key(key))
+            self.client.upload_fileobj(head, self.bucket, self._writable(key))
 
     def get(self, key: str) -> bytes:
         try:
             with mapped(f"s3 get {key}"):
-                return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+                return self.client.get_object(Bucket=self.bucket,
+                                              **self._address(key))["Body"].read()
         except Exception as error:
             if is_not_found(error):
                 raise KeyError(key) from None
@@ -91,7 +105,7 @@ class S3ObjectStore:
         try:
             with mapped(f"s3 head {key}"):
                 return dict(self.client.head_object(Bucket=self.bucket,
-                                                    Key=self._key(key)).get("Metadata", {}))
+                                                    **self._address(key)).get("Metadata", {}))
         except Exception as error:
             if is_not_found(error):
                 return None
@@ -118,7 +132,9 @@ class S3ObjectStore:
     def _download(self, key: str, name: str) -> None:
         try:
             with mapped(f"s3 download {key}"):
-                self.client.download_file(self.bucket, self._key(key), name)
+                address = self._address(key)
+                self.client.download_file(self.bucket, address.pop("Key"), name,
+                                          ExtraArgs=address or None)
         except Exception as error:
             if is_not_found(error):
                 raise KeyError(key) from None

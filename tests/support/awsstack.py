@@ -5,7 +5,7 @@ in-process: the AWS end-to-end tests run on what ``cdk deploy`` would create, no
 walks the template's resources and creates, in a moto server of its own
 (``support.iam_moto_server``, IAM enforced), each one it can with the template's properties:
 
-- ``AWS::S3::Bucket`` (and its EventBridge notification switch), ``AWS::SQS::Queue`` (visibility,
+- ``AWS::S3::Bucket`` (its EventBridge notification switch and versioning), ``AWS::SQS::Queue`` (visibility,
   retention, the ``RedrivePolicy`` to its DLQ), ``AWS::DynamoDB::Table`` (keys, indexes, stream,
   TTL), ``AWS::SecretsManager::Secret``, ``AWS::Events::Rule`` (patterns and targets);
 - ``AWS::IAM::Role`` and ``AWS::IAM::Policy``: each role becomes an IAM user carrying the role's
@@ -276,6 +276,9 @@ class StackDeployment:
                 "EventBridgeEnabled"):
             s3.put_bucket_notification_configuration(
                 Bucket=name, NotificationConfiguration={"EventBridgeConfiguration": {}})
+        versioning = props.get("VersioningConfiguration", {}).get("Status")
+        if versioning:
+            s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": versioning})
         self.physical[logical] = {"Ref": name, "Arn": f"arn:aws:s3:::{name}",
                                   "DomainName": f"{name}.s3.amazonaws.com"}
 

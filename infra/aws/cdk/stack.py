@@ -56,7 +56,10 @@ class DoclakeStack(Stack):
                  build_dir: Path, **kwargs) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
-        self.uploads = self._bucket("Uploads", expire_days=settings.upload_retention_days)
+        # Versioned: the job of a slot reads the version its upload event claimed, so a second
+        # upload to a POST slot (usable until it expires) never replaces the bytes being read.
+        self.uploads = self._bucket("Uploads", expire_days=settings.upload_retention_days,
+                                    versioned=True)
         self.results = self._bucket("Results")
         self.lake = self._bucket("Lake", athena_results=True)
         # S3 -> EventBridge without the custom resource Bucket(event_bridge_enabled=True) adds.
@@ -93,12 +96,19 @@ class DoclakeStack(Stack):
     # --- storage -------------------------------------------------------------------------------
 
     def _bucket(self, name: str, *, expire_days: int | None = None,
-                athena_results: bool = False) -> s3.Bucket:
+                athena_results: bool = False, versioned: bool = False) -> s3.Bucket:
         rules = [s3.LifecycleRule(id="abort-multipart",
                                   abort_incomplete_multipart_upload_after=Duration.days(1))]
         if expire_days:
-            rules.append(s3.LifecycleRule(id="expire-uploads", prefix="uploads/",
-                                          expiration=Duration.days(expire_days)))
+            # On a versioned bucket an expired upload becomes a noncurrent version and a
+            # delete marker: both go too, or nothing would ever be removed.
+            rules.append(s3.LifecycleRule(
+                id="expire-uploads", prefix="uploads/", expiration=Duration.days(expire_days),
+                noncurrent_version_expiration=Duration.days(expire_days) if versioned
+                else None))
+            if versioned:
+                rules.append(s3.LifecycleRule(id="expired-delete-markers", prefix="uploads/",
+                                              expired_object_delete_marker=True))
         if athena_results:
             rules.append(s3.LifecycleRule(id="expire-athena-results", prefix=ATHENA_RESULTS,
                                           expiration=Duration.days(7)))
@@ -108,7 +118,7 @@ class DoclakeStack(Stack):
                                            transition_after=Duration.days(90))]))
         return s3.Bucket(self, name, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
                          encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
-                         versioned=False, lifecycle_rules=rules,
+                         versioned=versioned, lifecycle_rules=rules,
                          removal_policy=RemovalPolicy.RETAIN)
 
     def _table(self) -> dynamodb.Table:
@@ -279,6 +289,8 @@ class DoclakeStack(Stack):
         weekly = self.functions["weekly_evals"]
         self.lake.grant_read(weekly, "events/*")
         self.results.grant_put(weekly, f"{REPORTS_PREFIX}*")
+        # The ingest function deletes the version of a second upload to a claimed slot.
+        self.uploads.grant_delete(self.functions["ingest"], "uploads/*")
         self.uploads.grant_put(self.presigner, "uploads/*")
         self.results.grant_read(self.presigner, "results/*")  # the presigned result GET
 

@@ -7,7 +7,9 @@ presigned POST (a policy with a content-length range and the content type) or, w
 signature covers that exact ``Content-Length`` and ``If-None-Match: *`` (S3 refuses another size
 and any second upload to the key, so bytes being processed are never overwritten), the expiry
 (a setting, at most 15 minutes), and the result address. The bytes go straight to S3; the S3
-event does the rest.
+event does the rest. S3 has no conditional POST, so a POST form can be sent again until it
+expires: the ingest function claims the slot for the first version it sees and refuses the
+others (``infra.aws.lambdas.ingest``), so either slot takes one document.
 """
 
 from __future__ import annotations
