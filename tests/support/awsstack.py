@@ -12,8 +12,10 @@ walks the template's resources and creates, in a moto server of its own
   policies, with an access key; a handler runs with its role's key, so a grant missing from the
   stack is an AccessDenied here;
 - ``AWS::Lambda::Function`` and ``AWS::Lambda::EventSourceMapping`` are read, not created: a
-  function is its handler (the image's command or the zip's handler), its environment and its
-  role; a mapping is its source, batch size and filters, which ``drain`` and ``publish`` honour.
+  function is its handler (the image's command or the zip's handler), its environment, its
+  role, its timeout (the invocation's remaining time counts down from it; ``invocations`` notes
+  how long each call took) and memory; a mapping is its source, batch size and filters, which
+  ``drain`` and ``publish`` honour.
 
 ``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::Sub``, ``Fn::Select`` and the pseudo parameters
 resolve to the physical names created. A resource type not listed above (alarms, Glue, Athena,
