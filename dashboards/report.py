@@ -37,10 +37,15 @@ class Chart:
 
 def _frame(table: pa.Table):
     frame = table.to_pandas()
-    for column in frame.columns:  # DuckDB sums are DECIMAL: Vega-Lite wants plain numbers
+    for column in frame.columns:  # money is DECIMAL: Vega-Lite wants plain numbers
         if frame[column].dtype == object and len(frame) and hasattr(frame[column].iloc[0],
                                                                     "as_tuple"):
             frame[column] = frame[column].astype(float)
+        elif getattr(frame[column].dtype, "kind", "") == "M" \
+                and getattr(frame[column].dtype, "tz", None) is None:
+            # The views' times are TIMESTAMP in UTC with no zone (lake.views.utc_timestamp);
+            # said so here, or the browser would read them in its own zone.
+            frame[column] = frame[column].dt.tz_localize("UTC")
     return frame
 
 
@@ -178,9 +183,11 @@ def _cell(value: object) -> str:
         return ""
     if isinstance(value, float):
         return f"{value:,.2f}"
+    if isinstance(value, datetime):  # the views' times are UTC, with no zone attached
+        moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
     if hasattr(value, "isoformat"):
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") \
-            if hasattr(value, "astimezone") else value.isoformat()
+        return value.isoformat()
     return str(value)
 
 

@@ -27,6 +27,7 @@ great-expectations takes seconds to import, so it is imported only inside ``chec
 
 from __future__ import annotations
 
+import decimal
 import json
 import logging
 import math
@@ -332,13 +333,16 @@ def _exception_message(info: Any) -> str | None:
 
 
 def _plain(value: Any) -> Any:
-    """JSON-ready: numpy scalars become numbers, NaN/NaT become null, timestamps become strings."""
+    """JSON-ready: numpy scalars and decimals become numbers, NaN/NaT become null, timestamps
+    become strings."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if value is None or isinstance(value, str | bool):
         return value
+    if isinstance(value, decimal.Decimal):  # money is DECIMAL in the views: JSON has numbers
+        return None if value.is_nan() else float(value)
     if isinstance(value, numbers.Number):
         number = value.item() if hasattr(value, "item") else value
         return None if isinstance(number, float) and math.isnan(number) else number

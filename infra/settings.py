@@ -28,7 +28,9 @@ class Settings(BaseSettings, ModelConfig):
     pages_per_unit: int = Field(5, ge=1, description="Pages per unit of work.")
     concurrency: int = Field(64, ge=1, description="Messages handled at once.")
     cpu_workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1,
-                             description="Processes for CPU work (parsing).")
+                             description="Processes for CPU work (parsing) in each of the "
+                             "two long lanes, OCR and documents (infra.local.cpu_lanes); "
+                             "one more for short calls.")
     poll_interval_s: float = Field(5.0, gt=0, description="Poller period.")
     no_progress_timeout_s: float = Field(1800.0, gt=0,
                                          description="A job with no progress this long fails.")

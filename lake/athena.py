@@ -8,8 +8,10 @@ before Trino SQL is generated:
   "boundaries crossed" meaning. That is right for days or hours, but a no-op for milliseconds
   on Athena's millisecond timestamps, so there the plain ``date_diff`` is emitted. Units Trino
   lacks (microsecond) are refused instead of silently changing meaning.
-- ``TIMESTAMPTZ`` casts become ``TIMESTAMP``: the lake stores UTC instants, which Athena's Parquet
-  reader returns as plain ``timestamp``; a zone-aware column could not be described in Glue.
+- ``TIMESTAMPTZ`` casts become ``TIMESTAMP``, and ``x AT TIME ZONE 'UTC'`` becomes ``x``: the lake
+  stores UTC instants, which Athena's Parquet reader returns as plain ``timestamp`` in UTC, the
+  type every view shows in DuckDB too (``lake.views.utc_timestamp``); a zone-aware column could
+  not be described in Glue, and ``view_columns`` refuses one.
 
 Time: Athena reads the lake's microsecond Parquet timestamps as ``timestamp(3)``, rounded to the
 millisecond, so a view's timestamps in Athena can differ from DuckDB's in the last three digits.
@@ -72,6 +74,10 @@ def _fix_for_athena(node: exp.Expression) -> exp.Expression:
         return exp.Anonymous(this="date_diff", expressions=[exp.Literal.string(unit), start, end])
     if isinstance(node, exp.DataType) and node.this in _ZONED:
         return exp.DataType.build("TIMESTAMP")
+    if isinstance(node, exp.AtTimeZone) and node.args["zone"].name.upper() == "UTC":
+        # DuckDB's TIMESTAMPTZ -> TIMESTAMP in UTC (lake.views.utc_timestamp); Athena's Parquet
+        # reader already gives that TIMESTAMP, and AT TIME ZONE would make it zoned again.
+        return node.this
     return node
 
 
@@ -123,10 +129,13 @@ _PRESTO_SCALARS = {
     "FLOAT": "real",
     "BOOLEAN": "boolean",
     "DATE": "date",
-    "TIMESTAMP": "timestamp(3)",
-    "TIMESTAMP WITH TIME ZONE": "timestamp(3)",  # stored as UTC; Athena reads plain timestamp
-    "TIMESTAMPTZ": "timestamp(3)",  # lake.schema's spelling of the same type
+    "TIMESTAMP": "timestamp(3)",  # UTC, as every view shows it (lake.views.utc_timestamp)
+    # The raw Parquet columns (UTC instants): Glue declares them ``timestamp``, which Athena
+    # reads as UTC. A view never has one (``view_columns`` refuses it).
+    "TIMESTAMP WITH TIME ZONE": "timestamp(3)",
+    "TIMESTAMPTZ": "timestamp(3)",
 }
+_ZONED_NAMES = ("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ")
 
 _HIVE_SCALARS = {
     "varchar": "string",
@@ -188,9 +197,19 @@ def _duckdb_view_columns() -> dict[str, tuple[tuple[str, str], ...]]:
 
 
 def view_columns() -> dict[str, list[tuple[str, str]]]:
-    """Each view's columns as (name, Trino type), from DuckDB views over an empty lake."""
+    """Each view's columns as (name, Trino type), from DuckDB views over an empty lake.
+
+    A zoned timestamp in a view raises: DuckDB would show it with a zone and Athena without,
+    and the views promise one type, ``TIMESTAMP`` in UTC, in both (``lake.views.utc_timestamp``).
+    """
+    found = _duckdb_view_columns()
+    for name, cols in found.items():
+        zoned = [col for col, kind in cols if kind.upper() in _ZONED_NAMES]
+        if zoned:
+            raise TypeError(f"view {name}: {', '.join(zoned)} zoned in DuckDB but not in "
+                            "Athena; select it through lake.views.utc_timestamp")
     return {name: [(col, presto_type(kind)) for col, kind in cols]
-            for name, cols in _duckdb_view_columns().items()}
+            for name, cols in found.items()}
 
 
 # --- Glue view definitions ---------------------------------------------------------------------

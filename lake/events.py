@@ -169,7 +169,10 @@ class PageRead(Event):
     reader: str = Field(description="what read the text: the text layer, OCR, a model, calamine")
     chars: int = Field(description="characters of text stored")
     object_key: str | None = Field(None, description="where the page's Markdown is stored")
-    duration_ms: float | None = Field(None, description="milliseconds spent reading it")
+    duration_ms: float | None = Field(
+        None, description="milliseconds spent reading this page alone, measured page by page "
+        "(the text layer in its worker, OCR per page, a model per call); the unit's whole time, "
+        "queueing and storing included, is units.duration_ms")
     sheet_name: str | None = Field(None, description="the sheet, for a spreadsheet's text part")
 
 
@@ -280,6 +283,10 @@ class ModelCalled(Event):
     detail: str | None = Field(
         None, description="why the call failed or gave no text: the HTTP error, the block reason "
         "or the finish reason")
+    tokens_estimated: bool = Field(
+        False, description="true when no answer said the tokens: a call that timed out or was "
+        "cancelled after its request was sent (the provider may bill it) carries the input "
+        "tokens estimated from the request, output 0, and the cost of those")
 
 
 class ResultPublished(Event):

@@ -18,6 +18,10 @@ joins and unions into ``read_parquet``'s file filter; Trino (Athena) does the sa
 (``PredicatePushDown.visitWindow`` pushes conjuncts over partition-by symbols; equi-joins
 propagate them) down to partition projection. ``tests/test_partitions.py`` checks both.
 
+**Types, the same in both engines.** Times are ``TIMESTAMP`` in UTC with no zone
+(``utc_timestamp``, applied in ``ev_<type>``), money ``DECIMAL(18,10)`` (``MONEY``), dates
+``DATE``; ``tests/test_analyst_types.py`` checks that Glue declares what DuckDB computes.
+
 **Time in Athena.** The lake stores microseconds; Athena reads Parquet timestamps as
 ``timestamp(3)``, i.e. rounded to milliseconds. Values that matter are therefore also kept in
 numeric columns computed from the events themselves (``duration_ms``, ``latency_ms``,
@@ -31,10 +35,21 @@ Only portable constructs are used (window functions, ``date_diff``, ``UNION ALL`
 from __future__ import annotations
 
 from lake.events import EVENT_TYPES
-from lake.schema import ENVELOPE_FIELDS, columns
+from lake.schema import ENVELOPE_FIELDS, Column, columns
 
 TERMINAL = "('succeeded', 'failed')"
 PARTITION_COLUMN = "dt"
+MONEY = "DECIMAL(18,10)"
+"""Every money column of every view (``model_calls.cost_usd``, ``daily_costs.cost_usd`` and
+``cost_per_1000_pages``), in both engines. The events store a DOUBLE (a shipped field is never
+retyped); the views round it to this once, so sums are exact (0.1 + 0.2 = 0.3). Ten decimals: a
+price of $0.0001 per million tokens is 1e-10 USD a token, so any price quoted to four decimals
+per million gives an exact cost for any token count; eighteen digits leave eight before the
+point, up to $99,999,999.99 in one row. DuckDB and Trino both sum a DECIMAL(18,10) into a
+DECIMAL(38,10), which the views cast back, so one type reaches the analyst everywhere."""
+ISO_DATE = "'^[0-9]{4}-[0-9]{2}-[0-9]{2}$'"
+"""The text a DATE is made from (YYYY-MM-DD only): DuckDB's and Trino's casts accept different
+spellings beyond it, so only this one is cast, and both engines give the same DATE or NULL."""
 
 
 def raw_view(event_type: str) -> str:
@@ -45,15 +60,32 @@ def dedup_view(event_type: str) -> str:
     return f"ev_{event_type}"
 
 
+def utc_timestamp(column: Column) -> str:
+    """A raw column as the views show it: a timestamp as ``TIMESTAMP`` in UTC, the rest as is.
+
+    The Parquet files hold UTC instants (``isAdjustedToUTC``), which DuckDB reads as
+    ``TIMESTAMPTZ`` and Athena as a plain ``timestamp`` in UTC (Glue has no zoned type). The
+    views give both engines the second: ``AT TIME ZONE 'UTC'`` turns DuckDB's instant into the
+    UTC wall-clock time whatever the session's zone, and ``lake.athena`` drops it for Trino,
+    whose column already is that. One type, ``TIMESTAMP`` (UTC, no zone), in every view of
+    both engines."""
+    if column.duckdb == "TIMESTAMPTZ":
+        return f"{column.name} AT TIME ZONE 'UTC' AS {column.name}"
+    return column.name
+
+
 def dedup_sql(event_type: str) -> str:
-    """``ev_<type>``: one row per event id, the earliest emission, with its ``dt`` as a DATE.
+    """``ev_<type>``: one row per event id, the earliest emission, with its ``dt`` as a DATE and
+    its timestamps as ``TIMESTAMP`` in UTC (``utc_timestamp``).
 
     The cast is a no-op in DuckDB (``dt`` is read as a DATE); in Athena the partition key is a
     string, and Trino evaluates the cast per projected partition, so it still prunes."""
-    cols = ", ".join(c.name for c in columns(EVENT_TYPES[event_type]))
+    own = columns(EVENT_TYPES[event_type])
+    cols = ", ".join(c.name for c in own)
+    typed = ", ".join(utc_timestamp(c) for c in own)
     return (
         f"SELECT {cols}, dt FROM ("
-        f"SELECT {cols}, CAST(dt AS DATE) AS dt FROM {raw_view(event_type)}) AS r "
+        f"SELECT {typed}, CAST(dt AS DATE) AS dt FROM {raw_view(event_type)}) AS r "
         "QUALIFY row_number() OVER (PARTITION BY dt, event_id ORDER BY occurred_at, event_id) = 1"
     )
 
@@ -181,19 +213,25 @@ SELECT job_id, document_id, page_number, reader, chars, unit_id, occurred_at AS 
 FROM ev_page_read
 """,
     "failures": """
-SELECT occurred_at, job_id, document_id, unit_id, stage, error_type,
-       error_type AS failure_reason, message, final, attempt, message_id, dt
+SELECT occurred_at, job_id, document_id, unit_id, stage, error_type AS failure_reason,
+       message, final, attempt, message_id, dt
 FROM ev_failure
 """,
-    "model_calls": """
+    "model_calls": f"""
 SELECT call_id, job_id, document_id, purpose, provider, model, outcome, http_status,
-       input_tokens, output_tokens, latency_ms, cost_usd, attempt, occurred_at, page_number,
-       call_attempt, detail, unit_id, dt
+       input_tokens, output_tokens, latency_ms, CAST(cost_usd AS {MONEY}) AS cost_usd, attempt,
+       occurred_at, page_number, call_attempt, detail, unit_id,
+       coalesce(tokens_estimated, false) AS tokens_estimated, dt
 FROM ev_model_call
 """,
     # The latest result per document; dt is the document's day, as in documents.
-    "results": """
-SELECT r.document_id, r.job_id, r.status, r.effective_date, r.jurisdiction, r.party, r.term,
+    # effective_date: a DATE where the published text is one (YYYY-MM-DD), else NULL; the text
+    # itself stays in effective_date_text (a schema of your own may publish any string there).
+    "results": f"""
+SELECT r.document_id, r.job_id, r.status,
+       CASE WHEN regexp_matches(r.effective_date, {ISO_DATE})
+            THEN TRY_CAST(r.effective_date AS DATE) END AS effective_date,
+       r.effective_date AS effective_date_text, r.jurisdiction, r.party, r.term,
        r.strategy, r.model_version, r.input_tokens, r.output_tokens, r.processing_ms,
        r.published_at, r.schema_name, r.failure_reason, r.document_kind, r.applies,
        r.applicability_score, coalesce(v.values_found, 0) AS values_found, r.dt
@@ -289,7 +327,7 @@ WHERE finished_at IS NOT NULL
     # successful ('ok') model call, else its reader (text, ocr, calamine: no cost). Pages and
     # calls are summed in one UNION ALL, never joined, so a day never splits into a row with
     # the pages and another with the cost. Sum either the model rows or the total rows, not both.
-    "daily_costs": """
+    "daily_costs": f"""
 WITH page_model AS (  -- a simulated call is kept apart from real spend: model simulated:...
   SELECT p.dt, coalesce(c.key, p.reader) AS model, count(*) AS pages
   FROM ev_page_read AS p
@@ -307,14 +345,15 @@ WITH page_model AS (  -- a simulated call is kept apart from real spend: model s
          CAST(sum(model_calls) AS BIGINT) AS model_calls,
          CAST(sum(input_tokens) AS BIGINT) AS input_tokens,
          CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
-         sum(cost_usd) AS cost_usd
+         CAST(sum(cost_usd) AS {MONEY}) AS cost_usd
   FROM (
     SELECT dt, model, pages, 0 AS model_calls, 0 AS input_tokens, 0 AS output_tokens,
-           CAST(0 AS DOUBLE) AS cost_usd
+           CAST(0 AS {MONEY}) AS cost_usd
     FROM page_model
     UNION ALL
     SELECT dt, CASE WHEN provider = 'simulated' THEN 'simulated:' || model ELSE model END,
-           0, count(*), sum(input_tokens), sum(output_tokens), sum(cost_usd)
+           0, count(*), sum(input_tokens), sum(output_tokens),
+           CAST(sum(CAST(cost_usd AS {MONEY})) AS {MONEY})
     FROM ev_model_call
     GROUP BY dt, CASE WHEN provider = 'simulated' THEN 'simulated:' || model ELSE model END
   ) AS parts
@@ -328,11 +367,11 @@ WITH page_model AS (  -- a simulated call is kept apart from real spend: model s
   UNION ALL
   SELECT dt, CASE WHEN simulated THEN 'simulated:total' ELSE 'total' END, simulated, TRUE,
          CAST(sum(pages) AS BIGINT), CAST(sum(model_calls) AS BIGINT),
-         CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT), sum(cost_usd)
+         CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT),
+         CAST(sum(cost_usd) AS {MONEY})
   FROM flagged GROUP BY dt, simulated
 )
 SELECT
-  dt AS day,
   model,
   is_total,
   simulated,
@@ -341,7 +380,7 @@ SELECT
   input_tokens,
   output_tokens,
   cost_usd,
-  CASE WHEN pages > 0 THEN cost_usd * 1000.0 / pages END AS cost_per_1000_pages,
+  CASE WHEN pages > 0 THEN CAST(cost_usd * 1000 / pages AS {MONEY}) END AS cost_per_1000_pages,
   dt
 FROM with_total
 """,

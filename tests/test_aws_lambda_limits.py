@@ -110,7 +110,7 @@ def test_a_dead_letter_fails_its_job_once_however_often_the_poller_sees_it(
     (job,) = _jobs(deployed)
     assert (job.status.value, job.failure_reason) == ("failed", "dead_letter")
     rows = _query(deployed, "SELECT unit_id, final FROM failures "
-                            "WHERE error_type = 'dead_letter'")
+                            "WHERE failure_reason = 'dead_letter'")
     assert rows == [{"unit_id": "u00001", "final": True}], rows
 
 

@@ -86,8 +86,9 @@ def _refusals(deployed: StackDeployment) -> list[dict]:
     from lake.catalog import query
 
     with deployed.as_deployer():
-        return query(deployed.lake_uri(), "SELECT job_id, stage, error_type, final, message_id "
-                     "FROM failures WHERE error_type = 'slot_reused'").to_pylist()
+        return query(deployed.lake_uri(), "SELECT job_id, stage, failure_reason AS error_type, "
+                     "final, message_id FROM failures WHERE failure_reason = 'slot_reused'"
+                     ).to_pylist()
 
 
 def test_a_second_post_to_a_slot_being_processed_is_refused_and_the_first_is_read(

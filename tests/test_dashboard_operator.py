@@ -70,6 +70,6 @@ def test_throughput_counts_active_time_not_the_idle_hours_between_runs(tmp_path)
         events += succeeded_job(uuid7_at(at, 2 * n), uuid7_at(at, 2 * n + 1), start=at, pages=2)
     ParquetEventWriter.for_uri(lake).write(events)
     rows = queries.run(lake, "throughput").to_pylist()
-    busy_minutes = sum((r["happened_at"] - a).total_seconds() / 60
+    busy_minutes = sum((r["happened_at"].replace(tzinfo=UTC) - a).total_seconds() / 60  # UTC
                        for r, a in zip(rows, (start, start + timedelta(hours=10)), strict=True))
     assert rows[0]["documents_per_minute"] == __import__("pytest").approx(2 / busy_minutes)

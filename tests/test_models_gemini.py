@@ -133,6 +133,43 @@ async def test_a_timeout_goes_to_the_fallback_without_retrying():
     assert events[0].outcome == "timeout" and events[0].http_status is None
 
 
+async def test_a_timed_out_call_is_on_the_ledger_at_its_estimated_input(tmp_path):
+    """Issue 19, item 9: a call that times out got a $0 row, though the provider read (and may
+    bill) what was sent. Its row carries the input tokens estimated from the request (a 1 x 1
+    image is one tile, 258 tokens; "Transcribe", 10 characters, 3 more), their cost, the flag;
+    the lake's model_calls table shows them."""
+    from lake.catalog import query
+    from lake.writer import ParquetEventWriter
+
+    with FakeGemini(lambda call: answer("late" if call.model == PRIMARY else "on time", 261, 2),
+                    delay=lambda call: 3.0 if call.model == PRIMARY else 0.0) as fake:
+        result, events = await read(fake, model_timeout_s=0.5)
+    timed_out, answered = events
+    assert (timed_out.outcome, timed_out.input_tokens, timed_out.output_tokens) == (
+        "timeout", 258 + 3, 0)
+    assert timed_out.tokens_estimated and timed_out.cost_usd == pytest.approx(261 * 0.30 / 1e6)
+    assert (answered.outcome, answered.tokens_estimated) == ("ok", False)
+
+    lake = str(tmp_path / "lake")
+    ParquetEventWriter.for_uri(lake).write(events)
+    rows = query(lake, "SELECT outcome, input_tokens, cost_usd > 0 AS billed, tokens_estimated "
+                       "FROM model_calls ORDER BY occurred_at").to_pylist()
+    assert rows == [
+        {"outcome": "timeout", "input_tokens": 261, "billed": True, "tokens_estimated": True},
+        {"outcome": "ok", "input_tokens": 261, "billed": True, "tokens_estimated": False}]
+
+
+def test_a_timeout_before_the_request_left_is_not_estimated():
+    """A connect or pool timeout never reached the provider: nothing to bill, nothing estimated."""
+    import httpx
+
+    from extract.models.gemini import _network_error
+
+    assert not _network_error(httpx.ConnectTimeout("connect")).maybe_billed
+    assert not _network_error(httpx.PoolTimeout("pool")).maybe_billed
+    assert _network_error(httpx.ReadTimeout("read")).maybe_billed
+
+
 async def test_503_on_every_model_is_a_transient_failure_for_the_queue():
     with FakeGemini(lambda call: error(503)) as fake, pytest.raises(ModelFailed) as failure:
         await read(fake, model_retry_budget_s=0.2)
@@ -218,3 +255,5 @@ async def test_a_cancelled_call_is_on_the_ledger():
     [event] = sink.events
     assert (event.outcome, event.model, event.page_number) == ("timeout", PRIMARY, 1)
     assert "cancelled in flight" in event.detail
+    # Cancelled after the request left: its input is estimated ("Transcribe": 3 tokens).
+    assert (event.input_tokens, event.tokens_estimated) == (3, True) and event.cost_usd > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -201,11 +202,12 @@ def test_daily_costs_is_one_row_per_day_and_model_and_a_total(three_days):
     # the pages' reader says "gemini", the calls say "gemini-3-flash": still one row
     assert (model["pages"], model["model_calls"], model["input_tokens"],
             model["output_tokens"]) == (7, 7, 7000, 3500)
-    assert model["cost_usd"] == pytest.approx(0.014)
-    assert model["cost_per_1000_pages"] == pytest.approx(2.0)
-    assert model["day"] == date(2026, 3, 2) and not model["is_total"]
+    # issue 26: money is DECIMAL (exact), and dt is the day (no second `day` column)
+    assert model["cost_usd"] == Decimal("0.014")
+    assert model["cost_per_1000_pages"] == Decimal("2.0")
+    assert model["dt"] == date(2026, 3, 2) and not model["is_total"]
     total = by_model["total"]
-    assert total["is_total"] and total["pages"] == 7 and total["cost_usd"] == pytest.approx(0.014)
+    assert total["is_total"] and total["pages"] == 7 and total["cost_usd"] == Decimal("0.014")
 
 
 def test_a_fallback_page_counts_for_the_model_that_read_it_and_costs_are_kept(tmp_path):
@@ -228,13 +230,13 @@ def test_a_fallback_page_counts_for_the_model_that_read_it_and_costs_are_kept(tm
     assert {m: (r["pages"], r["model_calls"]) for m, r in rows.items()} == {
         "text": (2, 0), "primary": (0, 1), "fallback": (1, 1), "extractor": (0, 1),
         "total": (3, 3)}
-    assert rows["fallback"]["cost_per_1000_pages"] == pytest.approx(3.0)
+    assert rows["fallback"]["cost_per_1000_pages"] == Decimal("3.0")
     assert rows["primary"]["cost_per_1000_pages"] is None
     assert rows["text"]["cost_usd"] == 0
-    assert rows["total"]["cost_usd"] == pytest.approx(0.014)
-    assert rows["total"]["cost_per_1000_pages"] == pytest.approx(0.014 / 3 * 1000)
-    assert sum(r["cost_usd"] for r in rows.values() if not r["is_total"]) == pytest.approx(
-        rows["total"]["cost_usd"])
+    assert rows["total"]["cost_usd"] == Decimal("0.014")  # issue 26: DECIMAL, exact
+    assert float(rows["total"]["cost_per_1000_pages"]) == pytest.approx(0.014 / 3 * 1000)
+    assert sum(r["cost_usd"] for r in rows.values() if not r["is_total"]) == \
+        rows["total"]["cost_usd"]
 
 
 # --- units ---------------------------------------------------------------------------------------
@@ -259,6 +261,7 @@ def test_units_carry_their_start_end_duration_and_skipped_pages(tmp_path):
         ev.UnitFailed(**ids, unit_id="u1", attempt=1, error_type="Timeout", message="slow",
                       occurred_at=at(3.25)),
     ])
+    at = lambda s: (day + timedelta(seconds=s)).replace(tzinfo=None)  # noqa: E731  (views: UTC TIMESTAMP)
     rows = {r["unit_id"]: r for r in query(
         root, "SELECT unit_id, status, attempts, started_at, finished_at, duration_ms, "
               "pages_skipped FROM units").to_pylist()}

@@ -244,3 +244,23 @@ def test_lake_check_docs_prints_where_the_data_docs_are(tmp_path):
     index = Path(line.removeprefix("data docs: "))
     assert index.is_file() and index.is_relative_to(home / "lake" / "_quality")
     assert "<html" in index.read_text().lower()
+
+
+def test_estimated_tokens_belong_to_calls_that_got_no_answer(healthy_lake):
+    """Issue 19, item 9: a timed-out call carries its input tokens estimated from the request
+    (``tokens_estimated``); an estimate on an answered call, or an estimate of nothing, is a
+    fault of the ledger."""
+    call = {"job_id": "j-ok", "document_id": "d-ok", "purpose": "read", "provider": "gemini",
+            "model": "gemini-flash", "occurred_at": at(5), "tokens_estimated": True}
+    write(healthy_lake, [
+        ev.ModelCalled(call_id="c-fine", outcome="timeout", input_tokens=261, cost_usd=1e-4,
+                       **call),
+        ev.ModelCalled(call_id="c-answered", outcome="ok", input_tokens=261, **call),
+        ev.ModelCalled(call_id="c-nothing", outcome="timeout", **call),
+    ])
+    failures = failing(check_lake(healthy_lake, now=NOW))
+    assert {key: r.unexpected_count for key, r in failures.items()} == {
+        ("model_calls", "expect_column_values_to_be_in_set(column=estimated_call_outcome)"): 1,
+        ("model_calls",
+         "expect_column_values_to_be_between(column=estimated_call_input_tokens)"): 1,
+    }

@@ -341,8 +341,8 @@ def test_a_sheet_spanning_the_whole_grid_is_refused_before_it_is_loaded(tmp_path
     result = invoke("run", str(room), "--home", str(home), "--fields", "none")
     assert result.exit_code == 0, result.output
     assert "too_many_cells" in result.output
-    failures = json.loads(invoke("sql", "SELECT error_type, message FROM failures", "--home",
-                                 str(home), "--format", "json").output)
+    failures = json.loads(invoke("sql", "SELECT failure_reason AS error_type, message "
+                                 "FROM failures", "--home", str(home), "--format", "json").output)
     assert [f["error_type"] for f in failures] == ["too_many_cells"]
     assert "1048576 x 16384" in failures[0]["message"]
 

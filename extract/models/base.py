@@ -10,7 +10,9 @@ to one model once and turn the answer, or the failure, into a ``Reply`` or a ``P
   full jitter (tenacity's ``wait_random_exponential``) until ``RetryPolicy.budget_s`` has passed;
   a timeout, a 400, a blocked or empty answer is not retried here: the caller's fallback takes it;
 - every attempt, successful or not, is one ``ModelCalled`` event on the ledger, made durable before
-  the answer is returned, so the ledger is never behind what was paid for.
+  the answer is returned, so the ledger is never behind what was paid for; an attempt that may be
+  billed but got no usage metadata (a timeout after its request was sent, a cancellation in
+  flight) carries its input tokens estimated from the request, flagged ``tokens_estimated``.
 
 ::
 
@@ -32,6 +34,7 @@ from typing import Any, Protocol
 import tenacity
 
 from extract.errors import TransientError
+from extract.models.estimate import estimate_input_tokens
 from extract.models.limiter import AimdLimiter
 from extract.models.pricing import PriceTable
 from extract.ports import EventSink
@@ -89,11 +92,18 @@ class ProviderError(Exception):
     """One failed attempt. ``http_status`` is None when no answer came (timeout, network)."""
 
     def __init__(self, message: str, *, outcome: Outcome = Outcome.ERROR,
-                 http_status: int | None = None, network: bool = False):
+                 http_status: int | None = None, network: bool = False, sent: bool = True):
         super().__init__(message)
         self.outcome = outcome
         self.http_status = http_status
         self.network = network
+        self.sent = sent  # False: the request never left (a connect or pool timeout)
+
+    @property
+    def maybe_billed(self) -> bool:
+        """A timeout after the request was sent: the provider may have read it and bill it, and
+        no answer says the tokens. An error with an HTTP status is not billed."""
+        return self.outcome is Outcome.TIMEOUT and self.sent
 
     @property
     def throttled(self) -> bool:
@@ -249,11 +259,13 @@ class ModelClient:
             await ledger.record(site, provider=self.provider.provider, model=self.model,
                                 outcome=error.outcome.value, http_status=error.http_status,
                                 latency_ms=(time.perf_counter() - started) * 1000,
-                                call_attempt=number, detail=str(error)[:500])
+                                call_attempt=number, detail=str(error)[:500],
+                                **(self._estimate(prompt) if error.maybe_billed else {}))
             raise
         except BaseException as error:
             # Cancelled, or failed after the answer arrived (a reply that cannot be parsed):
-            # the call was made and may be billed, so it is on the ledger all the same.
+            # the call was made and may be billed, so it is on the ledger all the same, with
+            # its input tokens estimated from the request.
             self.limiter.release(permit, throttled=False, success=False)
             cancelled = isinstance(error, asyncio.CancelledError)
             with contextlib.suppress(Exception):
@@ -262,7 +274,7 @@ class ModelClient:
                     outcome=(Outcome.TIMEOUT if cancelled else Outcome.ERROR).value,
                     latency_ms=(time.perf_counter() - started) * 1000, call_attempt=number,
                     detail=("cancelled in flight (the delivery's deadline)" if cancelled
-                            else repr(error)[:500])))
+                            else repr(error)[:500]), **self._estimate(prompt)))
             raise
         self.limiter.release(permit, throttled=False, success=True)
         await ledger.record(site, provider=self.provider.provider, model=self.model,
@@ -273,3 +285,10 @@ class ModelClient:
                                                       reply.output_tokens),
                             call_attempt=number, detail=reply.detail)
         return reply
+
+    def _estimate(self, prompt: Prompt) -> dict[str, Any]:
+        """Ledger fields of a call that may be billed but got no usage metadata: the input
+        tokens estimated from the request (``estimate.py``), their cost, and the flag."""
+        tokens = estimate_input_tokens(prompt)
+        return {"input_tokens": tokens, "cost_usd": self.prices.cost(self.model, tokens, 0),
+                "tokens_estimated": True}

@@ -140,8 +140,9 @@ def _limits(max_connections: int) -> Any:
 def _network_error(error: Exception) -> ProviderError:
     """httpx/httpx2 timeouts and connection errors, whichever backend the SDK picked."""
     name = type(error).__name__
-    if "Timeout" in name:
-        return ProviderError(f"timed out ({name})", outcome=Outcome.TIMEOUT)
+    if "Timeout" in name:  # a connect or pool timeout: the request never left, nothing billed
+        return ProviderError(f"timed out ({name})", outcome=Outcome.TIMEOUT,
+                             sent=name not in ("ConnectTimeout", "PoolTimeout"))
     network = isinstance(error, OSError) or any(
         word in name for word in ("Connect", "Network", "Protocol", "Read", "Write", "Remote"))
     if not network:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extract.models.config import ModelConfig
+from extract.models.estimate import image_tokens
 from extract.models.loopback import LoopbackServer, Reply
 
 __all__ = ["LATENCY_MU", "LATENCY_SIGMA", "SimulatedGemini", "ensure_server", "image_tokens",
@@ -54,12 +55,6 @@ WORDS = ("agreement", "party", "confidential", "information", "disclosure", "ter
          "obligations", "recipient", "governing", "law", "jurisdiction", "effective", "date",
          "notice", "breach", "remedy", "section", "schedule", "table", "revenue", "total",
          "quarter", "figure", "chart", "note")
-
-
-def image_tokens(width: int, height: int) -> int:
-    if width <= 384 and height <= 384:
-        return 258
-    return 258 * math.ceil(width / 768) * math.ceil(height / 768)
 
 
 @dataclass

@@ -144,7 +144,7 @@ PRUNING_QUERIES = {
                        "{where} GROUP BY ALL ORDER BY ALL",
     "job_latency_by_size": "SELECT page_bucket, count(*) AS jobs, median(seconds) AS p50_s "
                            "FROM job_latency {where} GROUP BY ALL ORDER BY ALL",
-    "daily_costs": "SELECT day, model, pages, cost_usd FROM daily_costs {where} ORDER BY ALL",
+    "daily_costs": "SELECT dt, model, pages, cost_usd FROM daily_costs {where} ORDER BY ALL",
 }
 
 

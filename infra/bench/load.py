@@ -48,7 +48,7 @@ def for_run(template: str, run_id: str) -> str:
 PER_JOB_SQL = """
 WITH run_jobs AS ({run_jobs}), calls AS (
   SELECT m.dt, m.job_id, sum(m.latency_ms) AS model_ms, count(*) AS model_calls,
-         sum(m.cost_usd) AS cost_usd
+         CAST(sum(m.cost_usd) AS DOUBLE) AS cost_usd
   FROM model_calls AS m JOIN run_jobs AS r ON r.dt = m.dt AND r.job_id = m.job_id
   GROUP BY m.dt, m.job_id
 )
@@ -86,7 +86,7 @@ SELECT count(*) AS documents,
        avg(publish_ms) / 1000.0 AS publish_mean_s,
        quantile_cont(publish_ms, 0.9) / 1000.0 AS publish_p90_s,
        sum(model_calls) AS model_calls,
-       sum(cost_usd) AS cost_usd
+       CAST(sum(cost_usd) AS DOUBLE) AS cost_usd
 FROM per_job
 """
 

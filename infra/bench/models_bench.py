@@ -73,8 +73,8 @@ def main() -> None:
         "median_unit_s": round(units["median"], 2), "ideal_s": round(ideal, 2),
         "job_over_ideal": round(job["seconds"] / ideal, 3), "wall_s": round(wall, 2),
         "call_p50_s": round(calls["p50"], 2), "call_p90_s": round(calls["p90"], 2),
-        "model_calls": cost["model_calls"], "cost_usd": round(cost["cost_usd"], 4),
-        "cost_per_1000_pages_usd": round(cost["cost_per_1000_pages"], 3),
+        "model_calls": cost["model_calls"], "cost_usd": round(float(cost["cost_usd"]), 4),
+        "cost_per_1000_pages_usd": round(float(cost["cost_per_1000_pages"]), 3),
         "fallback_share": round(fallback / max(1, args.pages), 3), "readers": readers,
     }
     if args.format == "json":

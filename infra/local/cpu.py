@@ -54,8 +54,9 @@ def _warm_up() -> None:
 class ProcessPoolRunner:
     """``CpuRunner`` on a pebble process pool of ``workers`` processes."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, warm_up: Callable[[], object] | None = None):
         self.workers = max(1, workers)
+        self.warm_up = warm_up or _warm_up  # what ``warm`` runs in each process
         self._pool: ProcessPool | None = None
         self._lock = threading.Lock()
 
@@ -72,7 +73,7 @@ class ProcessPoolRunner:
         """Start the worker processes now (they import PDFium), while the caller does other work."""
         pool = self._get_pool()
         for _ in range(self.workers):
-            pool.schedule(_warm_up)
+            pool.schedule(self.warm_up)
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         pool = self._get_pool()

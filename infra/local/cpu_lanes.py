@@ -1,11 +1,27 @@
-"""Two lanes of CPU processes: short work never waits behind long work.
+"""Three lanes of CPU processes: no call waits in a queue behind work of another kind.
 
-Measured before: a one-page ``.docx`` took 47.8 s, 47.7 s of it waiting, because the sniff that
-starts its conversion queued in the two-process pool behind five-page OCR units of 37 to 46 s.
-The calls that take milliseconds and gate a whole document (the sniff of the bytes, counting a
-PDF's pages) now run in a lane of their own, one process, which the long calls (OCR, rendering,
-reading text layers and sheets) never enter. Each lane is a ``ProcessPoolRunner``: the same
-time limits, kills and recoveries.
+Measured before: a one-page ``.docx`` took 47.8 s, 47.7 s of it waiting (131.9 s on a mixed
+folder with 24 scanned pages), because its calls queued in the one pool behind OCR pages of
+seconds each. A process pool is first come, first served; a scan drop puts hundreds of OCR
+pages in its queue at once, and any call behind them waits for all of them, however short it is.
+
+So the pool is split by how long a call takes and how many of them can queue:
+
+- ``short`` (one process): calls of milliseconds that gate a whole document (``SHORT_CALLS``).
+- ``scans`` (``workers`` processes): OCR (``SCAN_CALLS``), seconds a page and hundreds queued
+  by one scan drop. Started on its first call: a run without scans never pays for it.
+- ``documents`` (``workers`` processes): the rest, each bounded by its own document: text
+  layers, rendering for a model, sheets and workbook plans, CSV and text files, decryption,
+  indexing. An Office file's path after LibreOffice (its page count, its text layer, its index,
+  its fields) never enters the scans lane.
+
+Lanes are separate processes rather than one pool with a cap on OCR's share: with a cap, OCR
+leaves a core idle whenever nothing else is queued, and a short call still waits for the OCR
+page in front of it; with lanes, OCR keeps every core when it is alone, and when other work
+comes the kernel shares the cores between the lanes at once (an Office file's text layer of a
+few milliseconds runs beside the OCR pages, not after them). The cost is idle processes
+(a forkserver child each) and, while both lanes are busy, more runnable processes than cores.
+Each lane is a ``ProcessPoolRunner``: the same time limits, kills and recoveries.
 """
 
 from __future__ import annotations
@@ -23,24 +39,41 @@ by reading a header or a cross-reference table, never by the number of pages; th
 rules take milliseconds a document (3 to 4 ms on the Kleister NDAs), and a document's result is
 published only after them, so they must not queue behind OCR either."""
 
+SCAN_CALLS = frozenset({"look_at_pages", "_ocr_one"})
+"""Calls of the OCR reader (``extract.readers.ocr``), by function name: the glance that finds
+blank pages and the OCR of one page (1.5 s a page alone on a core, 5 to 10 s under load)."""
+
+
+def warm_short_lane() -> None:
+    """The short lane's warm-up: the offline fields rules built (0.7 s of imports and 0.1 s of
+    model loading on a free core), so the first document's rules do not pay for it."""
+    from extract.fields.rules.offline import shipped_rules
+
+    shipped_rules()
+
 
 class LanedCpu:
-    """``CpuRunner`` that routes ``SHORT_CALLS`` to a one-process lane, the rest to the pool."""
+    """``CpuRunner`` that routes each call to its lane (see the module's docstring)."""
 
     def __init__(self, workers: int, short_workers: int = 1):
-        self.long = ProcessPoolRunner(workers)
-        self.short = ProcessPoolRunner(short_workers)
+        self.short = ProcessPoolRunner(short_workers, warm_up=warm_short_lane)
+        self.scans = ProcessPoolRunner(workers)
+        self.documents = ProcessPoolRunner(workers)
 
     def lane(self, fn: Callable[..., Any]) -> ProcessPoolRunner:
-        return self.short if fn.__name__ in SHORT_CALLS else self.long
+        name = fn.__name__
+        if name in SHORT_CALLS:
+            return self.short
+        return self.scans if name in SCAN_CALLS else self.documents
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         return await self.lane(fn).run(fn, *args, timeout_s=timeout_s)
 
     def warm(self) -> None:
-        self.long.warm()
+        """Start the lanes every document uses; the scans lane starts on its first call."""
+        self.documents.warm()
         self.short.warm()
 
     def close(self) -> None:
-        self.long.close()
-        self.short.close()
+        for lane in (self.short, self.scans, self.documents):
+            lane.close()

@@ -51,3 +51,23 @@ def resource_limits() -> dict[int, tuple[int, int]]:
 
     return {limit: resource.getrlimit(limit)
             for limit in (resource.RLIMIT_CORE, resource.RLIMIT_FSIZE)}
+
+
+def gated_ocr_page(gate: str, path, number: int, *args):
+    """Stands for ``extract.readers.ocr._ocr_one`` (bind ``gate`` with functools.partial): an OCR
+    page that takes as long as the test wants. It marks ``started-N`` in the folder ``gate``,
+    waits until the test creates ``gate/open`` (at most 60 s; then it opens the gate itself, so
+    a test that never opens it still ends soon), marks ``done-N`` and answers like an OCR page."""
+    from pathlib import Path
+
+    from extract.readers.ocr import OcrResult
+
+    folder = Path(gate)
+    (folder / f"started-{number}").touch()
+    for _ in range(600):
+        if (folder / "open").exists():
+            break
+        time.sleep(0.1)
+    (folder / "open").touch()
+    (folder / f"done-{number}").touch()
+    return OcrResult(number, f"scanned words of page {number}", 90.0, 0, 1.0)

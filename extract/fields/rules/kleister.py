@@ -34,7 +34,7 @@ def _pages(pdf: Path, cache: Path | None) -> list[str]:
     cached = cache / f"{pdf.stem}.json" if cache else None
     if cached and cached.exists():
         return json.loads(cached.read_text())
-    texts = [text for _, text in read_text_layer(pdf, range(1, count_pages(pdf) + 1))]
+    texts = [text for _, text, _ in read_text_layer(pdf, range(1, count_pages(pdf) + 1))]
     if cached:
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(texts))

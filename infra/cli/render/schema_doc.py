@@ -38,17 +38,21 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("documents", "created_at"): "when the first version of the document was registered",
     ("documents", "latest_job_id"): "the job of the latest version",
     ("jobs", "created_at"): "when the job was planned",
-    ("jobs", "finished_at"): "when the job succeeded or failed (empty while it runs)",
+    ("jobs", "finished_at"): "when the job succeeded or failed, in UTC (empty while it runs)",
     ("jobs", "status"): "queued, extracting, succeeded or failed",
     ("jobs", "source_name"): "the file's own name, from its document's registration",
     ("jobs", "source_path"): "the file's path relative to the folder given to `doclake run`, "
                              "from its document's registration",
-    ("failures", "failure_reason"): "the same code as error_type (corrupt, encrypted, "
-                                    "timeout...), named as in jobs.failure_reason",
+    ("failures", "failure_reason"): "a stable code for the error (corrupt, encrypted, "
+                                    "timeout...), the same word as jobs.failure_reason (the "
+                                    "event's error_type)",
     ("units", "status"): "pending, running, done or failed",
     ("units", "attempts"): "deliveries of the unit's message so far",
     ("units", "started_at"): "when the unit's first delivery started",
     ("units", "finished_at"): "when the unit was done or failed for good",
+    ("units", "duration_ms"): "milliseconds the attempt that finished the unit took, as its "
+                              "worker measured it: reading and storing every page (each "
+                              "page's own time is pages.duration_ms)",
     ("job_latency", "created_at"): "when the job was planned",
     ("job_latency", "finished_at"): "when the job succeeded or failed",
     ("daily_costs", "is_total"): "true on the row that sums every model of the day (one for "
@@ -56,7 +60,8 @@ COMPUTED: dict[tuple[str, str], str] = {
                                  "simulated:total)",
     ("daily_costs", "simulated"): "true for simulated calls (--reader simulated), kept apart "
                                   "from real spend",
-    ("daily_costs", "cost_per_1000_pages"): "cost in US dollars per 1,000 pages read",
+    ("daily_costs", "cost_per_1000_pages"): "cost in US dollars per 1,000 pages read "
+                                            "(DECIMAL, rounded to 10 places)",
     ("pages", "read_at"): "when the page's text was stored",
     ("results", "published_at"): "when the result was published",
     ("result_fields", "published_at"): "when the value's result was published",
@@ -66,11 +71,17 @@ COMPUTED: dict[tuple[str, str], str] = {
                                         "ORDER BY it, the labels do not sort",
     ("results", "values_found"): "how many values the result holds (rows in result_fields); "
                                  "0 when nothing was found",
-    ("daily_costs", "day"): "the UTC day",
+    ("daily_costs", "dt"): "the UTC day (the jobs' day): one row per dt and model",
     ("daily_costs", "model"): "the reader or model (the text layer counts as a reader)",
     ("daily_costs", "pages"): "pages read that day by that reader or model",
     ("daily_costs", "model_calls"): "calls made that day to that model",
-    ("daily_costs", "cost_usd"): "what those calls cost, in US dollars",
+    ("daily_costs", "cost_usd"): "what those calls cost, in US dollars (DECIMAL: sums are "
+                                 "exact)",
+    ("model_calls", "cost_usd"): "cost of the call in US dollars (DECIMAL: sums are exact)",
+    ("results", "effective_date"): "the agreement's effective date; empty when the published "
+                                   "value is not a YYYY-MM-DD date (see effective_date_text)",
+    ("results", "effective_date_text"): "the effective date as published, text: kept for a "
+                                        "schema of your own whose value is not a date",
     ("quality_checks", "table_name"): "the table the expectation was checked on",
     ("labels", "imported_at"): "when the label was imported into the lake",
     ("labels", "superseded"): "true when a later label of the same document exists",
@@ -80,6 +91,7 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("eval_outcomes", "scored_at"): "when the scoring run ran",
     ("*", "dt"): "the UTC day the row's partition holds; filter on it to read only those days",
 }
+
 
 
 @dataclass(frozen=True)
@@ -109,6 +121,14 @@ def _field_descriptions() -> dict[str, str]:
     return found
 
 
+def _in_utc(kind: str, description: str) -> str:
+    """Every view's times are TIMESTAMP in UTC, in DuckDB and Athena alike
+    (``lake.views.utc_timestamp``): a timestamp column's line says so when its own does not."""
+    if kind == "TIMESTAMP" and "UTC" not in description:
+        return f"{description} (UTC)" if description else "UTC"
+    return description
+
+
 @functools.cache
 def tables() -> tuple[TableDoc, ...]:
     """Every analyst table with its columns, types and descriptions."""
@@ -122,8 +142,9 @@ def tables() -> tuple[TableDoc, ...]:
             for table, about in TABLES.items():
                 rows = con.execute(f"DESCRIBE {table}").fetchall()
                 docs.append(TableDoc(table, about, tuple(
-                    ColumnDoc(name, kind, COMPUTED.get((table, name)) or COMPUTED.get(("*", name))
-                              or described.get(name, ""))
+                    ColumnDoc(name, kind, _in_utc(kind, COMPUTED.get((table, name))
+                                                  or COMPUTED.get(("*", name))
+                                                  or described.get(name, "")))
                     for name, kind, *_ in rows)))
         finally:
             con.close()
