@@ -170,11 +170,18 @@ CHARTS = (
 HEADLINE = "headline"
 
 
+TEXT_SLACK = 40
+"""Pixels of room right of each chart. vl-convert sizes the SVG by its own measure of each
+label's text, but the browser draws ``sans-serif`` in the font it has (DejaVu Sans on Linux is
+about 10 % wider), so a legend's longest label at the right edge was cut ("output_tokens")."""
+
+
 def _svg(chart: alt.TopLevelMixin) -> str:
     import vl_convert
 
     if not isinstance(chart, alt.ConcatChart | alt.HConcatChart):
         chart = chart.properties(width=WIDTH, height=HEIGHT)
+    chart = chart.properties(padding={"left": 5, "top": 5, "bottom": 5, "right": TEXT_SLACK})
     return vl_convert.vegalite_to_svg(chart.to_dict(), vl_version=_vl_version())
 
 

@@ -8,17 +8,32 @@ compactions, a circle).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-import pyarrow.fs as pafs
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
-__all__ = ["fsync_directory", "fsync_file", "open_lake"]
+__all__ = ["fsync_directory", "fsync_file", "is_local", "local_root", "open_lake"]
+
+
+def is_local(uri: str) -> bool:
+    """Whether a lake URI is a local folder (no ``scheme://``)."""
+    return "://" not in uri
+
+
+def local_root(uri: str) -> str:
+    """The absolute root of a local lake, created if missing; no pyarrow needed (``doclake sql``
+    reads a local lake without importing it)."""
+    os.makedirs(uri, exist_ok=True)
+    return os.path.abspath(uri)
 
 
 def open_lake(uri: str) -> tuple[pafs.FileSystem, str]:
     """A filesystem and root path for a lake URI: a local folder or ``s3://bucket/prefix``."""
-    if "://" not in uri:
-        os.makedirs(uri, exist_ok=True)
-        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    import pyarrow.fs as pafs
+
+    if is_local(uri):
+        return pafs.LocalFileSystem(), local_root(uri)
     if uri.startswith("s3://"):
         from lake.s3 import open_s3  # honours DOCLAKE_S3_ENDPOINT / AWS_ENDPOINT_URL
 

@@ -140,7 +140,7 @@ def test_past_many_files_a_dt_filter_is_pushed_into_the_arrow_datasets(three_day
         scans = _profile_scans(session, f"SELECT count(*) FROM {table} "
                                         "WHERE dt = DATE '2026-03-02'", tmp_path / "p.json")
         most = max(session.table(f"SELECT count(*) FROM raw_{t} WHERE dt = DATE '2026-03-02'")
-                   .column(0)[0].as_py() for t in catalog.EVENT_TYPES)
+                   .column(0)[0].as_py() for t in ev.EVENT_TYPES)
     assert scans
     for scan in scans:
         info = scan["extra_info"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 aws_app = typer.Typer(no_args_is_help=True, help="AWS: Glue tables and Athena views.")
 
@@ -24,6 +23,8 @@ def catalog(
 ) -> None:
     """Create or update the Glue tables (partition projection) and the Athena views. On a
     database the CDK stack made, only the views: its raw tables are the stack's."""
+    from rich.console import Console
+
     if print_only:
         import json
 

@@ -187,3 +187,32 @@ def plan(
         raise UserError(str(error), "run `doclake run` or `doclake bench burst --home DIR` "
                         "first: the plan uses measured service times") from None
     print_object(figures, output_format)
+
+
+@bench_app.command("sql")
+def sql_startup(
+    home: Annotated[Path | None, typer.Option("--home", help="A home to query (default: one "
+                    "made by `doclake run examples/*.pdf`).", show_default=False)] = None,
+    year_events: Annotated[int, typer.Option(min=0, help="Events in the year-of-partitions lake "
+                           "(0: skip it).")] = 200_000,
+    repeats: Annotated[int, typer.Option(min=1, help="Timed runs of each side (median).")] = 5,
+    output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json")] = None,
+) -> None:
+    """`doclake sql` against a bare DuckDB query over the same Parquet files, each a fresh
+    process: on a small home and on a year of daily partitions."""
+    from infra.bench.sql_startup import COLUMNS, SMALL_CASES, YEAR_CASES, compare, render, year_home
+    from infra.bench.sql_startup import small_home as make_small
+    from infra.cli.errors import UserError
+    from infra.cli.render.output import print_records, resolve_format
+
+    output_format = resolve_format(output_format)
+    if home is not None and not (home / "lake").is_dir():
+        raise UserError(f"no lake at {home / 'lake'}", "give the --home `doclake run` used")
+    with tempfile.TemporaryDirectory(prefix="doclake-bench-sql-") as scratch:
+        small = home if home is not None else make_small(Path(scratch))
+        figures = {"small": compare(small, SMALL_CASES, repeats)}
+        if year_events:
+            year, files = year_home(Path(scratch), year_events)
+            figures[f"year ({year_events:,} events, {files:,} files)"] = compare(
+                year, YEAR_CASES, repeats)
+    print_records(COLUMNS, render(figures), output_format)

@@ -92,6 +92,22 @@ def _as_user_error(error: Exception) -> UserError | None:
     return None
 
 
+class LazyConsole:
+    """A rich ``Console`` made on first use: rich costs ~40 ms to import, and a command that
+    prints only data (``doclake sql``) never needs it. Module-level consoles are these."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
 def report(error: UserError) -> None:
     from rich.console import Console
 
@@ -101,8 +117,27 @@ def report(error: UserError) -> None:
         console.print(f"hint: {error.hint}", markup=False, soft_wrap=True)
 
 
+def _flags_without_type(command, help_names: list[str]) -> None:
+    """Give every flag of ``command`` and its subcommands an empty metavar.
+
+    Typer's rich help prints each option's type beside it, flags included (``--jobs <bool>``,
+    ``--help -h <bool>``), which reads as if the flag took a value; a metavar, when set, is
+    printed instead, and an empty one prints nothing. Options that take a value keep their
+    type (``--home <path>``)."""
+    help_option = command.get_help_option(typer.Context(command, help_option_names=help_names))
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _flags_without_type(sub, help_names)
+
+
 class DoclakeGroup(TyperGroup):
     """The top-level command group: every subcommand runs inside this ``invoke``."""
+
+    def main(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        _flags_without_type(self, self.context_settings.get("help_option_names") or ["--help"])
+        return super().main(*args, **kwargs)
 
     def invoke(self, ctx):  # type: ignore[no-untyped-def]
         try:

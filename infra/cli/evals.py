@@ -15,16 +15,23 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from infra import evals_wiring
-from infra.cli.errors import UserError, at_least
+from infra.cli.errors import LazyConsole, UserError, at_least
 from infra.cli.home import Access, open_settings
 from infra.cli.render.output import FormatOption, print_object, print_records, resolve_format
 
 evals_app = typer.Typer(no_args_is_help=True, help="Label documents, score field accuracy over "
                         "live traffic, read failures, export fine-tuning sets.")
-console = Console(stderr=True, highlight=False)
+console = LazyConsole(stderr=True, highlight=False)
+
+
+def _wiring():
+    """``infra.evals_wiring``, imported by the commands that use it: it loads the extract
+    package and numpy, which ``doclake --help`` and ``doclake sql`` (this app is registered
+    with them) must not wait for."""
+    from infra import evals_wiring
+
+    return evals_wiring
 
 HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
                        "(default $DOCLAKE_HOME, else ./.doclake).", show_default=False)]
@@ -147,7 +154,7 @@ def agreement(
         found, compared, unmatched = review_agreement(
             open_settings(home, Access.READ).lake, file, file_format,
             labeller=labeller or os.environ.get("USER") or getpass.getuser(),
-            normalizers=evals_wiring.normalizers())
+            normalizers=_wiring().normalizers())
     except LabelError as error:
         raise UserError(str(error), "see `doclake evals import-labels -h` for the layouts") from None
     if not compared:
@@ -191,8 +198,8 @@ def score(
     window = {"since": parse_moment(since, now, "--since"),
               "until": parse_moment(until, now, "--until") or now}
     settings = open_settings(home, Access.READ if dry_run else Access.WRITE)
-    options = {"normalizers": evals_wiring.normalizers(), "resamples": resamples, "seed": seed,
-               "training_sets": evals_wiring.training_sets()}
+    options = {"normalizers": _wiring().normalizers(), "resamples": resamples, "seed": seed,
+               "training_sets": _wiring().training_sets()}
     if dry_run:
         run = score_lake(settings.lake, **window, **options)
     else:
@@ -268,7 +275,7 @@ def compare(
     run = score_lake(open_settings(home, Access.READ).lake,
                      since=parse_moment(since, now, "--since"),
                      until=parse_moment(until, now, "--until") or now,
-                     normalizers=evals_wiring.normalizers(), resamples=0)
+                     normalizers=_wiring().normalizers(), resamples=0)
     first, second = _group(run, a, "A"), _group(run, b, "B")
     result = paired_compare(run.scored, first, second, resamples=resamples, seed=seed)
     if not result.documents:
@@ -305,7 +312,7 @@ def page_reader(settings):
     """(document_id, job_id) -> the job's stored pages, from the home's objects."""
     from infra.local.objectstore import FolderObjectStore
 
-    return evals_wiring.page_reader(FolderObjectStore(settings.home / "objects"))
+    return _wiring().page_reader(FolderObjectStore(settings.home / "objects"))
 
 
 @evals_app.command()
@@ -328,7 +335,7 @@ def failures(
     settings = open_settings(home, Access.READ)
     run = score_lake(settings.lake, since=parse_moment(since, now, "--since"),
                      until=parse_moment(until, now, "--until") or now,
-                     normalizers=evals_wiring.normalizers(), resamples=0)
+                     normalizers=_wiring().normalizers(), resamples=0)
     rows = found.failures(run.scored, page_reader(settings), field=field)
     if out is not None:
         out.write_text(found.markdown(rows), encoding="utf-8")
@@ -372,7 +379,7 @@ def export_finetune(
                         f"give a file name, e.g. --out {out / 'train.jsonl'}")
     settings = open_settings(home, Access.READ)
     documents = finetune_documents(settings.lake, page_reader(settings), include)
-    examples, skipped = build_examples(documents, evals_wiring.target_schema)
+    examples, skipped = build_examples(documents, _wiring().target_schema)
     if not examples:
         raise UserError("nothing to export: no labelled document has a result with text of the "
                         "version it was labelled for",
@@ -396,8 +403,8 @@ def report(
     from evals.weekly import write_weekly_report
 
     settings = open_settings(home, Access.READ)
-    written = write_weekly_report(settings.lake, out, _now(), normalizers=evals_wiring.normalizers(),
-                                  training_sets=evals_wiring.training_sets())
+    written = write_weekly_report(settings.lake, out, _now(), normalizers=_wiring().normalizers(),
+                                  training_sets=_wiring().training_sets())
     console.print("wrote " + " and ".join(written.values()))
 
 
@@ -424,6 +431,6 @@ def sample(
     candidates = sample_candidates(settings.lake, parse_moment(since, now, "--since"),
                                    include_labelled=include_labelled)
     picked = stratified(candidates, n, seed)
-    written = write_sheet(out, picked, lambda row: evals_wiring.schema_fields(
+    written = write_sheet(out, picked, lambda row: _wiring().schema_fields(
         row.get("schema_name") or "nda"), blind=blind)
     console.print(f"wrote {written} documents of {len(candidates)} candidates to {out}")

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 fields_app = typer.Typer(no_args_is_help=True,
                          help="Structured fields: cross-validate and train the offline extractor.")
@@ -40,6 +38,8 @@ def _split(data: Path | None) -> Path:
 
 
 def _load(data: Path | None, cache: Path):
+    from rich.console import Console
+
     from extract.fields.rules.kleister import load_split
 
     folder = _split(data)
@@ -65,6 +65,9 @@ def cv(
     output_format: Annotated[str, typer.Option("--format", help="table|json")] = "table",
 ) -> None:
     """Cross-validated precision, recall and F1 (Kleister micro F1), overall and per field."""
+    from rich.console import Console
+    from rich.table import Table
+
     from evals.kleister_metric import score
     from extract.fields.rules.training import cross_validate
 
@@ -110,6 +113,8 @@ def train(
                                              "one the package ships).", show_default=False)] = None,
 ) -> None:
     """Fit the rules model on the whole train split and write it as JSON (deterministic)."""
+    from rich.console import Console
+
     from extract.fields.rules.strategy import MODEL_PATH
     from extract.fields.rules.training import fit
 

@@ -8,6 +8,7 @@ nor leave an empty ``.doclake`` in whatever folder the command ran.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from enum import Enum
 from pathlib import Path
@@ -78,8 +79,30 @@ def open_settings(home: Path | None, access: Access, *, options: dict[str, str] 
     """Settings whose home has passed ``check_home``: what every command starts with."""
     settings = load_settings(home, options=options, **overrides)
     check_home(settings.home, access)
-    if settings.lake_uri is None or "://" not in settings.lake_uri:
-        lake = Path(settings.lake)
-        if access is Access.READ and not lake.exists() and lake != settings.home / "lake":
-            raise UserError(f"no lake at {lake}", "check DOCLAKE_LAKE_URI")
+    _check_lake(settings.home, settings.lake_uri, settings.lake, access)
     return settings
+
+
+def _check_lake(home: Path, lake_uri: str | None, lake: str, access: Access) -> None:
+    local = lake_uri is None or "://" not in lake_uri
+    if local and access is Access.READ and not Path(lake).exists() and Path(lake) != home / "lake":
+        raise UserError(f"no lake at {lake}", "check DOCLAKE_LAKE_URI")
+
+
+def open_lake_location(home: Path | None) -> str:
+    """The lake of a home that passed ``check_home`` for reading, resolved as ``Settings`` does
+    (``--home``, else ``DOCLAKE_HOME``, else ``.doclake``; ``DOCLAKE_LAKE_URI``, else
+    ``<home>/lake``) without building ``Settings``: pydantic-settings and the extract package it
+    pulls in are most of what ``doclake sql`` would otherwise spend before its query (issue 26).
+    The other settings are not read, so one set wrong does not stop a query that ignores it.
+    ``tests/test_sql_startup.py`` pins that both resolve alike."""
+    # pydantic-settings matches names case-insensitively; an empty value counts as unset below
+    # as it does there (``lake_uri or <home>/lake``; ``Path("")`` is ``.``).
+    environ = {name.upper(): value for name, value in os.environ.items()}
+    if home is None:
+        home = Path(environ.get("DOCLAKE_HOME", ".doclake"))
+    lake_uri = environ.get("DOCLAKE_LAKE_URI")
+    lake = lake_uri or str(home / "lake")
+    check_home(home, Access.READ)
+    _check_lake(home, lake_uri, lake, Access.READ)
+    return lake

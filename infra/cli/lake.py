@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from infra.cli.errors import at_least
 
@@ -36,6 +34,8 @@ def compact(
     output_format: Annotated[str, typer.Option("--format", help="table|json")] = "table",
 ) -> None:
     """Rewrite each partition's small files into large ones; safe to interrupt or run live."""
+    from rich.console import Console
+
     from lake.compaction import compact as run_compaction
 
     report = run_compaction(_settings(home).lake, event_types=event_type, target_rows=target_rows)
@@ -59,6 +59,9 @@ def replay(
                      "exit 1 on any difference.")] = False,
 ) -> None:
     """Rebuild job and unit state from the events alone."""
+    from rich.console import Console
+    from rich.table import Table
+
     from infra.cli.home import Access
     from infra.local.jobstore import SqliteJobStore
     from lake.replay import diff
@@ -92,6 +95,9 @@ def check(
 ) -> None:
     """Run the data-quality checkpoint over the tables; exit 1 if an expectation fails."""
     import importlib.util
+
+    from rich.console import Console
+    from rich.table import Table
 
     if importlib.util.find_spec("great_expectations") is None:  # the `check` extra: not in the demo
         from infra.cli.errors import UserError
@@ -147,6 +153,8 @@ def views(
 ) -> None:
     """The CREATE statements of every table over this lake, for any SQL client (Athena: the
     external tables, then the views, in an order that runs)."""
+    from rich.console import Console
+
     from infra.cli.home import Access
     from infra.cli.render.lake_views import view_statements, write_database
 

@@ -14,17 +14,17 @@ Conventions every command follows (later ones inherit them):
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from infra.cli.aws import aws_app
 from infra.cli.bench import bench_app
 from infra.cli.dashboard import dashboard as dashboard_command
-from infra.cli.errors import DoclakeGroup, UserError, at_least, set_debug
+from infra.cli.errors import DoclakeGroup, LazyConsole, UserError, at_least, set_debug
 from infra.cli.evals import evals_app
 from infra.cli.fields import fields_app
 from infra.cli.home import Access, open_settings
@@ -52,7 +52,7 @@ app.add_typer(fields_app, name="fields")
 app.command("serve")(serve_command)
 app.command("dashboard")(dashboard_command)
 app.add_typer(evals_app, name="evals")
-console = Console(stderr=True, highlight=False)
+console = LazyConsole(stderr=True, highlight=False)
 
 INTERRUPTED = 130  # the shell's convention for a run stopped by a signal
 
@@ -168,6 +168,8 @@ def run(
         finally:
             ingest.stop()
     report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
+    from rich.console import Console
+
     report.finish(runtime.store, interrupted=stats.interrupted).print(
         Console(highlight=False, soft_wrap=True))  # piped: one line a fact, never wrapped at 80
     if stats.interrupted:
@@ -215,8 +217,6 @@ def _per_file_passwords(table_path: Path | None, files: list[Path],
 def _fields_request(fields: str, strategy: str) -> str | None:
     """Check ``--fields`` and ``--strategy`` before anything is ingested; the schema as the
     fields messages will name it, or None for ``--fields none``."""
-    import sys
-
     from extract.fields.schemas import NdaFields, SchemaLoadError, load_schema
     from extract.fields.strategies import STRATEGIES, available
 
@@ -299,6 +299,8 @@ def worker(
     stats = _process(runtime, runtime.idle if until_idle else (lambda: False))
     summary = report.finish(runtime.store, stats)
     if output_format == "table":
+        from rich.console import Console
+
         summary.print(Console(highlight=False, soft_wrap=True))
     else:
         print_object(summary.to_dict(), output_format)
@@ -404,10 +406,13 @@ def sql(
         return
     if engine != "duckdb":
         raise UserError(f"--engine {engine!r} is not an engine", "use duckdb or athena")
-    settings = open_settings(home, Access.READ)
+    from infra.cli.home import open_lake_location
     from lake.catalog import connect
 
-    con = connect(settings.lake)
+    # One statement: a local lake's files are read by DuckDB itself however many there are
+    # (lake.catalog.NATIVE_MAX_FILES says why); the prompt keeps the default, for many statements.
+    con = connect(open_lake_location(home),
+                  **({} if query is None else {"native_max_files": sys.maxsize}))
     if query is None:
         sqlshell.interactive(con, output_format)
     elif not sqlshell.run_script(con, query, output_format):

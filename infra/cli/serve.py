@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from infra.cli.errors import at_least
 from infra.cli.home import Access, open_settings
@@ -24,6 +23,8 @@ def serve(
                          "max_file_bytes setting).")] = None,
 ) -> None:
     """The front door on one machine: POST /uploads, PUT the file, GET its result JSON."""
+    from rich.console import Console
+
     from infra.cli.errors import UserError
     from infra.serve.server import serve_command
 

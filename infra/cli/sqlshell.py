@@ -13,12 +13,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from rich.console import Console
+from infra.cli.errors import LazyConsole, UserError
+from infra.cli.render.output import print_records
 
-from infra.cli.errors import UserError
-from infra.cli.render.output import print_records, print_rows
-
-stderr = Console(stderr=True, highlight=False)
+stderr = LazyConsole(stderr=True, highlight=False)
 
 HISTORY = Path("~/.doclake_history").expanduser()
 PROMPT, MORE = "doclake> ", "    ...> "
@@ -57,24 +55,24 @@ def run_script(con, text: str, output_format: str) -> bool:
                         'GROUP BY 1", or run `doclake sql` alone for a prompt')
     printed = 0
     for statement, prints in found:
-        table = _run_one(con, statement)
-        if table is False:
+        result = _run_one(con, statement)
+        if result is False:
             return False
-        if table is not None and prints:
+        if result is not None and prints:
             if printed and output_format != "json":
                 sys.stdout.write("\n")  # results of a script are separated by one blank line
-            print_rows(table, output_format)
+            print_records(result.columns, result.rows, output_format)
             printed += 1
     return True
 
 
 def _run_one(con, statement: str):
-    """The statement's rows (an Arrow table), None when it has none, False when refused."""
+    """The statement's ``Rows`` (``LakeSession.rows``: no pyarrow for plain column types),
+    None when it has none, False when refused."""
     import duckdb
 
     try:
-        relation = con.sql(statement)
-        return relation.to_arrow_table() if relation is not None else None
+        return con.rows(statement)
     except duckdb.Error as error:
         _report(error)
         return False

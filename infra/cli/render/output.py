@@ -212,12 +212,6 @@ def _is_id(column: str) -> bool:
     return column == "id" or column.endswith("_id")
 
 
-def print_rows(table, output_format: str, *, title: str | None = None) -> None:
-    """An Arrow table (a query result) in the chosen format."""
-    print_records(table.column_names, (tuple(r.values()) for r in table.to_pylist()),
-                  output_format, title=title)
-
-
 def print_object(value: dict[str, Any], output_format: str) -> None:
     """One record: a JSON object, a one-row CSV, or a two-column table."""
     if output_format == "json":
