@@ -65,6 +65,18 @@ def moto_endpoint():
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def iam_moto():
+    """A moto server with IAM enforced, in its own process, for the tests that deploy the
+    synthesized template (``support.awsstack``): one per test module."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    from support.awsstack import IamMoto
+
+    server = IamMoto()
+    yield server
+    server.close()
+
+
 class CountingRunner:
     """Runs CPU work inline and counts the calls: proves which pages were (not) read."""
 

@@ -1,323 +1,368 @@
-"""Lambda's own limits in the design (issue 22), through the AWS handlers against moto: a dead
-letter fails its job once, a batch's units share one download of their source, the retry
-schedule and the functions' timeouts as the synthesized template sets them."""
+"""Lambda's own limits in the design (issue 22), on the deployment built from the synthesized
+template (``support.awsstack``): IAM enforced, each handler with its function's environment,
+role, timeout and memory, each SQS mapping with its batch size, each queue with its visibility
+timeout and redrive. A dead letter fails its job once; a batch's units share one download of
+their source; a record still running at the invocation's deadline is retried with its calls on
+the ledger; a 30-minute brownout played on the template's own retry schedule (``SimClock``:
+minutes jump, seconds are real); a poller pass bounded by its lease."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
-from support import awsmoto
-from support.awsflow import INGEST_QUEUE, Deployment, FakeContext
 
+pytest.importorskip("aws_cdk", reason="the cdk extra is not installed (pip install -e '.[cdk]')")
+pytest.importorskip("moto.server", reason="moto[server] is not installed")
 pytest.importorskip("aws_lambda_powertools")
+pytest.importorskip("time_machine")
+httpx = pytest.importorskip("httpx")
+
+from support.awsstack import IamMoto, StackDeployment, synth  # noqa: E402
+from support.simclock import SimClock  # noqa: E402
+
+PIPELINE = ("split", "read", "sheet", "convert", "index", "fields")
 
 
 @pytest.fixture
-def deployment(monkeypatch):
-    awsmoto.endpoint()
-    deployed = Deployment(max_receives=2)
-    for name, value in deployed.env().items():
-        monkeypatch.setenv(name, value)
-    from infra.aws import runtime
-
-    runtime.shared.cache_clear()
-    yield deployed
-    runtime.shared.cache_clear()
+def clocked_moto():
+    """A server of the test's own: its clock is moved forward (``SimClock``)."""
+    server = IamMoto()
+    yield server
+    server.close()
 
 
-def _upload(deployed: Deployment, name: str, data: bytes) -> None:
-    """An upload as the presigned POST leaves it, then the ingest function's batch."""
-    from infra.aws.lambdas import ingest
-
-    deployed.s3.put_object(Bucket=deployed.uploads, Key=f"uploads/{awsmoto.unique('d')}/{name}",
-                           Body=data)
-    records, failed = deployed.invoke_queue(INGEST_QUEUE, ingest.handler)
-    assert (records, failed) == (1, 0)
-
-
-def _poll(runtime) -> None:
-    from infra.aws.lambdas.poller import run_passes
-
-    asyncio.run(run_passes(runtime, holder="test", loop_s=0, interval_s=0.01))
+def _upload(deployed: StackDeployment, name: str, data: bytes) -> dict:
+    """A slot from the presigner function, the bytes POSTed to it, the ingest function's batch."""
+    answer = deployed.invoke("presigner", {"body": json.dumps({
+        "source_name": name, "content_type": "application/pdf"})})
+    assert answer["statusCode"] == 201, answer
+    slot = json.loads(answer["body"])
+    upload = slot["upload"]
+    response = httpx.post(upload["url"], data=upload["fields"],
+                          files={"file": ("ignored.pdf", data, "application/pdf")})
+    assert response.status_code in (200, 201, 204), response.text
+    assert deployed.drain("ingest") == (1, 0)
+    return slot
 
 
-def _invoke(deployed: Deployment, queue: str, **context) -> tuple[int, int]:
-    from infra.aws.lambdas import extraction
+def _jobs(deployed: StackDeployment) -> list:
+    with deployed.running_as("poller"):
+        from infra.aws.runtime import shared
 
-    return deployed.invoke_queue(queue, extraction.handler,
-                                 context=FakeContext(function_name="extraction", **context))
+        return shared().store.list_jobs()
+
+
+def _query(deployed: StackDeployment, sql: str) -> list[dict]:
+    from lake.catalog import query
+
+    with deployed.as_deployer():
+        return query(deployed.lake_uri(), sql).to_pylist()
+
+
+def _model_calls(deployed: StackDeployment) -> list[dict]:
+    return _query(deployed, "SELECT job_id, page_number, outcome, http_status, detail "
+                            "FROM model_calls")
+
+
+def _queue_url(deployed: StackDeployment, name: str) -> str:
+    return deployed.resource("AWS::SQS::Queue", name)["QueueUrl"]
+
+
+def _dies_on_every_delivery(deployed: StackDeployment, function: str) -> None:
+    """The function's worker dies (out of memory, killed) on each delivery of its one message,
+    as often as the queue's redrive allows: SQS moves it to the DLQ."""
+    url = deployed.queue_url(deployed.mapping_of(function).source_arn)
+    sqs = deployed.client("sqs", deployed.functions[function].role)
+    redrive = json.loads(deployed.client("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]["RedrivePolicy"])
+    for _ in range(int(redrive["maxReceiveCount"])):
+        assert len(sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]) == 1
+    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []  # redriven to the DLQ
+
+
+def _with_gemini(server: IamMoto, fake) -> StackDeployment:
+    """``-c reader=gemini``: the fake Gemini is the model, its key in the stack's secret."""
+    deployed = StackDeployment(synth((("reader", "gemini"),)), server,
+                               environment={"DOCLAKE_GEMINI_BASE_URL": fake.url})
+    deployed.client("secretsmanager").put_secret_value(
+        SecretId=deployed.functions["read"].environment["DOCLAKE_GEMINI_API_KEY_SECRET"],
+        SecretString="fake-key")
+    return deployed
 
 
 def test_a_dead_letter_fails_its_job_once_however_often_the_poller_sees_it(
-        deployment, pdf_factory, monkeypatch):
-    """The DLQ keeps the message for people; every pass that sees it again (here: each pass,
-    its hiding time set to nothing) records nothing more than the first did."""
-    from infra.aws.lambdas import poller
-    from infra.aws.runtime import shared
-    from lake.catalog import query
+        clocked_moto, pdf_factory):
+    """The DLQ keeps the message for people, hidden 12 h at each pass that sees it; two days of
+    the poller's passes (the clock jumps the 12 h) record nothing more than the first did."""
+    from infra.aws.sqs import MAX_VISIBILITY_S
 
-    _upload(deployment, "poison.pdf", pdf_factory("poison.pdf", 3).read_bytes())
-    assert _invoke(deployment, "split")[0] == 1
-    for _ in range(deployment.max_receives):  # the read worker dies on every delivery
-        deployment.receive("read", visibility_s=0)
-    assert deployment.receive("read") == []  # redriven to the DLQ
-
-    monkeypatch.setattr(poller, "MAX_VISIBILITY_S", 0)  # the message is back at every pass
-    runtime = shared()
-    for _ in range(4):
-        _poll(runtime)
-    (job,) = runtime.store.list_jobs()
+    deployed = StackDeployment(synth(), clocked_moto)
+    _upload(deployed, "poison.pdf", pdf_factory("poison.pdf", 3).read_bytes())
+    assert deployed.drain("split") == (1, 0)
+    _dies_on_every_delivery(deployed, "read")
+    with SimClock(clocked_moto) as clock:
+        for _ in range(4):
+            deployed.poll()
+            assert 0 < clock.next_visible_s() <= MAX_VISIBILITY_S  # the poller hid it again
+            clock.advance(MAX_VISIBILITY_S + 1)
+    (job,) = _jobs(deployed)
     assert (job.status.value, job.failure_reason) == ("failed", "dead_letter")
-    lake = awsmoto.lake_uri(deployment.lake)
-    rows = query(lake, "SELECT unit_id, final FROM failures "
-                       "WHERE failure_reason = 'dead_letter'").to_pylist()
+    rows = _query(deployed, "SELECT unit_id, final FROM failures "
+                            "WHERE failure_reason = 'dead_letter'")
     assert rows == [{"unit_id": "u00001", "final": True}], rows
 
 
-def test_the_units_of_one_batch_share_one_download_of_their_source(deployment, pdf_factory):
-    """Three read units of one document in one SQS batch: the upload is fetched from S3 once,
-    and no copy is left in /tmp when the invocation ends."""
+def test_the_units_of_one_batch_share_one_download_of_their_source(
+        iam_moto, pdf_factory, monkeypatch):
+    """Three read units of one document in one batch of the read mapping: the upload is fetched
+    from S3 once, and no copy is left in /tmp when the invocation ends."""
     from pathlib import Path
 
-    from infra.aws.runtime import shared
+    from botocore.client import BaseClient
 
-    _upload(deployment, "long.pdf", pdf_factory("long.pdf", 15).read_bytes())
-    assert _invoke(deployment, "split") == (1, 0)
-    runtime = shared()
-    (job,) = runtime.store.list_jobs()
+    from infra.aws.s3 import SharedDownloads
+    from lake.layout import unpinned
+
+    deployed = StackDeployment(synth(), iam_moto)
+    _upload(deployed, "long.pdf", pdf_factory("long.pdf", 15).read_bytes())
+    assert deployed.drain("split") == (1, 0)
+    (job,) = _jobs(deployed)
     assert job.units == 3
     fetched: list[str] = []
-    runtime.s3.meta.events.register(
-        "provide-client-params.s3.GetObject",
-        lambda params, **_: fetched.append(params["Key"]))
+    real_call = BaseClient._make_api_call
+
+    def call(client, operation, params):  # every S3 GetObject any client makes
+        if operation == "GetObject":
+            fetched.append(params["Key"])
+        return real_call(client, operation, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", call)
     copies = []
-    real_open = runtime.downloads.open
+    real_open = SharedDownloads.open
 
-    def open_copy(key, fetch):  # note where each copy lands, to see it removed
-        return real_open(key, lambda name: (copies.append(name), fetch(name))[1])
+    def open_copy(downloads, key, fetch):  # note where each copy lands, to see it removed
+        return real_open(downloads, key, lambda name: (copies.append(name), fetch(name))[1])
 
-    runtime.downloads.open = open_copy
-    assert _invoke(deployment, "read") == (3, 0)
-    assert fetched.count(job.object_key) == 1, fetched
+    monkeypatch.setattr(SharedDownloads, "open", open_copy)
+    assert deployed.drain("read") == (3, 0)
+    assert fetched.count(unpinned(job.object_key)[0]) == 1, fetched  # the key, at its version
     assert len(copies) == 1 and not Path(copies[0]).exists()  # removed when the batch ended
-    _poll(runtime)
-    assert runtime.store.get_job(job.job_id).status.value == "succeeded"
-
-
-def _reader_for_the_stack(monkeypatch) -> None:
-    """The stack's reader, set for every function: the job keeps its run's choices from ingest
-    (issue 19), so the upload must be planned with the reader the read function uses."""
-    monkeypatch.setenv("DOCLAKE_READER", "gemini")
-    from infra.aws import runtime
-
-    runtime.shared.cache_clear()
-
-
-def _read_with_gemini(monkeypatch, fake, **settings: str) -> None:
-    """The read function's settings as the stack sets them, with the fake Gemini as its model."""
-    for name, value in {"DOCLAKE_READER": "gemini", "DOCLAKE_GEMINI_API_KEY": "fake-key",
-                        "DOCLAKE_GEMINI_BASE_URL": fake.url, "DOCLAKE_MODEL_MAX_ATTEMPTS": "1",
-                        **settings}.items():
-        monkeypatch.setenv(name, value)
-    from infra.aws import runtime
-
-    runtime.shared.cache_clear()
-
-
-def _model_calls(deployed: Deployment) -> list[dict]:
-    from lake.catalog import query
-
-    return query(awsmoto.lake_uri(deployed.lake),
-                 "SELECT job_id, page_number, outcome, http_status, detail "
-                 "FROM model_calls").to_pylist()
+    deployed.poll()
+    (job,) = _jobs(deployed)
+    assert job.status.value == "succeeded"
 
 
 def test_a_record_still_running_at_the_invocations_deadline_is_retried_and_its_calls_are_on_the_ledger(
-        deployment, pdf_factory, monkeypatch):
-    """The model hangs; the invocation has 25 s left. The record is cut off at its deadline
-    (the remaining time less the flush margin), its three calls in flight get their ledger
-    rows, the message goes back with its delay, the job notes when its work is due, and the
-    handler returns by itself before Lambda would have killed it."""
-    import time
-
+        iam_moto, pdf_factory):
+    """The model hangs and the read invocation has 25 s left (the rest of its template timeout
+    spent). The record is cut off at its deadline (the remaining time less the flush margin),
+    its three calls in flight get their ledger rows, the message goes back with the schedule's
+    first delay, the job notes when its work is due, and the handler returns by itself before
+    Lambda would have killed it."""
     from support.fake_gemini import FakeGemini, answer
 
     from infra.aws.lambdas.extraction import FINISH_MARGIN_S
+    from infra.aws.sqs import retry_visibility_s
+    from lake.events import utc_now
 
-    _reader_for_the_stack(monkeypatch)
-    _upload(deployment, "slow.pdf", pdf_factory("slow.pdf", 3).read_bytes())
-    assert _invoke(deployment, "split") == (1, 0)
     with FakeGemini(lambda call: answer("late"), delay=lambda call: 120.0) as fake:
-        _read_with_gemini(monkeypatch, fake, DOCLAKE_MODEL_TIMEOUT_S="100")
+        deployed = _with_gemini(iam_moto, fake)
+        _upload(deployed, "slow.pdf", pdf_factory("slow.pdf", 3).read_bytes())
+        assert deployed.drain("split") == (1, 0)
+        remaining_s = FINISH_MARGIN_S + 10
+        assert deployed.drain("read", remaining_s=remaining_s) == (1, 1)
+        (invocation,) = [i for i in deployed.invocations if i.function == "read"]
+        assert not invocation.timed_out, f"the invocation ran {invocation.took_s:.1f} s"
+        assert fake.count() == 3  # the three pages were sent and were in flight
+    calls = _model_calls(deployed)
+    assert sorted(c["page_number"] for c in calls) == [1, 2, 3]
+    assert {c["outcome"] for c in calls} == {"timeout"}
+    assert all("deadline" in c["detail"] for c in calls)
+    (job,) = _jobs(deployed)
+    assert job.retry_at is not None and job.status.value == "queued"
+    due_in_s = (job.retry_at - utc_now()).total_seconds()
+    assert retry_visibility_s(1) - 60 < due_in_s <= retry_visibility_s(1)
+    sqs = deployed.client("sqs")
+    assert sqs.receive_message(QueueUrl=_queue_url(deployed, "ReadQueue")).get(
+        "Messages", []) == []  # hidden for its retry delay
+
+
+def _rate_s(expression: str) -> float:
+    """``rate(1 minute)`` -> 60."""
+    import re
+
+    number, unit = re.fullmatch(r"rate\((\d+) (\w+?)s?\)", expression).groups()
+    return int(number) * {"minute": 60, "hour": 3600, "day": 86_400}[unit]
+
+
+def _poller_every_s(deployed: StackDeployment) -> float:
+    arn = deployed.physical[deployed.functions["poller"].logical]["Arn"]
+    (every,) = [_rate_s(p["ScheduleExpression"]) for p in deployed.schedules.values()
+                if any(t["Arn"] == arn for t in p.get("Targets", []))]
+    return every
+
+
+def _poll(deployed: StackDeployment) -> list:
+    """A poller pass, as the poller's role; the jobs as it left them."""
+    from infra.aws.lambdas.poller import run_passes
+
+    with deployed.running_as("poller"):
         from infra.aws.runtime import shared
 
-        remaining_s = FINISH_MARGIN_S + 10
-        started = time.monotonic()
-        assert _invoke(deployment, "read", remaining_ms=int(remaining_s * 1000)) == (1, 1)
-        took = time.monotonic() - started
-        assert took < remaining_s, f"the invocation ran {took:.1f} s of its {remaining_s:g} s"
-        assert fake.count() == 3  # the three pages were sent and were in flight
-        calls = _model_calls(deployment)
-        assert sorted(c["page_number"] for c in calls) == [1, 2, 3]
-        assert {c["outcome"] for c in calls} == {"timeout"}
-        assert all("deadline" in c["detail"] for c in calls)
-        (job,) = shared().store.list_jobs()
-        assert job.retry_at is not None and job.status.value == "queued"
-        assert deployment.receive("read") == []  # hidden for its retry delay
+        runtime = shared()
+        asyncio.run(run_passes(runtime, holder="test", loop_s=0, interval_s=0.01))
+        return runtime.store.list_jobs()
 
 
-def test_a_30_minute_brownout_through_the_aws_handlers_compressed_sixty_times(
-        pdf_factory, monkeypatch):
-    """The queue's own schedule (one model attempt per delivery, the message hidden 2, 6, 15,
-    15 min between deliveries) at 1/60 of real time against a brownout of 30 min (30 s here),
-    with the poller's 30-minute no-progress rule (30 s) running beside it: every document
-    succeeds, no page is paid twice, every 503 is on the ledger, no invocation outruns its
-    time, and the stall rule fails no job whose retry is scheduled.
+def test_a_30_minute_brownout_through_the_aws_handlers_on_the_templates_own_schedule(
+        clocked_moto, pdf_factory):
+    """The fake Gemini answers 503 for 30 minutes from its first call. Everything else is the
+    template's: one model attempt per delivery, each read message hidden by the retry schedule
+    between its deliveries, the read queue's maxReceiveCount, the functions' timeouts and
+    environments, the roles. Lambda is played as its mappings would: every queue drained as soon
+    as a message is visible, a poller pass after anything moved; ``SimClock`` jumps the waits
+    between (to the next message due); an invocation's own seconds are real. Every document
+    succeeds, no page is paid twice, every 503 is on the ledger, and no invocation reaches its
+    timeout.
 
-    Only the queue's delays are compressed: each invocation's own seconds (moto, the lake) are
-    real, so this shows the mechanics; that the schedule alone outlasts 30 minutes is asserted
-    on the template's values (``test_aws_lambda_template``)."""
-    import threading
+    The poller runs a pass when something moved, not each minute of a wait: in a wait every job
+    has its retry scheduled, which the no-progress rule does not count
+    (``test_no_progress_never_fails_a_job_whose_retry_is_scheduled``).
+
+    With the old schedule (60 + 180 + 540 + 900 s) the fifth and last delivery falls inside the
+    brownout and the pages fail."""
     import time
 
     from support.fake_gemini import FakeGemini, answer, error
 
-    scale = 60
-    brownout_s = 30 * 60 / scale
-    awsmoto.endpoint()
-    deployed = Deployment(max_receives=5)
-    for name, value in deployed.env().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("DOCLAKE_RETRY_DELAY_SCALE", str(1 / scale))
-    monkeypatch.setenv("DOCLAKE_NO_PROGRESS_TIMEOUT_S", str(30 * 60 / scale))
+    brownout_s = 30 * 60
     first: list[float] = []
     sent_503 = 0
 
     def respond(call):
         nonlocal sent_503
-        first[:] = first or [call.at]
-        if call.at - first[0] < brownout_s:
+        now = time.time()  # the simulation's clock
+        first[:] = first or [now]
+        if now - first[0] < brownout_s:
             sent_503 += 1
             return error(503)
         return answer(f"page text {call.n}")
 
-    for n in range(2):
-        _reader_for_the_stack(monkeypatch)
-        _upload(deployed, f"doc{n}.pdf", pdf_factory(f"doc{n}.pdf", 6, word="brownout")
-                .read_bytes())
     with FakeGemini(respond) as fake:
-        _read_with_gemini(monkeypatch, fake)
-        from infra.aws.config import AwsSettings
-        from infra.aws.lambdas.poller import run_passes
-        from infra.aws.runtime import AwsRuntime, shared
-
-        runtime = shared()
-        stop = threading.Event()
-
-        async def sleep(seconds: float) -> None:
-            if stop.wait(seconds):
-                raise asyncio.CancelledError
-
-        def poller() -> None:  # the scheduled poller: its own container, looping meanwhile
-            with contextlib.suppress(asyncio.CancelledError):
-                asyncio.run(run_passes(AwsRuntime(AwsSettings()), holder="poller", loop_s=600,
-                                       interval_s=0.5, sleep=sleep))
-
-        import contextlib
-
-        thread = threading.Thread(target=poller, daemon=True)
-        thread.start()
-        remaining_ms = 300_000  # the read function's timeout
-        longest = 0.0
-        receives = 0
-        try:
-            deadline = time.monotonic() + 240
-            while time.monotonic() < deadline:
-                jobs = runtime.store.list_jobs()
-                if jobs and all(j.status.terminal for j in jobs):
-                    break
-                for queue in ("split", "read", "index"):
-                    started = time.monotonic()
-                    records, _ = _invoke(deployed, queue, remaining_ms=remaining_ms)
-                    longest = max(longest, time.monotonic() - started)
-                    receives += records if queue == "read" else 0
-                time.sleep(0.5)
-        finally:
-            stop.set()
-            thread.join(30)
-        jobs = runtime.store.list_jobs()
-        assert [(j.status.value, j.failure_reason) for j in jobs] == [("succeeded", None)] * 2
-        calls = _model_calls(deployed)
-        paid = [(c["job_id"], c["page_number"]) for c in calls if c["outcome"] == "ok"]
-        assert len(paid) == 12 and len(set(paid)) == 12, "a page was paid twice"
-        assert sum(1 for c in calls if c["http_status"] == 503) == sent_503 > 0
-        errors_at = [c.at for c in fake.calls if c.at - first[0] < brownout_s]
-        assert max(errors_at) - first[0] >= brownout_s * 0.5  # the retries reached into it
-        assert receives > 4  # the read messages came back, each after its delay
-        assert longest < remaining_ms / 1000
-        print(f"\nbrownout {brownout_s:g} s (30 min / {scale}): {sent_503} 503s, "
-              f"{receives} read deliveries, longest invocation {longest:.1f} s")
+        deployed = _with_gemini(clocked_moto, fake)
+        for n in range(2):
+            _upload(deployed, f"doc{n}.pdf", pdf_factory(f"doc{n}.pdf", 3, word="brownout")
+                    .read_bytes())
+        every_s = _poller_every_s(deployed)
+        read_deliveries = 0
+        with SimClock(clocked_moto) as clock:
+            moved_since_pass = True
+            while clock.now() < 3 * 3600:
+                moved = 0
+                for function in PIPELINE:
+                    records, _ = deployed.drain(function, batches=10)
+                    moved += records
+                    read_deliveries += records if function == "read" else 0
+                moved_since_pass = moved_since_pass or moved > 0
+                if moved:
+                    continue
+                if moved_since_pass:  # a poller pass over what moved (it may queue more)
+                    jobs = _poll(deployed)
+                    moved_since_pass = False
+                    if all(j.status.terminal for j in jobs):
+                        break
+                    continue
+                due = clock.next_visible_s()  # nothing to do until a message is due
+                clock.advance(every_s if due is None else due + 0.01)
+            took_s = clock.now()
+        calls = fake.calls
+    assert [(j.status.value, j.failure_reason) for j in jobs] == [("succeeded", None)] * 2
+    ledger = _model_calls(deployed)
+    paid = [(c["job_id"], c["page_number"]) for c in ledger if c["outcome"] == "ok"]
+    assert len(paid) == 6 and len(set(paid)) == 6, "a page was paid twice"
+    assert sum(1 for c in ledger if c["http_status"] == 503) == sent_503 > 0
+    assert not [c for c in ledger if "deadline" in (c["detail"] or "")]
+    timed_out = [i for i in deployed.invocations if i.timed_out]
+    assert timed_out == [], timed_out
+    longest = max(deployed.invocations, key=lambda i: i.took_s)
+    print(f"\nbrownout {brownout_s} s simulated in {took_s:.0f} s of the clock: {sent_503} 503s, "
+          f"{len(calls)} model calls, {read_deliveries} read deliveries, longest invocation "
+          f"{longest.function} {longest.took_s:.1f} s of {longest.timeout_s:g} s")
 
 
-def test_the_sparse_indexes_spread_their_keys_over_shards_and_read_them_all(tmp_path):
-    """Each job's index attributes take its own shard's value, so the writes of many jobs land
-    on many partitions of an index; the readers merge every shard, in the index's order."""
+def test_the_sparse_indexes_spread_their_keys_over_shards_and_read_them_all(iam_moto):
+    """On the template's table and indexes: each job's index attributes take its own shard's
+    value, so the writes of many jobs land on many partitions of an index; the readers merge
+    every shard, in the index's order. The ingest function's role writes the jobs, the poller's
+    reads and moves them."""
     from datetime import timedelta
 
     from extract.ports import NewVersion
     from extract.state import JobStatus
     from lake.events import utc_now
 
-    store = awsmoto.dynamo_job_store(tmp_path)
+    deployed = StackDeployment(synth(), iam_moto)
     start = utc_now()
     ids = [f"job-{n:02d}" for n in range(30)]
-    for n, job_id in enumerate(ids):
-        store.create_job(NewVersion(
-            document_id=f"d{n}", job_id=job_id, source_name="a.pdf", source_key=f"/a{n}.pdf",
-            sha256=f"s{n}", bytes=1, version=1, object_key=f"uploads/d{n}/{job_id}",
-            created_at=start + timedelta(seconds=n)))
-    items = store.client.scan(TableName=store.table)["Items"]
+    with deployed.running_as("ingest"):
+        from infra.aws.runtime import shared
+
+        store = shared().store
+        for n, job_id in enumerate(ids):
+            store.create_job(NewVersion(
+                document_id=f"d{n}", job_id=job_id, source_name="a.pdf", source_key=f"/a{n}.pdf",
+                sha256=f"s{n}", bytes=1, version=1, object_key=f"uploads/d{n}/{job_id}",
+                created_at=start + timedelta(seconds=n)))
+    table = deployed.functions["poller"].environment["DOCLAKE_TABLE"]
+    items = deployed.client("dynamodb").scan(TableName=table)["Items"]
     shards = {item["gsi_active"]["S"] for item in items if "gsi_active" in item}
     assert len(shards) > 3, shards
-    assert [p.job.job_id for p in store.active_jobs()] == ids  # every shard, oldest first
-    assert [j.job_id for j in store.unsent_jobs()] == ids
-    for job_id in ids[:5]:
-        store.transition_job(job_id, JobStatus.QUEUED, JobStatus.FAILED, at=utc_now())
-    assert {j.job_id for j in store.jobs_missing_status_event()} == set(ids[:5])
-    assert [p.job.job_id for p in store.active_jobs()] == ids[5:]
+    with deployed.running_as("poller"):
+        store = shared().store
+        assert [p.job.job_id for p in store.active_jobs()] == ids  # every shard, oldest first
+        assert [j.job_id for j in store.unsent_jobs()] == ids
+        for job_id in ids[:5]:
+            store.transition_job(job_id, JobStatus.QUEUED, JobStatus.FAILED, at=utc_now())
+        assert {j.job_id for j in store.jobs_missing_status_event()} == set(ids[:5])
+        assert [p.job.job_id for p in store.active_jobs()] == ids[5:]
 
 
 def test_a_poller_pass_stops_at_the_first_step_its_lease_no_longer_covers(
-        deployment, pdf_factory, monkeypatch):
+        iam_moto, pdf_factory, monkeypatch):
     """The pass's first step outlasts the lease and another poller takes it meanwhile: the
     rest of the pass (the dead letters here) is left to the lease's new holder."""
     import time
 
     from infra.aws.lambdas import poller
-    from infra.aws.runtime import shared
 
-    _upload(deployment, "poison.pdf", pdf_factory("poison.pdf", 3).read_bytes())
-    assert _invoke(deployment, "split")[0] == 1
-    for _ in range(deployment.max_receives):
-        deployment.receive("read", visibility_s=0)
-    assert deployment.receive("read") == []  # redriven to the DLQ
-    runtime = shared()
+    deployed = StackDeployment(synth(), iam_moto)
+    _upload(deployed, "poison.pdf", pdf_factory("poison.pdf", 3).read_bytes())
+    assert deployed.drain("split") == (1, 0)
+    _dies_on_every_delivery(deployed, "read")
     real = poller.poll_once
 
-    async def slow_pass(ctx, **kwargs):
-        decisions = await real(ctx, **kwargs)
-        time.sleep(1.2)  # past the 1 s lease
-        assert runtime.store.acquire_lease(poller.LEASE, "other", ttl_s=60)
-        return decisions
+    with deployed.running_as("poller"):  # the poller's role and environment
+        from infra.aws.runtime import shared
 
-    monkeypatch.setattr(poller, "poll_once", slow_pass)
-    asyncio.run(poller.run_passes(runtime, holder="slow", loop_s=0, interval_s=0.01,
-                                  lease_s=1.0))
-    (job,) = runtime.store.list_jobs()
-    (unit,) = runtime.store.list_units(job.job_id)
+        runtime = shared()
+
+        async def slow_pass(ctx, **kwargs):
+            decisions = await real(ctx, **kwargs)
+            time.sleep(1.2)  # past the 1 s lease
+            assert runtime.store.acquire_lease(poller.LEASE, "other", ttl_s=60)
+            return decisions
+
+        monkeypatch.setattr(poller, "poll_once", slow_pass)
+        asyncio.run(poller.run_passes(runtime, holder="slow", loop_s=0, interval_s=0.01,
+                                      lease_s=1.0))
+        (job,) = runtime.store.list_jobs()
+        (unit,) = runtime.store.list_units(job.job_id)
     assert unit.status.value == "pending"  # the slow pass did not act without its lease
-    assert len(deployment.receive("read-dlq", visibility_s=0)) == 1  # left for the holder
+    dlq = deployed.client("sqs").receive_message(QueueUrl=_queue_url(deployed, "ReadDlq"),
+                                                 VisibilityTimeout=0)
+    assert len(dlq["Messages"]) == 1  # left for the holder
 
 
 NO_SEMAPHORES = """

@@ -20,7 +20,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("aws_lambda_powertools")
 
 from conftest import CORPUS  # noqa: E402
-from support.awsstack import IamMoto, StackDeployment, synth  # noqa: E402
+from support.awsstack import StackDeployment, synth  # noqa: E402
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
@@ -30,17 +30,10 @@ NDA = ["NON-DISCLOSURE AGREEMENT made as of March 3, 2015",
        "This Agreement shall remain in effect for two (2) years."]
 
 
-@pytest.fixture(scope="module")
-def server():
-    moto = IamMoto()
-    yield moto
-    moto.close()
-
-
 @pytest.fixture
-def deployed(server):
+def deployed(iam_moto):
     template = synth((("fields_schema", "nda"),))
-    return StackDeployment(template, server)
+    return StackDeployment(template, iam_moto)
 
 
 def _slot(deployed: StackDeployment, name: str, content_type: str) -> dict:
@@ -178,14 +171,14 @@ def _without(template: dict, resource_suffix: str) -> dict:
     return template
 
 
-def test_without_the_decrypted_grant_a_spreadsheet_fails_as_access_denied(server, tmp_path):
+def test_without_the_decrypted_grant_a_spreadsheet_fails_as_access_denied(iam_moto, tmp_path):
     """Finding 1: the HEAD on ``decrypted/<doc>/<job>`` every upload reader makes is a 403 on a
     role without the grant; it fails the job at once as ``access_denied`` (not five deliveries
     of an unknown error ending in the DLQ). With the stack's grant the same file succeeds (the
     end-to-end test above)."""
     import openpyxl
 
-    deployed = StackDeployment(_without(synth(), "/decrypted/*"), server)
+    deployed = StackDeployment(_without(synth(), "/decrypted/*"), iam_moto)
     book = openpyxl.Workbook()
     book.active.append(["party", "Acme Corp"])
     book.save(tmp_path / "one.xlsx")
@@ -199,14 +192,14 @@ def test_without_the_decrypted_grant_a_spreadsheet_fails_as_access_denied(server
 
 
 def test_a_vision_page_is_read_by_the_model_with_its_key_from_secrets_manager(
-        server, pdf_factory):
+        iam_moto, pdf_factory):
     """Finding 2: ``-c reader=gemini`` makes the key's secret; only the functions that call the
     model know it and may read it; a read function's container takes the key from Secrets
     Manager with its role (no key in any environment) and reads the page through the model."""
     from support.fake_gemini import FakeGemini, answer
 
     with FakeGemini(lambda call: answer("# Vision page\n\nRead by the model.", 1290, 9)) as fake:
-        deployed = StackDeployment(synth((("reader", "gemini"),)), server,
+        deployed = StackDeployment(synth((("reader", "gemini"),)), iam_moto,
                                    environment={"DOCLAKE_GEMINI_BASE_URL": fake.url})
         read_env = deployed.functions["read"].environment
         assert read_env["DOCLAKE_READER"] == "gemini"
@@ -227,13 +220,13 @@ def test_a_vision_page_is_read_by_the_model_with_its_key_from_secrets_manager(
     assert "Read by the model." in page
 
 
-def test_results_the_stream_never_published_are_published_by_the_poller(server, tmp_path):
+def test_results_the_stream_never_published_are_published_by_the_poller(iam_moto, tmp_path):
     """Finding 5: the stream's publisher is not the only road: a settled result still in the
     unpublished outbox after the grace is published by the poller's pass (with the poller's
     role), and the stream's late record then publishes nothing twice."""
     from support.pdfgen import make_pdf
 
-    deployed = StackDeployment(synth((("fields_schema", "nda"),)), server,
+    deployed = StackDeployment(synth((("fields_schema", "nda"),)), iam_moto,
                                environment={"DOCLAKE_PUBLISH_GRACE_S": "0"})
     slot = _slot(deployed, "nda.pdf", "application/pdf")
     _upload(slot, make_pdf(tmp_path / "nda.pdf", NDA).read_bytes(), "application/pdf")

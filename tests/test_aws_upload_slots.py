@@ -18,7 +18,7 @@ pytest.importorskip("moto.server", reason="moto[server] is not installed")
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("aws_lambda_powertools")
 
-from support.awsstack import IamMoto, StackDeployment, synth  # noqa: E402
+from support.awsstack import StackDeployment, synth  # noqa: E402
 from support.pdfgen import make_pdf  # noqa: E402
 
 PIPELINE = ("split", "read", "sheet", "convert", "index", "fields")
@@ -26,16 +26,9 @@ FIRST = ["FIRST UPLOAD: the agreement the caller meant to send."]
 SECOND = ["SECOND UPLOAD: other bytes sent to the same slot later."]
 
 
-@pytest.fixture(scope="module")
-def server():
-    moto = IamMoto()
-    yield moto
-    moto.close()
-
-
 @pytest.fixture
-def deployed(server):
-    return StackDeployment(synth(), server)
+def deployed(iam_moto):
+    return StackDeployment(synth(), iam_moto)
 
 
 def _post_slot(deployed: StackDeployment, name: str) -> dict:
@@ -158,7 +151,7 @@ def test_two_uploads_before_the_first_event_is_handled_leave_one_claimed_version
     assert len(_refusals(deployed)) == 1
 
 
-def test_without_its_delete_grant_the_refused_upload_stays_but_is_never_read(server, tmp_path):
+def test_without_its_delete_grant_the_refused_upload_stays_but_is_never_read(iam_moto, tmp_path):
     """The refused version is deleted with the ingest function's role, by the stack's grant on
     ``uploads/*`` (without it: AccessDenied, the record goes back to its queue). What the job
     reads does not depend on it: the pinned version."""
@@ -171,7 +164,7 @@ def test_without_its_delete_grant_the_refused_upload_stays_but_is_never_read(ser
             statements[:] = [s for s in statements if not (
                 "Uploads" in json.dumps(s["Resource"]) and "s3:DeleteObject" in json.dumps(
                     s["Action"]))]
-    deployed = StackDeployment(template, server)
+    deployed = StackDeployment(template, iam_moto)
     slot = _post_slot(deployed, "nda.pdf")
     first = make_pdf(tmp_path / "first.pdf", FIRST).read_bytes()
     _post(slot, first)

@@ -37,9 +37,6 @@ class AwsSettings(BaseSettings):
     gemini_api_key_secret: str | None = Field(
         None, description="The Secrets Manager secret (ARN or name) holding the Gemini API key; "
         "read once per container, never put in the environment.")
-    retry_delay_scale: float = Field(
-        1.0, gt=0, le=1, description="Multiplies the retry schedule's delays: 1 in a deployment; "
-        "a simulation compresses time with it (1/60: a 30-minute brownout in 30 s).")
     upload_expiry_s: int = Field(300, ge=1, le=MAX_UPLOAD_EXPIRY_S)
     max_upload_bytes: int = Field(512 * 1024 * 1024, ge=1)
 

@@ -12,8 +12,10 @@ walks the template's resources and creates, in a moto server of its own
   policies, with an access key; a handler runs with its role's key, so a grant missing from the
   stack is an AccessDenied here;
 - ``AWS::Lambda::Function`` and ``AWS::Lambda::EventSourceMapping`` are read, not created: a
-  function is its handler (the image's command or the zip's handler), its environment and its
-  role; a mapping is its source, batch size and filters, which ``drain`` and ``publish`` honour.
+  function is its handler (the image's command or the zip's handler), its environment, its
+  role, its timeout (the invocation's remaining time counts down from it; ``invocations`` notes
+  how long each call took) and memory; a mapping is its source, batch size and filters, which
+  ``drain`` and ``publish`` honour.
 
 ``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::Sub``, ``Fn::Select`` and the pseudo parameters
 resolve to the physical names created. A resource type not listed above (alarms, Glue, Athena,
@@ -106,6 +108,23 @@ class IamMoto:
     def client(self, service: str, credentials: tuple[str, str] | None = None):
         return self._client(service, *(credentials or self.admin))
 
+    def _ask(self, command: str) -> str:
+        """One command of the simulation clock (``support.simclock``), one answer line."""
+        self.process.stdin.write(command + "\n")  # type: ignore[union-attr]
+        self.process.stdin.flush()  # type: ignore[union-attr]
+        return self.process.stdout.readline().strip()  # type: ignore[union-attr]
+
+    def shift(self, seconds: float) -> None:
+        """Move the server's clock forward (SQS visibility, every timestamp moto takes)."""
+        answer = self._ask(f"shift {seconds!r}")
+        if answer != "ok":
+            raise RuntimeError(f"the IAM moto server refused to shift its clock: {answer!r}")
+
+    def next_visible_s(self) -> float | None:
+        """Seconds until the first hidden SQS message is visible again; None when none is."""
+        answer = self._ask("next")
+        return None if answer == "none" else float(answer)
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.process.stdin.close()  # type: ignore[union-attr]
@@ -125,6 +144,21 @@ class Function:
     handler: str
     environment: dict[str, str]
     role: str  # the logical id of its role
+    timeout_s: int = 3  # Lambda's default when the template sets none
+    memory_mb: int = 128
+
+
+@dataclass
+class Invocation:
+    """One handler call as ``invoke`` played it: Lambda would have killed it at ``timeout_s``."""
+
+    function: str
+    took_s: float
+    timeout_s: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.took_s >= self.timeout_s
 
 
 @dataclass
@@ -156,6 +190,7 @@ class StackDeployment:
         self.mappings: dict[str, Mapping] = {}
         self.schedules: dict[str, dict] = {}  # rules without a pattern, not created in moto
         self._iterators: dict[str, str] = {}
+        self.invocations: list[Invocation] = []  # every handler call, with how long it took
         for kind in ("AWS::S3::Bucket", "AWS::DynamoDB::Table", "AWS::SecretsManager::Secret"):
             for logical in self._of(kind):
                 getattr(self, "_" + kind.split("::")[2].lower())(logical)
@@ -323,9 +358,9 @@ class StackDeployment:
         handler = props.get("ImageConfig", {}).get("Command", [props.get("Handler")])[0]
         environment = self.resolve(props.get("Environment", {}).get("Variables", {}))
         role = props["Role"]["Fn::GetAtt"][0]
-        self.functions[key_of(logical)] = Function(logical, name, handler,
-                                                   {k: str(v) for k, v in environment.items()},
-                                                   role)
+        self.functions[key_of(logical)] = Function(
+            logical, name, handler, {k: str(v) for k, v in environment.items()}, role,
+            int(props.get("Timeout", 3)), int(props.get("MemorySize", 128)))
 
     def _rule(self, logical: str) -> None:
         props = self.resolve(self._props(logical))
@@ -392,14 +427,28 @@ class StackDeployment:
                     os.environ[k] = v
             _forget_clients()
 
-    def invoke(self, function: str, event: dict, context=None) -> Any:
-        """Call ``function``'s handler in-process, as its role, with its environment."""
+    def invoke(self, function: str, event: dict, context=None, *,
+               remaining_s: float | None = None) -> Any:
+        """Call ``function``'s handler in-process, as its role, with its environment; its
+        context's remaining time counts down from the function's timeout (or ``remaining_s``:
+        an invocation that has already spent the rest). Each call is noted in ``invocations``."""
+        import time
+
         with self.running_as(function) as spec:
             module, name = spec.handler.rsplit(".", 1)
             handler = getattr(importlib.import_module(module), name)
-            return handler(event, context or LambdaContext(function_name=spec.name))
+            limit_s = spec.timeout_s if remaining_s is None else remaining_s
+            context = context or LambdaContext(function_name=spec.name, timeout_s=limit_s,
+                                               memory_limit_in_mb=spec.memory_mb)
+            started = time.monotonic()
+            try:
+                return handler(event, context)
+            finally:
+                self.invocations.append(Invocation(function, time.monotonic() - started,
+                                                   limit_s))
 
-    def drain(self, function: str, *, batches: int = 1) -> tuple[int, int]:
+    def drain(self, function: str, *, batches: int = 1,
+              remaining_s: float | None = None) -> tuple[int, int]:
         """Play the function's SQS event source mapping: receive up to its batch size with the
         function's role (Lambda polls with it), invoke, delete what the partial batch response
         did not report failed. Returns (records, failures) over ``batches`` polls."""
@@ -414,7 +463,8 @@ class StackDeployment:
                 MessageSystemAttributeNames=["All"]).get("Messages", [])
             if not messages:
                 break
-            response = self.invoke(function, sqs_event(mapping.source_arn, messages)) or {}
+            response = self.invoke(function, sqs_event(mapping.source_arn, messages),
+                                   remaining_s=remaining_s) or {}
             failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
             for m in messages:
                 if m["MessageId"] not in failed:
@@ -534,16 +584,24 @@ def sqs_event(source_arn: str, messages: list[dict]) -> dict:
 
 @dataclass
 class LambdaContext:
-    """The LambdaContext attributes the handlers and Powertools read."""
+    """The LambdaContext attributes the handlers and Powertools read; the remaining time counts
+    down from ``timeout_s`` as Lambda's does (real seconds)."""
 
     function_name: str = "doclake-test"
     aws_request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     memory_limit_in_mb: int = 1024
-    remaining_ms: int = 120_000
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        import time
+
+        self._deadline = time.monotonic() + self.timeout_s
 
     @property
     def invoked_function_arn(self) -> str:
         return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"
 
     def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
+        import time
+
+        return max(0, int((self._deadline - time.monotonic()) * 1000))

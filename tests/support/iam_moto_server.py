@@ -8,7 +8,10 @@ DynamoDB, DynamoDB Streams and Secrets Manager the resource is taught here (the 
 stream ARN; the secret's ARN), so a role without a grant on *that* table or secret is refused.
 
 Run as ``python -m support.iam_moto_server``: prints ``http://127.0.0.1:PORT`` and serves until
-its standard input closes.
+its standard input closes. Its standard input also carries the simulation clock's commands
+(``support.simclock``), one a line, each answered with one line: ``shift SECONDS`` moves the
+server's clock forward (time-machine: SQS visibility and every timestamp moto takes), ``next``
+answers the seconds until the earliest hidden SQS message becomes visible again (or ``none``).
 """
 
 from __future__ import annotations
@@ -164,6 +167,53 @@ def patch() -> None:
     SecretsManagerResponse._determine_resource = _secrets_resource
 
 
+class Clock:
+    """The server's side of the simulation clock: time-machine, started at the first shift."""
+
+    def __init__(self) -> None:
+        self.traveller = None
+
+    def shift(self, seconds: float) -> None:
+        import time
+
+        import time_machine
+
+        if self.traveller is None:
+            self.traveller = time_machine.travel(time.time() + seconds, tick=True).start()
+        else:
+            self.traveller.shift(seconds)
+
+    @staticmethod
+    def next_visible_s() -> float | None:
+        """Seconds until the first SQS message hidden now (received, or its visibility changed)
+        is visible again: the next thing that happens on a queue by itself."""
+        from moto.core.utils import unix_time_millis
+        from moto.sqs.models import sqs_backends
+
+        now = unix_time_millis()
+        due = [message.visible_at for regions in sqs_backends.values()
+               for backend in regions.values() for queue in backend.queues.values()
+               for message in list(queue._messages) if message.visible_at > now]
+        return (min(due) - now) / 1000 if due else None
+
+
+def serve_commands(lines, out) -> None:
+    clock = Clock()
+    for line in lines:
+        if not line.strip():
+            continue
+        command, *args = line.split()
+        if command == "shift":
+            clock.shift(float(args[0]))
+            out.write("ok\n")
+        elif command == "next":
+            due = clock.next_visible_s()
+            out.write("none\n" if due is None else f"{due:.3f}\n")
+        else:
+            out.write(f"error: unknown command {command!r}\n")
+        out.flush()
+
+
 def main() -> int:
     import logging
 
@@ -175,7 +225,7 @@ def main() -> int:
     server.start()
     host, port = server.get_host_and_port()
     print(f"http://{host}:{port}", flush=True)
-    sys.stdin.read()  # until the test process closes the pipe (or dies)
+    serve_commands(sys.stdin, sys.stdout)  # until the test process closes the pipe (or dies)
     server.stop()
     return 0
 

@@ -43,7 +43,7 @@ from extract.handling import Outcome, handle_message
 from extract.ports import ReceivedMessage
 from infra.aws.runtime import shared
 from infra.aws.sink import InvocationCommitter
-from infra.aws.sqs import retry_visibility_s, visibility_seconds
+from infra.aws.sqs import retry_visibility_s
 from lake.events import utc_now
 
 logger = Logger(service="doclake-extraction")
@@ -85,8 +85,7 @@ def handle_batch(event: dict, context, *, worker: str) -> dict:
     deadline = record_deadline(context)
 
     async def retry_later(received: ReceivedMessage) -> None:
-        delay = visibility_seconds(retry_visibility_s(received.receive_count)
-                                   * runtime.settings.retry_delay_scale)
+        delay = retry_visibility_s(received.receive_count)
         await asyncio.to_thread(runtime.queue.change_visibility, received, delay)
         job_id = _job_id(received.body)
         if job_id:
