@@ -19,10 +19,8 @@ pytest.importorskip("aws_lambda_powertools")
 pytest.importorskip("time_machine")
 httpx = pytest.importorskip("httpx")
 
-from support.awsstack import IamMoto, StackDeployment, synth  # noqa: E402
+from support.awsstack import PIPELINE, IamMoto, StackDeployment, synth  # noqa: E402
 from support.simclock import SimClock  # noqa: E402
-
-PIPELINE = ("split", "read", "sheet", "convert", "index", "fields")
 
 
 @pytest.fixture

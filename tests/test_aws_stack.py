@@ -24,7 +24,6 @@ from support.awsstack import StackDeployment, synth  # noqa: E402
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
-PIPELINE = ("split", "read", "sheet", "convert", "index", "fields")
 NDA = ["NON-DISCLOSURE AGREEMENT made as of March 3, 2015",
        "This Agreement is governed by the laws of the State of New York.",
        "This Agreement shall remain in effect for two (2) years."]
@@ -48,20 +47,6 @@ def _upload(slot: dict, data: bytes, content_type: str) -> None:
     response = httpx.post(upload["url"], data=upload["fields"],
                           files={"file": ("ignored", data, content_type)})
     assert response.status_code in (200, 201, 204), response.text
-
-
-def _run(deployed: StackDeployment, *, rounds: int = 12, skip: tuple[str, ...] = ()) -> None:
-    """Play Lambda until nothing moves: every pipeline queue's mapping, then a poller pass."""
-    for _ in range(rounds):
-        moved = 0
-        for function in PIPELINE:
-            if function not in skip:
-                records, failed = deployed.drain(function, batches=5)
-                assert failed == 0, f"{function}: {failed} of {records} records failed"
-                moved += records
-        deployed.poll()
-        if not moved:
-            return
 
 
 def test_the_template_deployed_with_iam_enforced_runs_every_kind_of_document(
@@ -91,7 +76,7 @@ def test_the_template_deployed_with_iam_enforced_runs_every_kind_of_document(
         _upload(slots[name], data, content_type)
     records, failed = deployed.drain("ingest", batches=3)
     assert (records, failed) == (len(files), 0)  # S3 -> EventBridge rule -> the ingest queue
-    _run(deployed)
+    deployed.run_until_still()
 
     with deployed.running_as("poller"):
         from infra.aws.runtime import shared
@@ -149,7 +134,7 @@ def test_a_message_whose_worker_keeps_dying_ends_in_the_dlq_and_fails_its_job(
 
     deployed.poll()  # the DLQ pass fails the unit (the poller's role reads the DLQs)...
     deployed.poll()  # ...and the next pass the job
-    _run(deployed, skip=("read",))  # the fields message of a failed job: a failed result
+    deployed.run_until_still(skip=("read",))  # the fields message of a failed job: a failed result
     (job,) = _jobs(deployed).values()
     assert (job.status.value, job.failure_reason) == ("failed", "dead_letter")
     assert deployed.publish() == 1
@@ -186,7 +171,7 @@ def test_without_the_decrypted_grant_a_spreadsheet_fails_as_access_denied(iam_mo
     _upload(_slot(deployed, "one.xlsx", content_type), (tmp_path / "one.xlsx").read_bytes(),
             content_type)
     deployed.drain("ingest")
-    _run(deployed)
+    deployed.run_until_still()
     (job,) = _jobs(deployed).values()
     assert (job.status.value, job.failure_reason) == ("failed", "access_denied")
 
@@ -210,7 +195,7 @@ def test_a_vision_page_is_read_by_the_model_with_its_key_from_secrets_manager(
         slot = _slot(deployed, "vision.pdf", "application/pdf")
         _upload(slot, pdf_factory("vision.pdf", 1).read_bytes(), "application/pdf")
         deployed.drain("ingest")
-        _run(deployed)
+        deployed.run_until_still()
     (job,) = _jobs(deployed).values()
     assert (job.status.value, job.failure_reason) == ("succeeded", None)
     assert [c.model for c in fake.calls] == ["gemini-2.5-flash"]
@@ -231,7 +216,7 @@ def test_results_the_stream_never_published_are_published_by_the_poller(iam_moto
     slot = _slot(deployed, "nda.pdf", "application/pdf")
     _upload(slot, make_pdf(tmp_path / "nda.pdf", NDA).read_bytes(), "application/pdf")
     deployed.drain("ingest")
-    _run(deployed)  # its passes publish the settled claim: no stream record was delivered
+    deployed.run_until_still()  # its passes publish the settled claim: no stream record was delivered
     body = httpx.get(slot["result_url"]).json()
     assert (body["status"], body["extracted_fields"]["jurisdiction"]) == ("succeeded",
                                                                             "New York")

@@ -21,7 +21,6 @@ pytest.importorskip("aws_lambda_powertools")
 from support.awsstack import StackDeployment, synth  # noqa: E402
 from support.pdfgen import make_pdf  # noqa: E402
 
-PIPELINE = ("split", "read", "sheet", "convert", "index", "fields")
 FIRST = ["FIRST UPLOAD: the agreement the caller meant to send."]
 SECOND = ["SECOND UPLOAD: other bytes sent to the same slot later."]
 
@@ -46,18 +45,6 @@ def _post(slot: dict, data: bytes) -> None:
     response = httpx.post(upload["url"], data=upload["fields"],
                           files={"file": ("ignored", data, "application/pdf")})
     assert response.status_code in (200, 201, 204), response.text  # S3 takes it again
-
-
-def _run(deployed: StackDeployment, rounds: int = 12) -> None:
-    for _ in range(rounds):
-        moved = 0
-        for function in PIPELINE:
-            records, failed = deployed.drain(function, batches=5)
-            assert failed == 0, f"{function}: {failed} of {records} records failed"
-            moved += records
-        deployed.poll()
-        if not moved:
-            return
 
 
 def _jobs(deployed: StackDeployment) -> list:
@@ -105,7 +92,7 @@ def test_a_second_post_to_a_slot_being_processed_is_refused_and_the_first_is_rea
     assert deployed.drain("ingest") == (1, 0)  # refused: acknowledged, not retried
     assert _versions(deployed, key) == [first]  # the second upload's bytes are gone
 
-    _run(deployed)
+    deployed.run_until_still()
     (job,) = _jobs(deployed)
     assert (job.status.value, job.failure_reason) == ("succeeded", None)
     page = _page(deployed, job)
@@ -143,7 +130,7 @@ def test_two_uploads_before_the_first_event_is_handled_leave_one_claimed_version
     assert deployed.drain("ingest", batches=2) == (2, 0)
     (job,) = _jobs(deployed)
     (kept,) = _versions(deployed, f"uploads/{job.document_id}/{job.job_id}")
-    _run(deployed)
+    deployed.run_until_still()
     (job,) = _jobs(deployed)
     assert job.status.value == "succeeded"
     page = _page(deployed, job)
@@ -171,7 +158,7 @@ def test_without_its_delete_grant_the_refused_upload_stays_but_is_never_read(iam
     assert deployed.drain("ingest") == (1, 0)
     _post(slot, make_pdf(tmp_path / "second.pdf", SECOND).read_bytes())
     assert deployed.drain("ingest") == (1, 1)  # the delete denied: retried, then the DLQ
-    _run(deployed)
+    deployed.run_until_still()
     (job,) = _jobs(deployed)
     assert len(_versions(deployed, f"uploads/{job.document_id}/{job.job_id}")) == 2
     assert job.status.value == "succeeded" and "FIRST UPLOAD" in _page(deployed, job)
