@@ -37,14 +37,16 @@ def _open(path: Path, password: str | None):
 
 
 @contextlib.contextmanager
-def page_errors(number: int) -> Iterator[None]:
-    """A page PDFium cannot load, or whose text or bitmap it cannot make: a corrupt document."""
+def page_errors(number: int, doing: str = "read") -> Iterator[None]:
+    """A page PDFium cannot load, or whose text or bitmap it cannot make: a corrupt document.
+    PDFium's error is a ``RuntimeError``, which the process pool would otherwise take for a
+    broken pool (``worker_crashed``, taken again every run)."""
     import pypdfium2 as pdfium
 
     try:
         yield
     except pdfium.PdfiumError as error:
-        raise CorruptDocument(f"PDFium cannot read page {number}: {error}") from None
+        raise CorruptDocument(f"PDFium cannot {doing} page {number}: {error}") from None
 
 
 class _OpenDocuments(threading.local):
@@ -84,16 +86,10 @@ _open_documents = _OpenDocuments()
 
 
 def _page(document, number: int):
-    """Page ``number`` (1-based), or ``CorruptDocument`` when PDFium cannot load it: a page tree
-    with a cycle or a count that lies. PDFium's error is a ``RuntimeError``, which the process
-    pool would otherwise take for a broken pool (``worker_crashed``, taken again every run)."""
-    import pypdfium2 as pdfium
-
-    try:
+    """Page ``number`` (1-based); a page PDFium cannot load (a page tree with a cycle, or a
+    count that lies) is a corrupt document."""
+    with page_errors(number, doing="load"):
         return document[number - 1]
-    except pdfium.PdfiumError as error:
-        raise CorruptDocument(f"PDFium cannot load page {number} ({error}): a broken page "
-                              "tree (a cycle, or a page count that lies)") from None
 
 
 def count_pages(path: Path, password: str | None = None) -> int:
