@@ -1,169 +1,127 @@
-"""The whole AWS path in moto server mode on 127.0.0.1, with the Lambda handlers invoked
-in-process: request a slot, upload with plain HTTP to the presigned URL, the S3 event reaches the
-ingest queue through EventBridge, split, read, poll, index, fields, publish; the result JSON appears at
-its address, the events are in the lake bucket and the lake's views read them; a message whose
-worker keeps dying ends in the DLQ and fails its job."""
+"""The AWS path end to end on the synthesized template with IAM enforced (``support.awsstack``):
+what ``tests/test_aws_stack.py`` does not already pin. One lake file for a whole batch of read
+units; the page each extracted field came from and the published flags on the claim and the job;
+the limits the presigned POST policy carries; a poison message's job result (no fields asked)
+with the DLQ left for the operator."""
 
 from __future__ import annotations
 
-import asyncio
+import base64
 import json
+from datetime import UTC, datetime
 
 import pytest
-from support import awsmoto
-from support.awsflow import INGEST_QUEUE, Deployment, FakeContext
 
+pytest.importorskip("aws_cdk", reason="the cdk extra is not installed (pip install -e '.[cdk]')")
+pytest.importorskip("moto.server", reason="moto[server] is not installed")
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("aws_lambda_powertools")
 
-
-@pytest.fixture
-def deployment(monkeypatch):
-    awsmoto.endpoint()
-    deployed = Deployment(max_receives=2)
-    for name, value in deployed.env().items():
-        monkeypatch.setenv(name, value)
-    from infra.aws import runtime
-    from infra.aws.lambdas import presigner
-
-    runtime.shared.cache_clear()
-    presigner._client = None
-    yield deployed
-    runtime.shared.cache_clear()
-
-
-def _slot(name: str, method: str = "POST", size: int | None = None) -> dict:
-    from infra.aws.lambdas import presigner
-
-    answer = presigner.handler({"body": json.dumps({
-        "source_name": name, "content_type": "application/pdf", "method": method,
-        "size": size})})
-    assert answer["statusCode"] == 201
-    return json.loads(answer["body"])
-
-
-def _upload(slot: dict, data: bytes) -> httpx.Response:
-    upload = slot["upload"]
-    if upload["method"] == "PUT":
-        return httpx.put(upload["url"], content=data, headers=upload["headers"])
-    return httpx.post(upload["url"], data=upload["fields"],
-                      files={"file": ("ignored.pdf", data, "application/pdf")})
-
-
-def _ingest(deployed: Deployment) -> int:
-    from infra.aws.lambdas import ingest
-
-    records, failed = deployed.invoke_queue(INGEST_QUEUE, ingest.handler)
-    assert failed == 0
-    return records
-
-
-def _poll(runtime) -> None:
-    from infra.aws.lambdas.poller import run_passes
-
-    asyncio.run(run_passes(runtime, holder="test", loop_s=0, interval_s=0.01))
-
-
-def _drive(deployed: Deployment, *, rounds: int = 8, skip_queue: str | None = None) -> None:
-    """Play Lambda: drain the pipeline queues through the extraction handler, then a poller
-    pass, until nothing moves."""
-    from infra.aws.lambdas import extraction
-    from infra.aws.runtime import shared
-
-    for _ in range(rounds):
-        moved = 0
-        for queue in ("split", "read", "index", "fields"):
-            if queue != skip_queue:
-                moved += deployed.invoke_queue(queue, extraction.handler,
-                                               context=FakeContext(function_name="extraction"))[0]
-        _poll(shared())
-        if not moved:
-            return
-
-
-def _publish(deployed: Deployment) -> int:
-    from infra.aws.lambdas import publisher
-
-    return publisher.handler({"Records": deployed.stream_records()},
-                             FakeContext(function_name="publisher"))["published"]
-
-
-def test_upload_slot_to_result_json_through_s3_eventbridge_sqs_and_the_handlers(
-        deployment, pdf_factory):
-    pdf = pdf_factory("nda.pdf", 7, word="confidential").read_bytes()
-    slot = _slot("nda.pdf")
-    assert httpx.get(slot["result_url"]).status_code in (403, 404)  # nothing published yet
-    assert _upload(slot, pdf).status_code in (200, 201, 204)
-
-    assert _ingest(deployment) == 1  # S3 -> EventBridge -> the ingest queue -> planned
-    from infra.aws.runtime import shared
-
-    runtime = shared()
-    (job,) = runtime.store.list_jobs()
-    assert (job.document_id, job.source_name, job.status.value) == (
-        slot["document_id"], "nda.pdf", "queued")
-
-    _drive(deployment)
-    job = runtime.store.get_job(job.job_id)
-    assert (job.status.value, job.pages, job.units, job.indexed_at is not None) == (
-        "succeeded", 7, 2, True)
-    assert runtime.objects.list(f"pages/{job.document_id}/{job.job_id}/") == [
-        f"pages/{job.document_id}/{job.job_id}/{n:05d}.md" for n in range(1, 8)]
-
-    assert _publish(deployment) == 1
-    assert _publish(deployment) == 0  # a replayed stream batch publishes nothing twice
-    result = httpx.get(slot["result_url"])
-    assert result.status_code == 200
-    body = result.json()
-    assert (body["document_id"], body["status"], body["pages"]) == (
-        slot["document_id"], "succeeded", 7)
-    assert set(body) >= {"extracted_fields", "model_version", "token_usage", "processing_ms"}
-
-    from lake.catalog import query
-
-    lake = awsmoto.lake_uri(deployment.lake)
-    rows = query(lake, "SELECT status, pages, units FROM jobs").to_pylist()
-    assert rows == [{"status": "succeeded", "pages": 7, "units": 2}]
-    pages = query(lake, "SELECT count(*) AS n FROM pages").to_pylist()
-    assert pages == [{"n": 7}]
-    # One invocation's batch of two read units went to the lake in one flush: one file per
-    # event type and day, not one per message.
-    keys = [k for k in _keys(deployment.s3, deployment.lake) if "event_type=page_read" in k]
-    assert len(keys) == 1, keys
-
+from support.awsstack import StackDeployment, synth  # noqa: E402
 
 NDA = ["NON-DISCLOSURE AGREEMENT made as of March 3, 2015",
        "This Agreement is governed by the laws of the State of New York.",
        "This Agreement shall remain in effect for two (2) years."]
 
 
-def test_the_fields_stage_on_aws_publishes_extracted_fields_at_the_result_address(
-        deployment, tmp_path, monkeypatch):
-    """DOCLAKE_FIELDS_SCHEMA on the ingest function asks every upload for fields: the poller
-    sends the fields message once the text is final, the extraction image's fields handler
-    claims and settles the result in DynamoDB, and the publisher, fed the claim's stream
-    record, writes the JSON and the lake's result events (the rules strategy: no network)."""
+def _slot(deployed: StackDeployment, name: str) -> dict:
+    answer = deployed.invoke("presigner", {"body": json.dumps({
+        "source_name": name, "content_type": "application/pdf"})})
+    assert answer["statusCode"] == 201, answer
+    return json.loads(answer["body"])
+
+
+def _upload(slot: dict, data: bytes) -> None:
+    upload = slot["upload"]
+    response = httpx.post(upload["url"], data=upload["fields"],
+                          files={"file": ("ignored.pdf", data, "application/pdf")})
+    assert response.status_code in (200, 201, 204), response.text
+
+
+def _bucket(deployed: StackDeployment, variable: str) -> str:
+    return deployed.functions["read"].environment[variable].removeprefix("s3://")
+
+
+def _keys(deployed: StackDeployment, bucket: str, prefix: str = "") -> list[str]:
+    pages = deployed.client("s3").get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=prefix)
+    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+
+
+def _query(deployed: StackDeployment, sql: str) -> list[dict]:
+    from lake.catalog import query
+
+    with deployed.as_deployer():
+        return query(deployed.lake_uri(), sql).to_pylist()
+
+
+def test_one_read_invocation_writes_one_lake_file_for_its_batch_of_units(
+        iam_moto, pdf_factory):
+    """Seven pages are two read units; the read mapping's batch delivers both to one
+    invocation, whose events go to the lake in one flush: one file per event type and day,
+    not one per message. No fields asked: the job's own result is published."""
+    deployed = StackDeployment(synth(), iam_moto)
+    slot = _slot(deployed, "nda.pdf")
+    assert httpx.get(slot["result_url"]).status_code in (403, 404)  # nothing published yet
+    _upload(slot, pdf_factory("nda.pdf", 7, word="confidential").read_bytes())
+    assert deployed.drain("ingest") == (1, 0)
+    assert deployed.mapping_of("read").batch_size >= 2
+    deployed.run_until_still()
+
+    with deployed.running_as("poller"):
+        from infra.aws.runtime import shared
+
+        (job,) = shared().store.list_jobs()
+    assert (job.document_id, job.source_name) == (slot["document_id"], "nda.pdf")
+    assert (job.status.value, job.pages, job.units, job.indexed_at is not None) == (
+        "succeeded", 7, 2, True)
+    prefix = f"pages/{job.document_id}/{job.job_id}/"
+    assert _keys(deployed, _bucket(deployed, "DOCLAKE_RESULTS_BUCKET"), prefix) == [
+        f"{prefix}{n:05d}.md" for n in range(1, 8)]
+    reads = [i for i in deployed.invocations if i.function == "read"]
+    assert len(reads) == 1, reads  # both units in one batch
+
+    assert deployed.publish() == 1
+    body = httpx.get(slot["result_url"]).json()
+    assert (body["document_id"], body["status"], body["pages"]) == (
+        slot["document_id"], "succeeded", 7)
+    assert set(body) >= {"extracted_fields", "model_version", "token_usage", "processing_ms"}
+
+    assert _query(deployed, "SELECT status, pages, units FROM jobs") == [
+        {"status": "succeeded", "pages": 7, "units": 2}]
+    assert _query(deployed, "SELECT count(*) AS n FROM pages") == [{"n": 7}]
+    lake = [k for k in _keys(deployed, _bucket(deployed, "DOCLAKE_LAKE_URI"))
+            if "event_type=page_read" in k]
+    assert len(lake) == 1, lake
+
+
+def test_published_fields_name_their_pages_and_mark_the_claim_and_the_job_published(
+        iam_moto, tmp_path):
+    """``-c fields_schema=nda`` (the rules strategy: no network): the claim's stream record
+    publishes the fields JSON, marks the claim and the job published, and the lake's
+    result_fields say which page each value was read from."""
     from support.pdfgen import make_pdf
 
-    monkeypatch.setenv("DOCLAKE_FIELDS_SCHEMA", "nda")
-    monkeypatch.setenv("DOCLAKE_FIELDS_STRATEGY", "rules")
-    pdf = make_pdf(tmp_path / "nda.pdf", NDA).read_bytes()
-    slot = _slot("nda.pdf")
-    _upload(slot, pdf)
-    assert _ingest(deployment) == 1
-    _drive(deployment)
+    deployed = StackDeployment(synth((("fields_schema", "nda"),)), iam_moto)
+    slot = _slot(deployed, "nda.pdf")
+    _upload(slot, make_pdf(tmp_path / "nda.pdf", NDA).read_bytes())
+    deployed.drain("ingest")
+    deployed.run_until_still()
 
-    from infra.aws.runtime import shared
+    def state():
+        with deployed.running_as("poller"):
+            from infra.aws.runtime import shared
 
-    runtime = shared()
-    (job,) = runtime.store.list_jobs()
-    claim = runtime.store.get_field_claim(job.job_id, "rules")
+            store = shared().store
+            (job,) = store.list_jobs()
+            return job, store.get_field_claim(job.job_id, "rules")
+
+    job, claim = state()
     assert (job.status.value, job.fields_schema, claim.status.value) == ("succeeded", "nda", "done")
-
-    assert _publish(deployment) == 1  # the claim's record; the job's is left to the fields
-    assert _publish(deployment) == 0  # a replayed stream batch publishes nothing twice
-    assert runtime.store.get_field_claim(job.job_id, "rules").published_at is not None
-    assert runtime.store.get_job(job.job_id).fields_published_at is not None
+    assert (claim.published_at, job.fields_published_at) == (None, None)
+    assert deployed.publish() == 1  # the claim's record; the job's is left to the fields
+    job, claim = state()
+    assert claim.published_at is not None and job.fields_published_at is not None
 
     body = httpx.get(slot["result_url"]).json()
     assert list(body)[:6] == ["document_id", "status", "extracted_fields", "model_version",
@@ -175,42 +133,21 @@ def test_the_fields_stage_on_aws_publishes_extracted_fields_at_the_result_addres
         "New York", "2 years", "2015-03-03")
     assert body["model_version"].startswith("rules-")
 
-    from lake.catalog import query
-
-    lake = awsmoto.lake_uri(deployment.lake)
-    assert query(lake, "SELECT status, jurisdiction, strategy FROM results").to_pylist() == [
+    assert _query(deployed, "SELECT status, jurisdiction, strategy FROM results") == [
         {"status": "succeeded", "jurisdiction": "New York", "strategy": "rules"}]
-    rows = query(lake, "SELECT field, value, page_number FROM result_fields "
-                       "ORDER BY field").to_pylist()
+    rows = _query(deployed, "SELECT field, value, page_number FROM result_fields ORDER BY field")
     assert [(r["field"], r["value"], r["page_number"]) for r in rows] == [
         ("effective_date", "2015-03-03", 1), ("jurisdiction", "New York", 2),
         ("term", "2 years", 3)]
 
 
-def _keys(s3, bucket: str) -> list[str]:
-    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket)
-    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
-
-
-def test_presigned_put_for_one_key_and_the_post_policy_limits(deployment, pdf_factory, monkeypatch):
-    pdf = pdf_factory("letter.pdf", 1).read_bytes()
-    slot = _slot("letter.pdf", method="PUT", size=len(pdf))
-    assert _upload(slot, pdf).status_code == 200
-    assert _ingest(deployment) == 1
-    from infra.aws.runtime import shared
-
-    (job,) = shared().store.list_jobs()
-    assert (job.document_id, job.source_name) == (slot["document_id"], "letter.pdf")
-
-    # The POST policy S3 enforces: one key, a size range, the content type, within the expiry.
-    # moto accepts the policy without enforcing it, so its content is what is checked here.
-    import base64
-    from datetime import UTC, datetime
-
-    monkeypatch.setenv("DOCLAKE_UPLOAD_EXPIRY_S", "600")
-    from infra.aws.lambdas import presigner
-
-    post = _slot("big.pdf")
+def test_the_post_policy_carries_one_key_the_size_range_the_type_and_the_expiry(iam_moto):
+    """The POST policy S3 enforces, signed by the presigner with the template's settings
+    (``-c upload_expiry_s=600``). moto accepts the policy without enforcing it, so its content
+    is what is checked; an expiry over S3's bound is refused at start."""
+    deployed = StackDeployment(synth((("upload_expiry_s", "600"),)), iam_moto)
+    assert deployed.functions["presigner"].environment["DOCLAKE_UPLOAD_EXPIRY_S"] == "600"
+    post = _slot(deployed, "big.pdf")
     policy = json.loads(base64.b64decode(post["upload"]["fields"]["policy"]))
     conditions = policy["conditions"]
     assert ["content-length-range", 1, 512 * 1024 * 1024] in conditions
@@ -219,60 +156,48 @@ def test_presigned_put_for_one_key_and_the_post_policy_limits(deployment, pdf_fa
         "/")[-1]} in conditions
     expires = datetime.strptime(policy["expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     assert 590 <= (expires - datetime.now(UTC)).total_seconds() <= 600
-    monkeypatch.setenv("DOCLAKE_UPLOAD_EXPIRY_S", "3600")
-    with pytest.raises(ValueError, match="at most|1..900"):
-        presigner.settings()
+
+    from infra.aws.lambdas import presigner
+
+    with pytest.raises(ValueError, match="1..900"):
+        presigner.settings({"DOCLAKE_UPLOAD_EXPIRY_S": "3600"})
 
 
-def test_a_message_whose_worker_keeps_dying_ends_in_the_dlq_and_fails_its_job(
-        deployment, pdf_factory):
-    pdf = pdf_factory("poison.pdf", 3).read_bytes()
-    slot = _slot("poison.pdf")
-    _upload(slot, pdf)
-    _ingest(deployment)
-    _drive(deployment, rounds=1, skip_queue="read")  # split; the unit's message waits
+def test_a_poison_message_fails_its_job_whose_result_says_dead_letter(iam_moto, pdf_factory):
+    """No fields asked: the job's own result is published, with the DLQ's reason. The dead
+    message stays in the DLQ for the operator (hidden once the poller has read it), and the
+    read queue's depth counts it."""
+    deployed = StackDeployment(synth(), iam_moto)
+    slot = _slot(deployed, "poison.pdf")
+    _upload(slot, pdf_factory("poison.pdf", 3).read_bytes())
+    deployed.drain("ingest")
+    deployed.drain("split")
 
-    # The read worker dies (timeout, out of memory) on every delivery: never an answer.
-    for _ in range(deployment.max_receives):
-        (message,) = deployment.receive("read", visibility_s=0)
-    assert deployment.receive("read") == []  # the next receive redrove it to the DLQ
-    assert len(deployment.receive("read-dlq", visibility_s=0)) == 1
+    read = deployed.mapping_of("read")
+    sqs = deployed.client("sqs", deployed.functions["read"].role)
+    url = deployed.queue_url(read.source_arn)
+    attributes = deployed.client("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]
+    redrive = json.loads(attributes["RedrivePolicy"])
+    for _ in range(int(redrive["maxReceiveCount"])):  # the worker dies on every delivery
+        assert len(sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]) == 1
+    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []  # redriven to the DLQ
+    admin = deployed.client("sqs")
+    dlq = deployed.queue_url(redrive["deadLetterTargetArn"])
+    assert len(admin.receive_message(QueueUrl=dlq, VisibilityTimeout=0)["Messages"]) == 1
 
-    from infra.aws.runtime import shared
+    deployed.poll()  # the DLQ pass fails the unit...
+    deployed.poll()  # ...and the next pass the job
+    with deployed.running_as("poller"):
+        from infra.aws.runtime import shared
 
-    runtime = shared()
-    _poll(runtime)  # the DLQ pass fails the unit, the next pass the job
-    _poll(runtime)
-    (job,) = runtime.store.list_jobs()
+        runtime = shared()
+        (job,) = runtime.store.list_jobs()
+        dead = runtime.queue.depth("read").dead_letter
     assert (job.status.value, job.failure_reason) == ("failed", "dead_letter")
-    assert len(deployment.receive("read-dlq")) == 0  # still there, hidden for the operator
-    assert runtime.queue.depth("read").dead_letter == 1
+    assert admin.receive_message(QueueUrl=dlq).get("Messages", []) == []  # kept, hidden
+    assert dead == 1
 
-    assert _publish(deployment) == 1
+    assert deployed.publish() == 1
     result = httpx.get(slot["result_url"]).json()
     assert (result["status"], result["failure_reason"]) == ("failed", "dead_letter")
-
-
-def test_a_failed_job_that_asked_for_fields_publishes_a_failed_fields_result(
-        deployment, pdf_factory, monkeypatch):
-    monkeypatch.setenv("DOCLAKE_FIELDS_SCHEMA", "nda")
-    slot = _slot("poison.pdf")
-    _upload(slot, pdf_factory("poison.pdf", 3).read_bytes())
-    _ingest(deployment)
-    _drive(deployment, rounds=1, skip_queue="read")
-    for _ in range(deployment.max_receives):
-        deployment.receive("read", visibility_s=0)
-    assert deployment.receive("read") == []  # redriven to the DLQ
-
-    from infra.aws.runtime import shared
-
-    runtime = shared()
-    _poll(runtime)  # the DLQ pass fails the unit, the next pass the job
-    _poll(runtime)
-    _drive(deployment, rounds=2, skip_queue="read")  # the fields message of a failed job
-    (job,) = runtime.store.list_jobs()
-    assert (job.status.value, job.failure_reason) == ("failed", "dead_letter")
-    assert _publish(deployment) == 1  # the failed fields result, not the job's status
-    body = httpx.get(slot["result_url"]).json()
-    assert (body["status"], body["extracted_fields"], body["error"]["reason"]) == (
-        "failed", None, "job_failed")

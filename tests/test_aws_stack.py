@@ -225,8 +225,8 @@ def test_results_the_stream_never_published_are_published_by_the_poller(iam_moto
 
 def test_a_put_slot_takes_one_upload_of_its_declared_size(deployed, pdf_factory):
     """Finding 6: a PUT slot signs the file's size and ``If-None-Match: *``: S3 stores one
-    upload and refuses a second to the same key (the bytes being processed stay as they are);
-    a size over the limit or none at all gets no slot."""
+    upload (its event plans the slot's job) and refuses a second to the same key (the bytes
+    being processed stay as they are); a size over the limit or none at all gets no slot."""
     pdf = pdf_factory("once.pdf", 1).read_bytes()
     answer = deployed.invoke("presigner", {"body": json.dumps({
         "source_name": "once.pdf", "content_type": "application/pdf", "method": "PUT",
@@ -235,6 +235,10 @@ def test_a_put_slot_takes_one_upload_of_its_declared_size(deployed, pdf_factory)
     signed = put["url"].split("X-Amz-SignedHeaders=", 1)[1].split("&", 1)[0]
     assert {"content-length", "if-none-match"} <= set(signed.replace("%3B", ";").split(";"))
     assert httpx.put(put["url"], content=pdf, headers=put["headers"]).status_code == 200
+    assert deployed.drain("ingest") == (1, 0)  # a PUT upload's event plans its job as a POST's
+    (job,) = _jobs(deployed).values()
+    assert (job.document_id, job.source_name) == (json.loads(answer["body"])["document_id"],
+                                                  "once.pdf")
     again = httpx.put(put["url"], content=b"%PDF-1.4 other bytes", headers={
         **put["headers"], "Content-Length": "20"})
     assert again.status_code == 412  # the object exists: not overwritten
