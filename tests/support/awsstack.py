@@ -415,18 +415,11 @@ class StackDeployment:
                   "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
                   "AWS_EC2_METADATA_DISABLED": "true", "POWERTOOLS_DEV": "false",
                   **self.environment}
-        saved = {k: os.environ.get(k) for k in [*values, "AWS_SESSION_TOKEN"]}
-        os.environ.pop("AWS_SESSION_TOKEN", None)
-        os.environ.update(values)
-        _forget_clients()
         try:
-            yield spec
+            with _environment({**values, "AWS_SESSION_TOKEN": None}):
+                _forget_clients()
+                yield spec
         finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
             _forget_clients()
 
     def invoke(self, function: str, event: dict, context=None, *,
@@ -528,16 +521,9 @@ class StackDeployment:
 
     @contextlib.contextmanager
     def as_deployer(self) -> Iterator[None]:
-        saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = self.server.admin
-        try:
+        key_id, secret = self.server.admin
+        with _environment({"AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret}):
             yield
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
     def publish(self, records: list[dict] | None = None) -> int:
         """One stream batch through the publisher (the new, filtered records by default)."""
@@ -545,6 +531,25 @@ class StackDeployment:
         if not batch:
             return 0
         return self.invoke("publisher", {"Records": batch})["published"]
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str | None]) -> Iterator[None]:
+    """These variables set (a value) or removed (None), and what was there put back after."""
+    saved = {k: os.environ.get(k) for k in values}
+
+    def apply(changes: dict[str, str | None]) -> None:
+        for k, v in changes.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    apply(values)
+    try:
+        yield
+    finally:
+        apply(saved)
 
 
 def _forget_clients() -> None:
