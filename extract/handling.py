@@ -94,19 +94,16 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
         return Outcome.ACK if give_up else Outcome.RETRY
 
 
+_HANDLERS = {SplitMessage: handle_split, ReadUnitMessage: handle_read,
+             ReadSheetMessage: handle_sheet, ConvertMessage: handle_convert,
+             IndexMessage: handle_index, FieldsMessage: handle_fields}
+
+
 async def _dispatch(ctx: HandlerContext, message: Message, delivery: Delivery) -> None:
-    if isinstance(message, SplitMessage):
-        await handle_split(ctx, message, delivery)
-    elif isinstance(message, ReadUnitMessage):
-        await handle_read(ctx, message, delivery)
-    elif isinstance(message, ReadSheetMessage):
-        await handle_sheet(ctx, message, delivery)
-    elif isinstance(message, ConvertMessage):
-        await handle_convert(ctx, message, delivery)
-    elif isinstance(message, IndexMessage):
-        await handle_index(ctx, message, delivery)
-    elif isinstance(message, FieldsMessage):
-        await handle_fields(ctx, message, delivery)
+    """The stage's handler for the message's type (one per queue)."""
+    handler = _HANDLERS.get(type(message))
+    if handler is not None:
+        await handler(ctx, message, delivery)
 
 
 def crashes_parser(message: Message, attempts: int) -> TerminalError:
