@@ -29,6 +29,7 @@ from infra.cli.evals import evals_app
 from infra.cli.fields import fields_app
 from infra.cli.home import Access, open_settings
 from infra.cli.lake import lake_app
+from infra.cli.narrow import DoclakeApp
 from infra.cli.render.output import (
     FormatOption,
     print_object,
@@ -41,7 +42,7 @@ from infra.cli.serve import serve as serve_command
 if TYPE_CHECKING:
     from infra.local.runtime import LocalRuntime
 
-app = typer.Typer(cls=DoclakeGroup, no_args_is_help=True, add_completion=False,
+app = DoclakeApp(cls=DoclakeGroup, no_args_is_help=True, add_completion=False,
                   pretty_exceptions_show_locals=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="Turn documents into searchable text and a queryable event lake.")
