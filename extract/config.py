@@ -16,6 +16,10 @@ class ExtractConfig(BaseModel):
     """The handlers' settings; infra builds them from the user's settings."""
 
     pages_per_unit: int = 5
+    text_pages_at_split: int = 20
+    """The first pages of a PDF whose text layer the split reads while it has the file open; a
+    unit whose every page has text is finished there, without a read message of its own
+    (``extract.handlers.split.plan_pdf``). 0: every unit is read by its own message."""
     max_file_bytes: int = 512 * 1024 * 1024
     max_pages: int = 10_000
     split_timeout_s: float = 60.0

@@ -26,6 +26,8 @@ class Settings(BaseSettings, ModelConfig):
     lake_uri: str | None = Field(None, description="Lake root; default <home>/lake.")
 
     pages_per_unit: int = Field(5, ge=1, description="Pages per unit of work.")
+    text_pages_at_split: int = Field(20, ge=0, description="Pages of a PDF whose text layer is "
+                                     "read while the split has it open (whole units; 0: none).")
     concurrency: int = Field(64, ge=1, description="Messages handled at once.")
     cpu_workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1,
                              description="Processes for CPU work (parsing) in each of the "
@@ -39,7 +41,10 @@ class Settings(BaseSettings, ModelConfig):
     event_flush_s: float = Field(0.02, ge=0, description="Average least time between two event "
                                  "flushes once ten went back to back (a quiet run flushes at "
                                  "once; a busy one batches).")
-
+    event_relaxed_flush_s: float = Field(0.1, ge=0, description="Under load, least time between "
+                                         "two flush starts while no waiting handler holds a "
+                                         "worker slot (fuller batches, fewer files; an idle run "
+                                         "flushes at once).")
     max_file_bytes: int = Field(512 * 1024 * 1024, ge=1, description="Largest accepted file.")
     max_pages: int = Field(10_000, ge=1, description="Most pages accepted in one document.")
     split_timeout_s: float = Field(60.0, gt=0, description="Time limit to open and count pages.")
@@ -79,6 +84,7 @@ class Settings(BaseSettings, ModelConfig):
     def extract_config(self) -> ExtractConfig:
         return ExtractConfig(
             pages_per_unit=self.pages_per_unit,
+            text_pages_at_split=self.text_pages_at_split,
             max_file_bytes=self.max_file_bytes,
             max_pages=self.max_pages,
             split_timeout_s=self.split_timeout_s,

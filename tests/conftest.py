@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -45,8 +46,12 @@ def pdf_factory(tmp_path: Path):
     folder = tmp_path / "docs"
     folder.mkdir()
 
-    def make(name: str, pages: int, word: str = "hello") -> Path:
-        return make_pdf(folder / name, [f"{word} {name} page {i}" for i in range(1, pages + 1)])
+    def make(name: str, pages: int, word: str = "hello", textless: Iterable[int] = ()) -> Path:
+        """``textless``: pages with no text layer (as a scan's): the split leaves their units
+        to the read stage, which the default ``text_pages_at_split`` would otherwise spare."""
+        blank = set(textless)
+        return make_pdf(folder / name, ["" if i in blank else f"{word} {name} page {i}"
+                                        for i in range(1, pages + 1)])
 
     return make
 

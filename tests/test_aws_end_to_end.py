@@ -57,13 +57,14 @@ def _query(deployed: StackDeployment, sql: str) -> list[dict]:
 
 def test_one_read_invocation_writes_one_lake_file_for_its_batch_of_units(
         iam_moto, pdf_factory):
-    """Seven pages are two read units; the read mapping's batch delivers both to one
-    invocation, whose events go to the lake in one flush: one file per event type and day,
-    not one per message. No fields asked: the job's own result is published."""
+    """27 pages are six units: the split reads the text of the first four (20 pages) while it
+    has the file open, and the last two go to the read queue, whose mapping's batch delivers
+    both to one invocation; its events go to the lake in one flush: one file per event type
+    and day, not one per message. No fields asked: the job's own result is published."""
     deployed = StackDeployment(synth(), iam_moto)
     slot = _slot(deployed, "nda.pdf")
     assert httpx.get(slot["result_url"]).status_code in (403, 404)  # nothing published yet
-    _upload(slot, pdf_factory("nda.pdf", 7, word="confidential").read_bytes())
+    _upload(slot, pdf_factory("nda.pdf", 27, word="confidential").read_bytes())
     assert deployed.drain("ingest") == (1, 0)
     assert deployed.mapping_of("read").batch_size >= 2
     deployed.run_until_still()
@@ -74,25 +75,25 @@ def test_one_read_invocation_writes_one_lake_file_for_its_batch_of_units(
         (job,) = shared().store.list_jobs()
     assert (job.document_id, job.source_name) == (slot["document_id"], "nda.pdf")
     assert (job.status.value, job.pages, job.units, job.indexed_at is not None) == (
-        "succeeded", 7, 2, True)
+        "succeeded", 27, 6, True)
     prefix = f"pages/{job.document_id}/{job.job_id}/"
     assert _keys(deployed, _bucket(deployed, "DOCLAKE_RESULTS_BUCKET"), prefix) == [
-        f"{prefix}{n:05d}.md" for n in range(1, 8)]
+        f"{prefix}{n:05d}.md" for n in range(1, 28)]
     reads = [i for i in deployed.invocations if i.function == "read"]
-    assert len(reads) == 1, reads  # both units in one batch
+    assert len(reads) == 1, reads  # the two units left, in one batch
 
     assert deployed.publish() == 1
     body = httpx.get(slot["result_url"]).json()
     assert (body["document_id"], body["status"], body["pages"]) == (
-        slot["document_id"], "succeeded", 7)
+        slot["document_id"], "succeeded", 27)
     assert set(body) >= {"extracted_fields", "model_version", "token_usage", "processing_ms"}
 
     assert _query(deployed, "SELECT status, pages, units FROM jobs") == [
-        {"status": "succeeded", "pages": 7, "units": 2}]
-    assert _query(deployed, "SELECT count(*) AS n FROM pages") == [{"n": 7}]
+        {"status": "succeeded", "pages": 27, "units": 6}]
+    assert _query(deployed, "SELECT count(*) AS n FROM pages") == [{"n": 27}]
     lake = [k for k in _keys(deployed, _bucket(deployed, "DOCLAKE_LAKE_URI"))
             if "event_type=page_read" in k]
-    assert len(lake) == 1, lake
+    assert len(lake) == 2, lake  # one from the split, one from the read batch's two units
 
 
 def test_published_fields_name_their_pages_and_mark_the_claim_and_the_job_published(
@@ -169,10 +170,11 @@ def test_the_post_policy_carries_one_key_the_size_range_the_type_and_the_expiry(
 def test_a_poison_message_fails_its_job_whose_result_says_dead_letter(iam_moto, pdf_factory):
     """No fields asked: the job's own result is published, with the DLQ's reason. The dead
     message stays in the DLQ for the operator (hidden once the poller has read it), and the
-    read queue's depth counts it."""
+    read queue's depth counts it. 23 pages: the split reads the first 20 (four units), so one
+    read message is left, for pages 21 to 23."""
     deployed = StackDeployment(synth(), iam_moto)
     slot = _slot(deployed, "poison.pdf")
-    _upload(slot, pdf_factory("poison.pdf", 3).read_bytes())
+    _upload(slot, pdf_factory("poison.pdf", 23).read_bytes())
     deployed.drain("ingest")
     deployed.drain("split")
 

@@ -97,7 +97,7 @@ def test_a_dead_letter_fails_its_job_once_however_often_the_poller_sees_it(
     from infra.aws.sqs import MAX_VISIBILITY_S
 
     deployed = StackDeployment(synth(), clocked_moto)
-    _upload(deployed, "poison.pdf", pdf_factory("poison.pdf", 3).read_bytes())
+    _upload(deployed, "poison.pdf", pdf_factory("poison.pdf", 3, textless=[1]).read_bytes())
     assert deployed.drain("split") == (1, 0)
     _dies_on_every_delivery(deployed, "read")
     with SimClock(clocked_moto) as clock:
@@ -115,7 +115,8 @@ def test_a_dead_letter_fails_its_job_once_however_often_the_poller_sees_it(
 def test_the_units_of_one_batch_share_one_download_of_their_source(
         iam_moto, pdf_factory, monkeypatch):
     """Three read units of one document in one batch of the read mapping: the upload is fetched
-    from S3 once, and no copy is left in /tmp when the invocation ends."""
+    from S3 once, and no copy is left in /tmp when the invocation ends. A page of each unit has
+    no text layer, so the split leaves all three to the read stage."""
     from pathlib import Path
 
     from botocore.client import BaseClient
@@ -124,7 +125,7 @@ def test_the_units_of_one_batch_share_one_download_of_their_source(
     from lake.layout import unpinned
 
     deployed = StackDeployment(synth(), iam_moto)
-    _upload(deployed, "long.pdf", pdf_factory("long.pdf", 15).read_bytes())
+    _upload(deployed, "long.pdf", pdf_factory("long.pdf", 15, textless=[1, 6, 11]).read_bytes())
     assert deployed.drain("split") == (1, 0)
     (job,) = _jobs(deployed)
     assert job.units == 3
@@ -336,7 +337,7 @@ def test_a_poller_pass_stops_at_the_first_step_its_lease_no_longer_covers(
     from infra.aws.lambdas import poller
 
     deployed = StackDeployment(synth(), iam_moto)
-    _upload(deployed, "poison.pdf", pdf_factory("poison.pdf", 3).read_bytes())
+    _upload(deployed, "poison.pdf", pdf_factory("poison.pdf", 3, textless=[1]).read_bytes())
     assert deployed.drain("split") == (1, 0)
     _dies_on_every_delivery(deployed, "read")
     real = poller.poll_once

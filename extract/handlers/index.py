@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from extract.context import Delivery, HandlerContext
+from extract.context import Delivery, HandlerContext, release_slot
 from extract.errors import TerminalError
 from extract.messages import IndexMessage
 from extract.ports import ObjectStore, SearchIndex
@@ -56,6 +56,7 @@ async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Del
         count, chars = await asyncio.to_thread(index_stored_pages, ctx.index, ctx.objects, keys,
                                                job.document_id, job.job_id, job.source_name)
     delivery.emit(DocumentIndexed, pages=count, chars=chars)
+    release_slot()  # indexed: what is left only waits for the events' flush
     await delivery.commit()
     ctx.store.mark_indexed(job.job_id, utc_now())
     ctx.notify()

@@ -27,7 +27,7 @@ from pathlib import Path, PurePath
 from pydantic import SecretStr
 
 from extract import run_choices
-from extract.context import Delivery, HandlerContext
+from extract.context import Delivery, HandlerContext, release_slot
 from extract.errors import (
     CorruptDocument,
     EmptyDocument,
@@ -60,9 +60,11 @@ from extract.messages import (
     ReadUnitMessage,
     SplitMessage,
 )
+from extract.readers.text import READER as TEXT_READER
+from extract.readers.text import TextLayerReader, count_and_read_first_pages
 from extract.state import Job, Unit
 from lake.events import FormatDetected, JobSplit, PageRead, UnitDone, UnitPlanned, UnitStarted
-from lake.layout import page_key
+from lake.layout import page_key, pages_prefix
 
 SEND_BATCH = 10  # SQS's batch limit; the local queue keeps the same shape
 SHEET_KIND = "sheet"
@@ -233,23 +235,96 @@ async def _decrypt(ctx: HandlerContext, job: Job, path: Path, sniffed: Sniffed) 
 
 async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path,
                    detected_format: str, **split_fields: object) -> None:
-    """Count the PDF's pages, plan its units, record them, send their messages."""
+    """Count the PDF's pages, plan its units, record them, send their messages.
+
+    While the file is open, the text layer of its first pages is read too
+    (``text_pages_at_split``, when the job's reader starts with the text layer): a unit whose
+    every page has text is finished here, as a workbook's first sheet is (``plan_sheets``), and
+    gets no read message; a small document is then one message, not one a unit, and its file
+    is opened once. A unit with a page without text (a scan, a blank page) is sent as before:
+    its read finds the pages with text stored and reads only the others. The order is the read
+    handler's: pages stored, events durable, then the store finishes the units."""
     config = ctx.config
-    pages = await ctx.cpu.run(count_pages, path, config.password_value,
-                              timeout_s=config.split_timeout_s)
+    first_pages = _text_pages_at_split(ctx)
+    # (chars, milliseconds) of each page with text read here; an earlier delivery's stored pages
+    # are not read or written again (their event is re-emitted from the stored metadata).
+    texts: dict[int, tuple[int, float | None]] = {}
+    if first_pages:
+        earlier = await _stored_pages(ctx, job)
+        # The split's own limit, and a unit read's for the pages (stage_limits allows both).
+        pages, read = await ctx.cpu.run(
+            count_and_read_first_pages, path, config.password_value, first_pages,
+            config.max_pages, ctx.worker_objects, job.document_id, job.job_id, sorted(earlier),
+            timeout_s=config.split_timeout_s + config.read_timeout_s)
+        texts.update((n, (chars, None)) for n, chars in earlier.items() if chars)
+    else:
+        pages, read = await ctx.cpu.run(count_pages, path, config.password_value,
+                                        timeout_s=config.split_timeout_s), []
     if pages > config.max_pages:
         raise LimitExceeded(f"{pages} pages, over the limit of {config.max_pages}",
                             error_type="too_many_pages")
     units = [u.model_copy(update={"job_id": job.job_id})
              for u in plan_pdf_units(pages, config.pages_per_unit)]
+    with_text = [(number, text, ms, stored) for number, text, ms, stored in read if text.strip()]
+    texts.update((number, (len(text), ms)) for number, text, ms, _ in with_text)
+    read_here = [u for u in units if all(n in texts for n in u.page_numbers)]
+    unstored = [(number, text) for number, text, _, stored in with_text if not stored]
+    if unstored:  # no worker-side store (a Lambda): the pages go in from here, before events
+        await asyncio.to_thread(ctx.objects.put_many, [
+            (page_key(job.document_id, job.job_id, number), text.encode("utf-8"),
+             {"reader": TEXT_READER, "chars": str(len(text))}) for number, text in unstored])
     delivery.emit(JobSplit, pages=pages, units=len(units), pages_per_unit=config.pages_per_unit,
                   **split_fields)
     for unit in units:
         delivery.emit(UnitPlanned, unit_id=unit.unit_id, kind=unit.kind,
                       first_page=unit.first_page, last_page=unit.last_page)
+    for unit in read_here:
+        delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
+        for number in unit.page_numbers:
+            chars, ms = texts[number]
+            delivery.emit(PageRead, unit_id=unit.unit_id, page_number=number,
+                          reader=TEXT_READER, chars=chars, duration_ms=ms,
+                          object_key=page_key(job.document_id, job.job_id, number))
+        skipped = sum(texts[n][1] is None for n in unit.page_numbers)
+        delivery.emit(UnitDone, unit_id=unit.unit_id, pages=len(unit.page_numbers),
+                      pages_skipped=skipped,
+                      duration_ms=sum(texts[n][1] or 0.0 for n in unit.page_numbers))
+    release_slot()  # what is left waits (the events' flush) or is quick (the store, the sends)
     await delivery.commit()
-    if ctx.store.add_units(job.job_id, units, pages=pages, detected_format=detected_format):
-        await send_unit_messages(ctx, job, units)
+    if not ctx.store.add_units(job.job_id, units, pages=pages, detected_format=detected_format):
+        return  # planned by another delivery meanwhile: it sends the messages
+    for unit in read_here:
+        ctx.store.start_unit(job.job_id, unit.unit_id, delivery.attempt)
+        ctx.store.finish_unit(job.job_id, unit.unit_id)
+    if read_here:
+        ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in read_here])
+    await send_unit_messages(ctx, job, [u for u in units if u not in read_here])
+
+
+async def _stored_pages(ctx: HandlerContext, job: Job) -> dict[int, int]:
+    """The job's pages stored by an earlier delivery of its split (one that died before it
+    recorded its units), by number, with their characters: a first delivery finds none."""
+    prefix = pages_prefix(job.document_id, job.job_id)
+    inline = getattr(ctx.objects, "local_reads", False)  # local disk: cheaper than a thread
+    keys = ctx.objects.list(prefix) if inline else await asyncio.to_thread(ctx.objects.list,
+                                                                           prefix)
+    stored = {}
+    for key in keys:
+        metadata = (ctx.objects.head(key) if inline
+                    else await asyncio.to_thread(ctx.objects.head, key)) or {}
+        if metadata.get("reader") == TEXT_READER:
+            stored[int(key.rsplit("/", 1)[1].split(".")[0])] = int(metadata.get("chars", 0))
+    return stored
+
+
+def _text_pages_at_split(ctx: HandlerContext) -> int:
+    """Pages to read at the split: ``text_pages_at_split`` rounded down to whole units, when the
+    job's readers start with the text layer; else 0."""
+    config = ctx.config
+    chain = ctx.reader_chain()
+    if not chain.readers or not isinstance(chain.readers[0], TextLayerReader):
+        return 0
+    return config.text_pages_at_split - config.text_pages_at_split % config.pages_per_unit
 
 
 def sheet_limits(ctx: HandlerContext) -> SheetLimits:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from extract.formats.pdf import read_text_layer
+from extract.formats.pdf import count_pages, read_text_layer
 from extract.readers.base import PageText, ReaderContext
 from lake.layout import page_key
 
@@ -55,3 +55,24 @@ def read_and_store_text_layer(path: Path, page_numbers: Sequence[int], password:
                          {"reader": READER, "chars": str(len(text))}) for number, text in keep])
     kept = {number for number, _ in keep}
     return [(number, text, ms, number in kept) for number, text, ms in texts]
+
+
+def count_and_read_first_pages(path: Path, password: str | None, first_pages: int,
+                               max_pages: int, store: Any, document_id: str, job_id: str,
+                               skip: Sequence[int] = ()
+                               ) -> tuple[int, list[tuple[int, str, float, bool]]]:
+    """The PDF's page count and the text layer of its first ``first_pages`` pages but ``skip``
+    (stored by an earlier delivery: never read or written again), those with text stored (by
+    this process when ``store`` is given), in one visit of the open document: what the split
+    does for a document whose reader starts with the text layer (runs in a worker). Nothing is
+    read from a document over ``max_pages`` (the split refuses it)."""
+    pages = count_pages(path, password)
+    skipped = set(skip)
+    numbers = [n for n in range(1, min(pages, first_pages) + 1) if n not in skipped]
+    if pages > max_pages or not numbers:
+        return pages, []
+    if store is not None:
+        return pages, read_and_store_text_layer(path, numbers, password, store, document_id,
+                                                job_id)
+    return pages, [(number, text, ms, False)
+                   for number, text, ms in read_text_layer(path, numbers, password)]

@@ -55,7 +55,7 @@ from infra.local.search import Fts5SearchIndex
 from infra.local.stages import StageTimes, TimedCpu, TimedObjects, TimedSink
 from infra.settings import Settings
 from ingest.planner import Planner
-from lake.writer import GroupCommitter, ParquetEventWriter
+from lake.writer import RELAXED_COMMIT, GroupCommitter, ParquetEventWriter
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,8 @@ class LocalRuntime:
         """
         settings = self.settings
         cpu = self.cpu
-        committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s)
+        committer = GroupCommitter(self.writer, max_delay_s=settings.event_flush_s,
+                                   relaxed_delay_s=settings.event_relaxed_flush_s)
         wake = self._wake = asyncio.Event()
         self._worker_done = asyncio.Event()  # this loop's (a runtime may run process twice)
         self._loop = asyncio.get_running_loop()
@@ -400,8 +401,12 @@ class LocalRuntime:
                 if received.queue in self._queue_busy:
                     self._queue_busy[received.queue] -= 1
                 self._worker_done.set()
+                # Called from the handler's own task: its later commits hold no slot, so they
+                # may wait for a fuller batch (``lake.writer.RELAXED_COMMIT``).
+                RELAXED_COMMIT.set(True)
 
         token = SLOT_RELEASE.set(release)
+        relaxed = RELAXED_COMMIT.set(False)
         try:
             await self._handle(ctx, received)
         except Exception:  # e.g. the lake's disk is full: never lose the worker itself
@@ -409,6 +414,7 @@ class LocalRuntime:
         finally:
             SLOT_RELEASE.reset(token)
             release()
+            RELAXED_COMMIT.reset(relaxed)
             self._handling -= 1
 
     async def _handle(self, ctx: HandlerContext, received: ReceivedMessage) -> None:
