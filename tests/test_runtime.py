@@ -139,8 +139,9 @@ def test_one_parse_past_its_limit_retries_only_its_own_message(settings, pdf_fac
 
     slow = pdf_factory("slow.pdf", 3, word="slow")
     others = [pdf_factory(f"doc{i}.pdf", 12) for i in range(12)]
+    # Every unit through its own read message (the reads are this test's subject).
     settings = settings.model_copy(update={"cpu_workers": 2, "concurrency": 8,
-                                           "read_timeout_s": 2.0})
+                                           "read_timeout_s": 2.0, "text_pages_at_split": 0})
     runtime = LocalRuntime(settings)
     real_run = runtime.cpu.run
     hung = {"times": 0}
@@ -313,7 +314,8 @@ def test_a_hung_read_is_given_back_at_its_stages_time_limit_and_counts_as_a_try(
 
     monkeypatch.setattr(stage_limits, "MIN_LIMIT_S", 1.0)
     settings = settings.model_copy(update={"read_timeout_s": 1.0, "model_retry_budget_s": 0.5,
-                                           "model_timeout_s": 0.5})  # read's limit: 4 s
+                                           "model_timeout_s": 0.5,  # read's limit: 4 s
+                                           "text_pages_at_split": 0})  # a read message each
     real_read_unit = read_handler._read_unit
     calls = {"n": 0}
 
@@ -362,7 +364,8 @@ def test_a_read_waiting_for_its_events_flush_frees_its_readers_slot(settings, pd
         return real_write(self, events)
 
     monkeypatch.setattr(ParquetEventWriter, "write", slow_write)
-    settings = settings.model_copy(update={"concurrency": 2, "read_concurrency": 1})
+    settings = settings.model_copy(update={"concurrency": 2, "read_concurrency": 1,
+                                           "text_pages_at_split": 0})  # a read message each
     runtime = LocalRuntime(settings)
     ingested = run_to_completion(runtime, [pdf_factory("a.pdf", 2), pdf_factory("b.pdf", 2)])
     jobs = runtime.store.list_jobs([i.job_id for i in ingested])

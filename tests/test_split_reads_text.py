@@ -177,3 +177,32 @@ def test_a_split_that_dies_before_recording_its_units_reads_no_stored_page_again
     assert _reads(runtime) == 0
     assert [(p[2], p[3], p[4] > 0) for p in _pages(settings.lake)] == [
         (n, "text", True) for n in range(1, 9)]
+
+
+def test_a_split_whose_text_read_hangs_is_killed_at_its_limit_and_only_it_retried(
+        settings, pdf_factory):
+    """A hostile first page hangs the split's read among other documents' splits: the worker is
+    killed at the split's limit, only that split's message is retried, and every job ends."""
+    from support import cpu_tasks
+
+    from extract.readers.text import count_and_read_first_pages
+
+    slow = pdf_factory("slow.pdf", 3, word="slow")
+    others = [pdf_factory(f"doc{i}.pdf", 7) for i in range(6)]
+    runtime = LocalRuntime(settings.model_copy(update={
+        "cpu_workers": 2, "concurrency": 8, "split_timeout_s": 1.0, "read_timeout_s": 1.0}))
+    real_run = runtime.cpu.run
+    hung = {"times": 0}
+
+    async def run(fn, *args, timeout_s):
+        if fn is count_and_read_first_pages and args[0].stat().st_size == slow.stat().st_size \
+                and hung["times"] == 0:
+            hung["times"] += 1
+            return await real_run(cpu_tasks.sleep_for, 60, timeout_s=timeout_s)
+        return await real_run(fn, *args, timeout_s=timeout_s)
+
+    runtime.cpu.run = run
+    jobs = _settle(runtime, [slow, *others])
+    assert {j.status for j in jobs} == {JobStatus.SUCCEEDED} and len(jobs) == 7
+    assert hung["times"] == 1 and runtime.stats.retries == 1
+    assert _reads(runtime) == 0

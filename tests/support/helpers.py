@@ -18,7 +18,14 @@ from ingest.planner import Planner
 
 
 class Harness:
+    """The handlers over real local ports, one message at a time.
+
+    ``text_pages_at_split`` is 0 unless a test sets it: these tests follow each unit through
+    its own read message (the path of scans and of pages past the split's budget); the split's
+    own reading of the first pages is tested in ``test_split_reads_text``."""
+
     def __init__(self, root: Path, **config):
+        config.setdefault("text_pages_at_split", 0)
         self.store = SqliteJobStore(root / "jobs.db")
         self.objects = FolderObjectStore(root / "objects")
         self.queue = SqliteQueue(root / "queue.db", max_receives=3)
