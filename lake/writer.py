@@ -309,9 +309,9 @@ class GroupCommitter:
 
     A batch of relaxed commits only (``RELAXED_COMMIT``) starts no sooner than
     ``relaxed_delay_s`` after the previous flush started: an idle committer still flushes it at
-    once, a busy one writes a fifth as many files for the same events (a text-layer run makes
-    ~650 events a second, and encoding and fsyncing small files was a quarter of the main
-    process's CPU). A commit that is not relaxed joining the batch brings its flush forward.
+    once, a busy one writes fewer, fuller flushes (a text-layer run makes ~650 events a second;
+    2,447 flushes of 8,036 small files took over a quarter of its main process's CPU). A commit
+    that is not relaxed joining the batch brings its flush forward.
     """
 
     def __init__(self, writer: ParquetEventWriter, *, max_delay_s: float = 0.05,

@@ -116,3 +116,46 @@ async def test_an_empty_commit_writes_nothing():
     await committer.commit([])
     await committer.close()
     assert writer.batches == []
+
+
+async def _commit_relaxed(committer: GroupCommitter, events) -> None:
+    """A commit from a handler that has given back its slot (as the runtime marks it)."""
+    from lake.writer import RELAXED_COMMIT
+
+    RELAXED_COMMIT.set(True)  # this task's context only
+    await committer.commit(events)
+
+
+async def test_relaxed_commits_on_a_busy_committer_wait_for_a_fuller_batch():
+    """The first relaxed commit on an idle committer is written at once; the ones that follow
+    within ``relaxed_delay_s`` of that write's start go together, in one flush, at its end."""
+    writer = SlowWriter()
+    committer = GroupCommitter(writer, max_delay_s=0.001, burst=10, relaxed_delay_s=0.3)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.create_task(_commit_relaxed(committer, _events(1, "first-")))
+    assert loop.time() - started < 0.2 and writer.batches == [1]
+    later = []
+    for n in range(5):  # spaced out: each would find a token and be written alone
+        later.append(asyncio.create_task(_commit_relaxed(committer, _events(1, f"r{n}-"))))
+        await asyncio.sleep(0.02)
+    await asyncio.gather(*later)
+    waited = loop.time() - started
+    assert writer.batches == [1, 5]
+    assert 0.25 <= waited < 1.5
+    await committer.close()
+
+
+async def test_a_commit_holding_a_slot_brings_a_relaxed_batch_forward():
+    writer = SlowWriter()
+    committer = GroupCommitter(writer, max_delay_s=0.001, burst=10, relaxed_delay_s=5.0)
+    loop = asyncio.get_running_loop()
+    await asyncio.create_task(_commit_relaxed(committer, _events(1, "first-")))
+    waiting = asyncio.create_task(_commit_relaxed(committer, _events(2, "relaxed-")))
+    await asyncio.sleep(0.05)
+    assert writer.batches == [1]  # held for a fuller batch
+    started = loop.time()
+    await asyncio.wait_for(committer.commit(_events(1, "urgent-")), timeout=2)
+    await asyncio.wait_for(waiting, timeout=1)
+    assert writer.batches == [1, 3] and loop.time() - started < 1.0
+    await committer.close()
