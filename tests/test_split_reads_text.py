@@ -206,3 +206,23 @@ def test_a_split_whose_text_read_hangs_is_killed_at_its_limit_and_only_it_retrie
     assert {j.status for j in jobs} == {JobStatus.SUCCEEDED} and len(jobs) == 7
     assert hung["times"] == 1 and runtime.stats.retries == 1
     assert _reads(runtime) == 0
+
+
+def test_a_page_the_split_cannot_read_leaves_every_page_to_its_units_reads(
+        pdf_factory, monkeypatch, tmp_path):
+    """A hostile page among the first ones: the split's read gives up without a failure of its
+    own, so each unit's read meets the page and fails that unit with its reason, as before."""
+    from extract.errors import CorruptDocument
+    from extract.readers import text
+    from infra.local.objectstore import FolderObjectStore
+
+    doc = pdf_factory("doc.pdf", 7)
+
+    def hostile(path, numbers, password):
+        raise CorruptDocument("PDFium cannot read page 3: bad content stream")
+
+    monkeypatch.setattr(text, "read_text_layer", hostile)
+    store = FolderObjectStore(tmp_path / "objects")
+    assert text.count_and_read_first_pages(doc, None, 20, 100, store, "d", "j") == (7, [])
+    assert text.count_and_read_first_pages(doc, None, 20, 100, None, "d", "j") == (7, [])
+    assert store.list("pages/") == []

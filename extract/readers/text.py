@@ -9,15 +9,20 @@ may still go to the next reader (OCR), and the handler stores whatever that one 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pypdfium2 import PdfiumError
+
+from extract.errors import TerminalError
 from extract.formats.pdf import count_pages, read_text_layer
 from extract.readers.base import PageText, ReaderContext
 from lake.layout import page_key
 
 READER = "text"
+log = logging.getLogger(__name__)
 
 
 class TextLayerReader:
@@ -65,14 +70,21 @@ def count_and_read_first_pages(path: Path, password: str | None, first_pages: in
     (stored by an earlier delivery: never read or written again), those with text stored (by
     this process when ``store`` is given), in one visit of the open document: what the split
     does for a document whose reader starts with the text layer (runs in a worker). Nothing is
-    read from a document over ``max_pages`` (the split refuses it)."""
+    read from a document over ``max_pages`` (the split refuses it).
+
+    A page that cannot be read (a hostile or damaged page) leaves every page to its unit's own
+    read, which fails that unit with its reason as before: reading here only saves messages."""
     pages = count_pages(path, password)
     skipped = set(skip)
     numbers = [n for n in range(1, min(pages, first_pages) + 1) if n not in skipped]
     if pages > max_pages or not numbers:
         return pages, []
-    if store is not None:
-        return pages, read_and_store_text_layer(path, numbers, password, store, document_id,
-                                                job_id)
-    return pages, [(number, text, ms, False)
-                   for number, text, ms in read_text_layer(path, numbers, password)]
+    try:
+        if store is not None:
+            return pages, read_and_store_text_layer(path, numbers, password, store, document_id,
+                                                    job_id)
+        return pages, [(number, text, ms, False)
+                       for number, text, ms in read_text_layer(path, numbers, password)]
+    except (TerminalError, PdfiumError) as error:
+        log.info("the split's text read of %s stopped (%s); its units read each page", path, error)
+        return pages, []
