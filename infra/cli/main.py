@@ -43,9 +43,9 @@ if TYPE_CHECKING:
     from infra.local.runtime import LocalRuntime
 
 app = DoclakeApp(cls=DoclakeGroup, no_args_is_help=True, add_completion=False,
-                  pretty_exceptions_show_locals=False,
-                  context_settings={"help_option_names": ["-h", "--help"]},
-                  help="Turn documents into searchable text and a queryable event lake.")
+                 pretty_exceptions_show_locals=False,
+                 context_settings={"help_option_names": ["-h", "--help"]},
+                 help="Turn documents into searchable text and a queryable event lake.")
 app.add_typer(lake_app, name="lake")
 app.add_typer(bench_app, name="bench")
 app.add_typer(aws_app, name="aws")
