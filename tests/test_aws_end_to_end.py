@@ -178,15 +178,7 @@ def test_a_poison_message_fails_its_job_whose_result_says_dead_letter(iam_moto, 
     deployed.drain("ingest")
     deployed.drain("split")
 
-    read = deployed.mapping_of("read")
-    sqs = deployed.client("sqs", deployed.functions["read"].role)
-    url = deployed.queue_url(read.source_arn)
-    attributes = deployed.client("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]
-    redrive = json.loads(attributes["RedrivePolicy"])
-    for _ in range(int(redrive["maxReceiveCount"])):  # the worker dies on every delivery
-        assert len(sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]) == 1
-    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []  # redriven to the DLQ
+    redrive = deployed.dies_on_every_delivery("read")
     admin = deployed.client("sqs")
     dlq = deployed.queue_url(redrive["deadLetterTargetArn"])
     assert len(admin.receive_message(QueueUrl=dlq, VisibilityTimeout=0)["Messages"]) == 1

@@ -68,18 +68,6 @@ def _queue_url(deployed: StackDeployment, name: str) -> str:
     return deployed.resource("AWS::SQS::Queue", name)["QueueUrl"]
 
 
-def _dies_on_every_delivery(deployed: StackDeployment, function: str) -> None:
-    """The function's worker dies (out of memory, killed) on each delivery of its one message,
-    as often as the queue's redrive allows: SQS moves it to the DLQ."""
-    url = deployed.queue_url(deployed.mapping_of(function).source_arn)
-    sqs = deployed.client("sqs", deployed.functions[function].role)
-    redrive = json.loads(deployed.client("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]["RedrivePolicy"])
-    for _ in range(int(redrive["maxReceiveCount"])):
-        assert len(sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]) == 1
-    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []  # redriven to the DLQ
-
-
 def _with_gemini(server: IamMoto, fake) -> StackDeployment:
     """``-c reader=gemini``: the fake Gemini is the model, its key in the stack's secret."""
     deployed = StackDeployment(synth((("reader", "gemini"),)), server,
@@ -99,7 +87,7 @@ def test_a_dead_letter_fails_its_job_once_however_often_the_poller_sees_it(
     deployed = StackDeployment(synth(), clocked_moto)
     _upload(deployed, "poison.pdf", pdf_factory("poison.pdf", 3, textless=[1]).read_bytes())
     assert deployed.drain("split") == (1, 0)
-    _dies_on_every_delivery(deployed, "read")
+    deployed.dies_on_every_delivery("read")
     with SimClock(clocked_moto) as clock:
         for _ in range(4):
             deployed.poll()
@@ -339,7 +327,7 @@ def test_a_poller_pass_stops_at_the_first_step_its_lease_no_longer_covers(
     deployed = StackDeployment(synth(), iam_moto)
     _upload(deployed, "poison.pdf", pdf_factory("poison.pdf", 3, textless=[1]).read_bytes())
     assert deployed.drain("split") == (1, 0)
-    _dies_on_every_delivery(deployed, "read")
+    deployed.dies_on_every_delivery("read")
     real = poller.poll_once
 
     with deployed.running_as("poller"):  # the poller's role and environment

@@ -120,17 +120,9 @@ def test_a_message_whose_worker_keeps_dying_ends_in_the_dlq_and_fails_its_job(
     deployed.drain("ingest")
     deployed.drain("split")
 
-    # The read worker dies (timeout, out of memory) on every delivery: never an answer. It
-    # receives with its own role, as Lambda's poller does, as often as the redrive allows.
-    read = deployed.mapping_of("read")
-    sqs = deployed.client("sqs", deployed.functions["read"].role)
-    url = deployed.queue_url(read.source_arn)
-    redrive = deployed.client("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]["RedrivePolicy"]
-    receives = int(json.loads(redrive)["maxReceiveCount"])  # the template's, 5
-    for _ in range(receives):
-        assert len(sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]) == 1
-    assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []  # redriven to the DLQ
+    # The read worker dies (timeout, out of memory) on every delivery: never an answer, as
+    # often as the template's redrive allows (5).
+    deployed.dies_on_every_delivery("read")
 
     deployed.poll()  # the DLQ pass fails the unit (the poller's role reads the DLQs)...
     deployed.poll()  # ...and the next pass the job

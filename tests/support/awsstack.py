@@ -399,6 +399,19 @@ class StackDeployment:
         return next(p["QueueUrl"] for p in self.physical.values() if p.get("Arn") == arn
                     and "QueueUrl" in p)
 
+    def dies_on_every_delivery(self, function: str) -> dict[str, Any]:
+        """The function's worker dies (out of memory, killed) on each delivery of its one
+        message: received with the function's role, as Lambda's poller does, as often as the
+        queue's redrive allows, so SQS moves it to the DLQ. Returns the redrive policy."""
+        url = self.queue_url(self.mapping_of(function).source_arn)
+        sqs = self.client("sqs", self.functions[function].role)
+        redrive = json.loads(self.client("sqs").get_queue_attributes(
+            QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]["RedrivePolicy"])
+        for _ in range(int(redrive["maxReceiveCount"])):
+            assert len(sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]) == 1
+        assert sqs.receive_message(QueueUrl=url).get("Messages", []) == []  # in the DLQ now
+        return redrive
+
     def resource(self, kind: str, name: str) -> dict[str, str]:
         """The created resource of ``kind`` whose logical id starts with ``name``."""
         (logical,) = [k for k in self._of(kind) if _LOGICAL_SUFFIX.sub("", k) == name]
