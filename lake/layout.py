@@ -51,6 +51,11 @@ def page_key(document_id: str, job_id: str, page_number: int) -> str:
     return f"{pages_prefix(document_id, job_id)}{page_number:05d}.md"
 
 
+def page_number_of(key: str) -> int:
+    """The page number in a ``page_key``."""
+    return int(key.rsplit("/", 1)[1].split(".")[0])
+
+
 def pages_prefix(document_id: str, job_id: str) -> str:
     """The folder holding every page of one job, and nothing else."""
     return f"pages/{document_id}/{job_id}/"

@@ -40,7 +40,7 @@ from extract.messages import FIELDS_QUEUE, FieldsMessage
 from extract.stage_limits import stage_time_limit
 from extract.state import Job, JobStatus
 from lake.events import utc_now
-from lake.layout import pages_prefix
+from lake.layout import page_number_of, pages_prefix
 
 __all__ = ["handle_fields", "read_pages"]
 
@@ -144,6 +144,6 @@ def read_pages(ctx: HandlerContext, job: Job) -> list[PageText]:
     if job.pages is not None and len(keys) != job.pages:
         raise TerminalError(f"{len(keys)} pages stored, {job.pages} expected",
                             error_type="missing_pages")
-    pages = [PageText(int(key.rsplit("/", 1)[1].split(".")[0]),
+    pages = [PageText(page_number_of(key),
                       ctx.objects.get(key).decode("utf-8")) for key in keys]
     return sorted(pages, key=lambda page: page.number)

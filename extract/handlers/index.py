@@ -14,7 +14,7 @@ from extract.messages import IndexMessage
 from extract.ports import ObjectStore, SearchIndex
 from extract.state import JobStatus
 from lake.events import DocumentIndexed, utc_now
-from lake.layout import pages_prefix
+from lake.layout import page_number_of, pages_prefix
 
 INDEX_TIMEOUT_S = 600.0
 
@@ -23,7 +23,7 @@ def index_stored_pages(index: SearchIndex, objects: ObjectStore, keys: list[str]
                        document_id: str, job_id: str, source_name: str) -> tuple[int, int]:
     """Read a job's stored pages and make them the document's searchable text; returns pages
     and characters indexed. Runs in a worker process or on a thread."""
-    pages = sorted((int(key.rsplit("/", 1)[1].split(".")[0]), objects.get(key).decode("utf-8"))
+    pages = sorted((page_number_of(key), objects.get(key).decode("utf-8"))
                    for key in keys)
     count = index.replace_document(document_id, job_id, source_name, iter(pages))
     return count, sum(len(text) for _, text in pages)

@@ -15,12 +15,13 @@ from extract.context import Delivery, HandlerContext, ReadScope, release_slot
 from extract.errors import TerminalError
 from extract.handlers.sources import local_copy, pdf_key
 from extract.handlers.split import job_context
+from extract.handlers.stored_pages import stored_pages
 from extract.handlers.unit_claim import emit_unit_failed, unit_claimed
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
 from extract.state import Job, Unit, UnitStatus
 from lake.events import PageRead, UnitDone, UnitStarted
-from lake.layout import page_key, pages_prefix
+from lake.layout import page_key
 
 
 def _store_pages(ctx: HandlerContext, document_id: str, job_id: str,
@@ -52,29 +53,17 @@ async def _read_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: Delive
     delivery.emit(UnitStarted, unit_id=unit.unit_id, kind=unit.kind)
 
     missing: list[int] = []
-    keys = [page_key(job.document_id, job.job_id, n) for n in unit.page_numbers]
-    # One listing of the job's pages first (a first delivery finds none, and looks no further);
-    # then the stored ones' metadata, off the event loop and together: on S3 each is a request
-    # the batch's other records would otherwise wait behind.
-    inline = getattr(ctx.objects, "local_reads", False)  # local disk: cheaper than a thread
-    prefix = pages_prefix(job.document_id, job.job_id)
-    present = set(ctx.objects.list(prefix) if inline
-                  else await asyncio.to_thread(ctx.objects.list, prefix))
-
-    async def look(key: str) -> dict[str, str] | None:
-        if key not in present:
-            return None
-        return ctx.objects.head(key) if inline else await asyncio.to_thread(ctx.objects.head, key)
-
-    stored = await asyncio.gather(*(look(k) for k in keys))
-    for number, key, metadata in zip(unit.page_numbers, keys, stored, strict=True):
+    stored = await stored_pages(ctx.objects, job.document_id, job.job_id, unit.page_numbers)
+    for number in unit.page_numbers:
+        metadata = stored.get(number)
         if metadata is None:
             missing.append(number)
             continue
         # Stored by an earlier delivery: re-emit its event (same id), do not read it again.
         delivery.emit(PageRead, unit_id=unit.unit_id, page_number=number,
                       reader=metadata.get("reader", "unknown"),
-                      chars=int(metadata.get("chars", 0)), object_key=key)
+                      chars=int(metadata.get("chars", 0)),
+                      object_key=page_key(job.document_id, job.job_id, number))
 
     if missing:
         saved: dict[int, PageText] = {}

@@ -51,6 +51,7 @@ from extract.formats.spreadsheet import READER as SHEET_READER
 from extract.formats.spreadsheet import SheetInfo, SheetLimits, WorkbookPlan, plan_workbook
 from extract.formats.text import read_csv
 from extract.handlers.sources import decrypted_key, local_copy, readable_key
+from extract.handlers.stored_pages import stored_pages
 from extract.messages import (
     CONVERT_QUEUE,
     READ_QUEUE,
@@ -64,7 +65,7 @@ from extract.readers.text import READER as TEXT_READER
 from extract.readers.text import TextLayerReader, count_and_read_first_pages
 from extract.state import Job, Unit
 from lake.events import FormatDetected, JobSplit, PageRead, UnitDone, UnitPlanned, UnitStarted
-from lake.layout import page_key, pages_prefix
+from lake.layout import page_key
 
 SEND_BATCH = 10  # SQS's batch limit; the local queue keeps the same shape
 SHEET_KIND = "sheet"
@@ -302,19 +303,11 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
 
 
 async def _stored_pages(ctx: HandlerContext, job: Job) -> dict[int, int]:
-    """The job's pages stored by an earlier delivery of its split (one that died before it
-    recorded its units), by number, with their characters: a first delivery finds none."""
-    prefix = pages_prefix(job.document_id, job.job_id)
-    inline = getattr(ctx.objects, "local_reads", False)  # local disk: cheaper than a thread
-    keys = ctx.objects.list(prefix) if inline else await asyncio.to_thread(ctx.objects.list,
-                                                                           prefix)
-    stored = {}
-    for key in keys:
-        metadata = (ctx.objects.head(key) if inline
-                    else await asyncio.to_thread(ctx.objects.head, key)) or {}
-        if metadata.get("reader") == TEXT_READER:
-            stored[int(key.rsplit("/", 1)[1].split(".")[0])] = int(metadata.get("chars", 0))
-    return stored
+    """The job's text pages stored by an earlier delivery of its split (one that died before
+    it recorded its units), by number, with their characters: a first delivery finds none."""
+    stored = await stored_pages(ctx.objects, job.document_id, job.job_id)
+    return {number: int(metadata.get("chars", 0)) for number, metadata in stored.items()
+            if metadata.get("reader") == TEXT_READER}
 
 
 def _text_pages_at_split(ctx: HandlerContext) -> int:
