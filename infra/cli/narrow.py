@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 from typer.main import get_command_name
+from typer.models import CommandInfo
 
 
 class DoclakeApp(typer.Typer):
@@ -31,16 +32,15 @@ class DoclakeApp(typer.Typer):
 
     def command_names(self) -> list[str]:
         """The top-level commands and groups, as they are typed."""
-        return ([info.name or get_command_name(info.callback.__name__)
-                 for info in self.registered_commands if info.callback is not None]
+        return ([_typed_name(info) for info in self.registered_commands
+                 if info.callback is not None]
                 + [info.name for info in self.registered_groups if info.name])
 
     def narrowed_to(self, name: str) -> typer.Typer | None:
         """This application with ``name`` as its only command or group; None when no command
         or group is called ``name`` (an option, or a misspelling)."""
         commands = [info for info in self.registered_commands
-                    if info.callback is not None
-                    and (info.name or get_command_name(info.callback.__name__)) == name]
+                    if info.callback is not None and _typed_name(info) == name]
         groups = [info for info in self.registered_groups if info.name == name]
         if not commands and not groups:
             return None
@@ -48,3 +48,8 @@ class DoclakeApp(typer.Typer):
         narrowed.registered_commands = commands
         narrowed.registered_groups = groups
         return narrowed
+
+
+def _typed_name(info: CommandInfo) -> str:
+    """A command's name as the user types it (Typer's own rule for a function's name)."""
+    return info.name or get_command_name(info.callback.__name__)
