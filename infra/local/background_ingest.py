@@ -47,6 +47,7 @@ class BackgroundIngest:
         self._stop = threading.Event()
         self._results: list[Ingested] = []
         self._error: BaseException | None = None
+        self._finished = threading.Event()  # set when planning has ended, for good or not
         self._thread = threading.Thread(target=self._run, name="ingest", daemon=True)
 
     def start(self) -> BackgroundIngest:
@@ -82,12 +83,16 @@ class BackgroundIngest:
         finally:
             store.close()
             queue.close()
+            # Finished before the wake-up: the loop it wakes asks ``finished`` at once, while
+            # this thread is still alive (it raced, and a run with an hour's poll interval
+            # then waited the hour).
+            self._finished.set()
             if self._on_finished is not None:  # the run's loop looks now, not at its next poll
                 self._on_finished()
 
     @property
     def finished(self) -> bool:
-        return not self._thread.is_alive()
+        return self._finished.is_set()
 
     def stop(self) -> None:
         """Finish the batch in hand and plan no more (a graceful stop of the run)."""
