@@ -1,4 +1,10 @@
-"""Full-text search on SQLite FTS5: one row per page, so a hit names the document and the page."""
+"""Full-text search on SQLite FTS5: one row per page, so a hit names the document and the page.
+
+A document's rows are found through ``page_text_rows`` (document, FTS rowid; a B-tree index),
+not through the FTS table: its ``document_id`` column is UNINDEXED, so ``DELETE ... WHERE
+document_id = ?`` read every row of the index, and replacing a document cost time in proportion
+to everything indexed before it (2.3 ms a document in an empty index, 17.7 ms at 2,000).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS page_text USING fts5 (
   tokenize = 'unicode61 remove_diacritics 2'
 );
 """
+
+# Version 1: each page's FTS rowid by document. An index made before it is filled from the FTS
+# table once, by the first process that opens it (under the write lock, so only one does).
+_ROWS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS page_text_rows (
+  page_rowid INTEGER PRIMARY KEY,
+  document_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS page_text_rows_by_document ON page_text_rows (document_id);
+"""
+_VERSION = 1
 
 
 _OPEN: dict[str, Fts5SearchIndex] = {}
@@ -43,6 +60,9 @@ class Fts5SearchIndex:
         self.path = Path(path)
         self._db = open_database(path)
         self._db.executescript(_SCHEMA)
+        if self._db.execute("PRAGMA user_version").fetchone()[0] < _VERSION:
+            with transaction(self._db) as db:
+                _upgrade(db)
         self._lock = threading.Lock()
 
     def __reduce__(self):
@@ -50,15 +70,21 @@ class Fts5SearchIndex:
 
     def replace_document(self, document_id: str, job_id: str, source_name: str,
                          pages: Iterator[tuple[int, str]]) -> int:
+        """Make ``pages`` the document's searchable text, in place of what it had."""
         count = 0
         with self._lock, transaction(self._db) as db:
-            db.execute("DELETE FROM page_text WHERE document_id = ?", (document_id,))
+            old = db.execute("SELECT page_rowid FROM page_text_rows WHERE document_id = ?",
+                             (document_id,)).fetchall()
+            db.executemany("DELETE FROM page_text WHERE rowid = ?", old)
+            db.execute("DELETE FROM page_text_rows WHERE document_id = ?", (document_id,))
             for page_number, text in pages:
-                db.execute(
+                row = db.execute(
                     "INSERT INTO page_text (text, document_id, job_id, source_name, page_number) "
                     "VALUES (?, ?, ?, ?, ?)",
                     (text, document_id, job_id, source_name, page_number),
-                )
+                ).lastrowid
+                db.execute("INSERT INTO page_text_rows (page_rowid, document_id) VALUES (?, ?)",
+                           (row, document_id))
                 count += 1
         return count
 
@@ -78,6 +104,18 @@ class Fts5SearchIndex:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _upgrade(db) -> None:
+    """Add the rowid table to an index that lacks it (made by an older doclake, or new)."""
+    if db.execute("PRAGMA user_version").fetchone()[0] >= _VERSION:
+        return  # another process did it while this one waited for the lock
+    for statement in _ROWS_SCHEMA.split(";"):  # not executescript: it would commit first
+        if statement.strip():
+            db.execute(statement)
+    db.execute("INSERT OR IGNORE INTO page_text_rows (page_rowid, document_id) "
+               "SELECT rowid, document_id FROM page_text")
+    db.execute(f"PRAGMA user_version = {_VERSION}")
 
 
 def _fts_query(text: str) -> str:
