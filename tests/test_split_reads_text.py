@@ -226,3 +226,27 @@ def test_a_page_the_split_cannot_read_leaves_every_page_to_its_units_reads(
     assert text.count_and_read_first_pages(doc, None, 20, 100, store, "d", "j") == (7, [])
     assert text.count_and_read_first_pages(doc, None, 20, 100, None, "d", "j") == (7, [])
     assert store.list("pages/") == []
+
+
+def test_a_pdf_is_routed_by_its_first_bytes_without_a_sniffing_call(settings, pdf_factory,
+                                                                    tmp_path):
+    """The head decides a PDF (``sniff_head``): its split makes one worker call, the count and
+    the read together; a file whose containers must be parsed is still sniffed in a worker."""
+    letter = pdf_factory("letter.pdf", 3, word="giraffe")
+    table = tmp_path / "prices.csv"
+    table.write_text("item,price\napple,3\n")
+    runtime = LocalRuntime(settings.model_copy(update={"text_pages_at_split": 20}))
+    calls: list[str] = []
+    real_run = runtime.cpu.run
+
+    async def run(fn, *args, timeout_s):
+        calls.append(fn.__name__)
+        return await real_run(fn, *args, timeout_s=timeout_s)
+
+    runtime.cpu.run = run
+    jobs = _settle(runtime, [letter])
+    assert [j.status for j in jobs] == [JobStatus.SUCCEEDED]
+    assert "sniff_file" not in calls and calls.count("count_and_read_first_pages") == 1
+    calls.clear()
+    assert [j.status for j in _settle(runtime, [table])] == [JobStatus.SUCCEEDED]
+    assert calls.count("sniff_file") == 1

@@ -123,14 +123,28 @@ def sniff(path: Path) -> Format:
     return sniff_file(path).format
 
 
-def sniff_file(path: Path) -> Sniffed:
-    """The format of the file at ``path`` and whether it is encrypted, damaged or empty."""
+def read_head(path: Path) -> bytes:
+    """The first ``HEAD_BYTES`` of the file: all that ``sniff_head`` looks at."""
     with open(path, "rb") as handle:
-        head = handle.read(HEAD_BYTES)
+        return handle.read(HEAD_BYTES)
+
+
+def sniff_head(head: bytes) -> Sniffed | None:
+    """The answer when the first bytes alone give it (an empty file, a PDF), else None: the
+    file's containers must be parsed (``sniff_file``, in a worker). Nothing here parses, so the
+    caller may run it anywhere: a PDF, most documents, needs no worker call to be routed."""
     if not head:
         return Sniffed(Format.EMPTY)
     if b"%PDF-" in head[:1024]:
         return Sniffed(Format.PDF)
+    return None
+
+
+def sniff_file(path: Path) -> Sniffed:
+    """The format of the file at ``path`` and whether it is encrypted, damaged or empty."""
+    head = read_head(path)
+    if (decided := sniff_head(head)) is not None:
+        return decided
     if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         return _sniff_zip(path, head)
     if head.startswith(OLE2_MAGIC):

@@ -45,7 +45,9 @@ from extract.formats.sniff import (
     TEXT_DOCUMENT_FORMATS,
     Format,
     Sniffed,
+    read_head,
     sniff_file,
+    sniff_head,
 )
 from extract.formats.spreadsheet import READER as SHEET_READER
 from extract.formats.spreadsheet import SheetInfo, SheetLimits, WorkbookPlan, plan_workbook
@@ -154,7 +156,10 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
     config = ctx.config
     async with local_copy(ctx.objects, job.object_key) as path:
         size = path.stat().st_size
-        sniffed = await ctx.cpu.run(sniff_file, path, timeout_s=config.split_timeout_s)
+        # The head is read here (a few KB of a file just stored): a PDF is routed by it without
+        # a worker call; anything else is parsed in a worker, with a time limit.
+        sniffed = sniff_head(read_head(path)) or await ctx.cpu.run(
+            sniff_file, path, timeout_s=config.split_timeout_s)
         if sniffed.encrypted and sniffed.format is not Format.PDF:
             try:
                 sniffed = await _decrypt(ctx, job, path, sniffed)
