@@ -160,8 +160,12 @@ class JobStore(Protocol):
     def list_units(self, job_id: str) -> list[Unit]: ...
 
     def add_units(self, job_id: str, units: Sequence[Unit], *, pages: int,
-                  detected_format: str) -> bool:
-        """Record the plan once; False if the job already has units."""
+                  detected_format: str, done: Sequence[str] = (), attempt: int = 1) -> bool:
+        """Record the plan once; False if the job already has units. The units named in
+        ``done`` were read while the document was planned (a workbook's first sheet, a PDF's
+        first pages): they are recorded done, by delivery ``attempt``, and flagged sent, in the
+        same write as the plan, as ``start_unit``, ``finish_unit`` and ``mark_units_sent``
+        would leave them, and count as progress on the job."""
         ...
 
     def set_job_error(self, job_id: str, error: str) -> bool:

@@ -222,6 +222,27 @@ def test_job_store_outbox_flags(job_store):
     assert [j.job_id for j in job_store.jobs_to_index()] == ["j"]
 
 
+def test_job_store_records_units_read_while_planning_done_with_the_plan(job_store):
+    """``add_units(done=...)``: the units read at the split are done, by that delivery's
+    attempt, flagged sent and counted on the job, in the plan's own write; the rest pending."""
+    job_store.create_job(_version())
+    before = job_store.get_job("j").last_progress_at
+    assert job_store.add_units("j", _units(12), pages=12, detected_format="pdf",
+                               done=["u00001", "u00002"], attempt=2)
+    units = {u.unit_id: u for u in job_store.list_units("j")}
+    assert {k: (u.status.value, u.attempts) for k, u in units.items()} == {
+        "u00001": ("done", 2), "u00002": ("done", 2), "u00003": ("pending", 0)}
+    assert [u.unit_id for u in job_store.unsent_units("j")] == ["u00003"]
+    assert not job_store.start_unit("j", "u00001", 3)  # done is terminal
+    (progress,) = job_store.active_jobs()
+    assert (progress.units_planned, progress.units_done, progress.units_running) == (3, 2, 0)
+    assert job_store.get_job("j").last_progress_at >= before
+    assert job_store.finish_unit("j", "u00003")
+    assert job_store.active_jobs()[0].units_done == 3
+    assert not job_store.add_units("j", _units(12), pages=12, detected_format="pdf",
+                                   done=["u00003"])
+
+
 def test_job_store_stall_clock_and_lease(job_store):
     job_store.create_job(_version())
     read = job_store.get_job("j").last_progress_at

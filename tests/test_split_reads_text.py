@@ -120,28 +120,29 @@ def test_a_unit_with_a_page_without_text_is_left_to_its_read(settings, tmp_path)
 
 def test_a_split_that_dies_after_recording_its_units_is_finished_by_its_redelivery(
         settings, pdf_factory):
-    """The split stored the pages, made its events durable and recorded the units, then died
-    before finishing them: the redelivery sends their read messages, and each read finds every
-    page stored and reads none again."""
-    doc = pdf_factory("doc.pdf", 9, word="otter")
+    """The split stored pages 1 to 20, made its events durable and recorded the plan (units 1
+    to 4 done with it, in one write), then died before sending unit 5's read message (pages 21
+    to 23, past ``text_pages_at_split``): the redelivery sends only that message, and its read
+    reads only its own pages."""
+    doc = pdf_factory("doc.pdf", 23, word="otter")
     runtime = LocalRuntime(settings.model_copy(update={"text_pages_at_split": 20}))
-    real_start = runtime.store.start_unit
+    real_send = runtime.queue.send_batch
     died = {"times": 0}
 
-    def start_unit(job_id, unit_id, attempt):
-        if died["times"] == 0:
+    def send_batch(queue, bodies, **kwargs):
+        if queue == READ_QUEUE and died["times"] == 0:
             died["times"] += 1
             raise OSError("the process died here")
-        return real_start(job_id, unit_id, attempt)
+        return real_send(queue, bodies, **kwargs)
 
-    runtime.store.start_unit = start_unit
+    runtime.queue.send_batch = send_batch
     asked = _count_text_reads(runtime)
     [job] = _settle(runtime, [doc])
     assert job.status is JobStatus.SUCCEEDED and died["times"] == 1
-    assert _reads(runtime) == 2 and asked == []  # two reads, no page read again
-    assert [u.status.value for u in runtime.store.list_units(job.job_id)] == ["done", "done"]
-    assert [p[2] for p in _pages(settings.lake)] == list(range(1, 10))  # each page once
-    assert len(runtime.objects.list(f"pages/{job.document_id}/")) == 9
+    assert _reads(runtime) == 1 and asked == [[21, 22, 23]]  # no page read again
+    assert [u.status.value for u in runtime.store.list_units(job.job_id)] == ["done"] * 5
+    assert [p[2] for p in _pages(settings.lake)] == list(range(1, 24))  # each page once
+    assert len(runtime.objects.list(f"pages/{job.document_id}/")) == 23
 
 
 def test_a_split_that_dies_before_recording_its_units_reads_no_stored_page_again(

@@ -249,7 +249,7 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
     gets no read message; a small document is then one message, not one a unit, and its file
     is opened once. A unit with a page without text (a scan, a blank page) is sent as before:
     its read finds the pages with text stored and reads only the others. The order is the read
-    handler's: pages stored, events durable, then the store finishes the units."""
+    handler's: pages stored, events durable, then the plan is recorded with those units done, in one write."""
     config = ctx.config
     first_pages = _text_pages_at_split(ctx)
     # (chars, milliseconds) of each page with text read here; an earlier delivery's stored pages
@@ -297,13 +297,9 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
                       duration_ms=sum(texts[n][1] or 0.0 for n in unit.page_numbers))
     release_slot()  # what is left waits (the events' flush) or is quick (the store, the sends)
     await delivery.commit()
-    if not ctx.store.add_units(job.job_id, units, pages=pages, detected_format=detected_format):
+    if not ctx.store.add_units(job.job_id, units, pages=pages, detected_format=detected_format,
+                               done=[u.unit_id for u in read_here], attempt=delivery.attempt):
         return  # planned by another delivery meanwhile: it sends the messages
-    for unit in read_here:
-        ctx.store.start_unit(job.job_id, unit.unit_id, delivery.attempt)
-        ctx.store.finish_unit(job.job_id, unit.unit_id)
-    if read_here:
-        ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in read_here])
     await send_unit_messages(ctx, job, [u for u in units if u not in read_here])
 
 
@@ -340,10 +336,10 @@ async def plan_sheets(ctx: HandlerContext, job: Job, delivery: Delivery, path: P
     """One unit a sheet. The sheets read while the workbook was open are stored and their
     units finished here; the others are sent to the sheet queue.
 
-    The order keeps a crash harmless: texts stored, events durable, units recorded, then the
-    units read here are finished and flagged sent. A delivery dying after the units were
-    recorded leaves them unsent, and the redelivery sends them: the sheet reader then finds
-    their text stored and reads nothing again.
+    The order keeps a crash harmless: texts stored, events durable, then the units recorded,
+    those read here done and flagged sent in the same write (``add_units(done=...)``). A
+    delivery dying after the units were recorded leaves the others unsent, and the redelivery
+    sends them: the sheet reader then finds their text stored and reads nothing again.
     """
     config = ctx.config
     limits = sheet_limits(ctx)
@@ -394,10 +390,7 @@ async def plan_sheets(ctx: HandlerContext, job: Job, delivery: Delivery, path: P
         delivery.emit(UnitDone, unit_id=unit.unit_id, pages=1, pages_skipped=0,
                       duration_ms=text.duration_ms)
     await delivery.commit()
-    if not ctx.store.add_units(job.job_id, units, pages=len(units), detected_format=fmt.value):
+    if not ctx.store.add_units(job.job_id, units, pages=len(units), detected_format=fmt.value,
+                               done=[u.unit_id for u in read_here], attempt=delivery.attempt):
         return  # planned by another delivery meanwhile: it sends the messages
-    for unit in read_here:
-        ctx.store.start_unit(job.job_id, unit.unit_id, delivery.attempt)
-        ctx.store.finish_unit(job.job_id, unit.unit_id)
-    ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in read_here])
     await send_unit_messages(ctx, job, [u for u in units if u not in read_here])

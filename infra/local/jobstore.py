@@ -117,8 +117,9 @@ class SqliteJobStore(SqliteClaims):
     # --- split and read ------------------------------------------------------------------------
 
     def add_units(self, job_id: str, units: Sequence[Unit], *, pages: int,
-                  detected_format: str) -> bool:
+                  detected_format: str, done: Sequence[str] = (), attempt: int = 1) -> bool:
         now = now_iso()
+        finished = set(done)
         with transaction(self._db) as db:
             cursor = db.execute(
                 "UPDATE jobs SET pages = ?, units = ?, detected_format = ?, updated_at = ?, "
@@ -130,8 +131,10 @@ class SqliteJobStore(SqliteClaims):
                 return False
             db.executemany(
                 "INSERT INTO units (job_id, unit_id, kind, first_page, last_page, sheet_name, "
-                "status, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-                [(job_id, u.unit_id, u.kind, u.first_page, u.last_page, u.sheet_name, now)
+                "status, attempts, updated_at, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(job_id, u.unit_id, u.kind, u.first_page, u.last_page, u.sheet_name,
+                  *(("done", attempt, now, now) if u.unit_id in finished
+                    else ("pending", 0, now, None)))
                  for u in units],
             )
         return True

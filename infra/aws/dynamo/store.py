@@ -157,8 +157,9 @@ class DynamoJobStore(DynamoClaims):
     _NO_PLAN = "attribute_exists(pk) AND attribute_not_exists(#units) AND #st = :queued"
 
     def add_units(self, job_id: str, units: Sequence[Unit], *, pages: int,
-                  detected_format: str) -> bool:
+                  detected_format: str, done: Sequence[str] = (), attempt: int = 1) -> bool:
         now = now_iso()
+        finished = set(done)
         names = {"#units": "units", "#st": "status"}
         check = {"ConditionCheck": {"TableName": self.table, "Key": job_key(job_id),
                                     "ConditionExpression": self._NO_PLAN,
@@ -170,18 +171,21 @@ class DynamoJobStore(DynamoClaims):
                 **{k: encode_value(v) for k, v in {
                     "job_id": job_id, "unit_id": u.unit_id, "kind": u.kind,
                     "first_page": u.first_page, "last_page": u.last_page,
-                    "sheet_name": u.sheet_name, "status": UnitStatus.PENDING.value,
-                    "attempts": 0, "updated_at": now}.items() if v is not None}}}}
+                    "sheet_name": u.sheet_name, "updated_at": now,
+                    **({"status": UnitStatus.DONE.value, "attempts": attempt, "sent_at": now}
+                       if u.unit_id in finished else
+                       {"status": UnitStatus.PENDING.value, "attempts": 0}),
+                    }.items() if v is not None}}}}
                 for u in units[start:start + TRANSACTION_ITEMS - 1]]
             if not self._transact([check, *puts]):
                 return False
         return self._update(
             job_key(job_id),
             "SET pages = :p, #units = :u, detected_format = :f, updated_at = :now, "
-            "last_progress_at = :now, stalled_s = :zero",
+            "last_progress_at = :now, stalled_s = :zero, n_done = :done",
             condition=self._NO_PLAN, names=names,
             values=attr_values(p=pages, u=len(units), f=detected_format, now=now, zero=0,
-                           queued="queued"))
+                           queued="queued", done=len(finished & {u.unit_id for u in units})))
 
     def set_job_error(self, job_id: str, error: str) -> bool:
         return self._update(
