@@ -91,6 +91,33 @@ def test_object_store_put_many_stores_each_object_with_its_metadata(object_store
     assert object_store.head("pages/d/j/00004.md") == {"reader": "text", "chars": "4"}
 
 
+def test_object_store_lists_by_key_prefix_across_folders(object_store):
+    for key in ("pages/d/j/00001.md", "pages/d/j2/00001.md", "pages/dx/j/00001.md",
+                "uploads/d/j/source"):
+        object_store.put(key, b"x")
+    assert object_store.list("pages/d/") == ["pages/d/j/00001.md", "pages/d/j2/00001.md"]
+    assert object_store.list("pages/d") == ["pages/d/j/00001.md", "pages/d/j2/00001.md",
+                                            "pages/dx/j/00001.md"]
+    assert object_store.list("pages/d/j/0") == ["pages/d/j/00001.md"]
+    assert object_store.list("pages/none/") == [] and object_store.list("nothing") == []
+    assert len(object_store.list("")) == 4
+
+
+def test_folder_store_lists_no_link_and_no_temporary_file(tmp_path):
+    """A link inside the store (to a file or a folder, here one outside it) is not an object,
+    and a temporary file of an unfinished write is not either."""
+    store = FolderObjectStore(tmp_path / "objects")
+    store.put("pages/d/j/00001.md", b"one")
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "secret.md").write_text("not ours")
+    folder = tmp_path / "objects" / "pages" / "d" / "j"
+    (folder / "00002.md").symlink_to(outside / "deep" / "secret.md")
+    (folder / "more").symlink_to(outside / "deep")
+    (folder / ".00003.md.0f.tmp").write_text("half")
+    assert store.list("pages/") == ["pages/d/j/00001.md"]
+
+
 def test_folder_store_without_xattrs_keeps_metadata_in_a_sidecar(tmp_path):
     store = FolderObjectStore(tmp_path / "objects")
     store._xattrs = False  # a filesystem without user extended attributes

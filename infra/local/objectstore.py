@@ -105,16 +105,29 @@ class FolderObjectStore:
             return {}
 
     def list(self, prefix: str) -> list[str]:
-        base = self.root / prefix
-        folder = base if prefix.endswith("/") else base.parent
-        if not folder.is_dir():
-            return []
-        keys = []
-        for path in folder.rglob("*"):
-            if path.is_file() and not path.name.startswith("."):
-                key = path.relative_to(self.root).as_posix()
-                if key.startswith(prefix):
-                    keys.append(key)
+        """Keys under ``prefix``, sorted; files whose name starts with a dot (temporary files,
+        the metadata folder's) are not objects, nor is a link (none is followed). By
+        ``os.scandir``: the type comes with each entry, so a job's pages are listed without a
+        ``stat`` and a path object each (the split and the indexer list them for every
+        document)."""
+        start = prefix if prefix.endswith("/") else prefix.rpartition("/")[0]
+        keys: list[str] = []
+        folders = [start.rstrip("/")]
+        while folders:
+            folder = folders.pop()
+            try:
+                entries = os.scandir(self.root / folder if folder else self.root)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            with entries:
+                for entry in entries:
+                    key = f"{folder}/{entry.name}" if folder else entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(key)
+                    elif entry.is_file(follow_symlinks=False) and \
+                            not entry.name.startswith(".") and \
+                            key.startswith(prefix):
+                        keys.append(key)
         return sorted(keys)
 
     def delete_prefix(self, prefix: str) -> int:
