@@ -39,6 +39,7 @@ from extract.messages import (
     FIELDS_QUEUE,
     INDEX_QUEUE,
     READ_QUEUE,
+    SEND_BATCH,
     SHEET_QUEUE,
     SPLIT_QUEUE,
     FieldsMessage,
@@ -233,8 +234,7 @@ async def publish_status_events(ctx: HandlerContext, job_ids: Iterable[str] = ()
     if not jobs:
         return 0
     await ctx.sink.commit([e for job in jobs.values() for e in status_events(job, ctx.worker)])
-    for job in jobs.values():
-        ctx.store.mark_status_event(job.job_id, job.status)
+    ctx.store.mark_status_events([(job.job_id, job.status) for job in jobs.values()])
     return len(jobs)
 
 
@@ -242,9 +242,10 @@ def send_index_messages(ctx: HandlerContext) -> int:
     """Send the index message of every succeeded job that has none confirmed sent, then flag it:
     a send that failed after the transition is repaired on the next pass, not at a restart."""
     jobs = ctx.store.unsent_index_jobs()
-    for job in jobs:
-        ctx.queue.send(INDEX_QUEUE, IndexMessage(document_id=job.document_id,
-                                                 job_id=job.job_id).model_dump_json())
+    bodies = [IndexMessage(document_id=job.document_id, job_id=job.job_id).model_dump_json()
+              for job in jobs]
+    for start in range(0, len(bodies), SEND_BATCH):  # one queue write a batch, not a job
+        ctx.queue.send_batch(INDEX_QUEUE, bodies[start:start + SEND_BATCH])
     if jobs:
         ctx.store.mark_index_sent([j.job_id for j in jobs])
     return len(jobs)
@@ -259,8 +260,8 @@ def send_fields_messages(ctx: HandlerContext) -> int:
                             schema_name=job.fields_schema or "nda",
                             strategy=job.fields_strategy or "rules").model_dump_json()
               for job in jobs]
-    for start in range(0, len(bodies), 10):
-        ctx.queue.send_batch(FIELDS_QUEUE, bodies[start:start + 10])
+    for start in range(0, len(bodies), SEND_BATCH):
+        ctx.queue.send_batch(FIELDS_QUEUE, bodies[start:start + SEND_BATCH])
     if jobs:
         ctx.store.mark_fields_sent([j.job_id for j in jobs])
     return len(jobs)

@@ -229,8 +229,10 @@ class JobStore(Protocol):
         job has not progressed since ``last_progress_at`` was read; returns rows changed."""
         ...
 
-    def mark_status_event(self, job_id: str, status: JobStatus) -> None:
-        """Note that the event of the job's current status is durable in the lake (an outbox)."""
+    def mark_status_events(self, jobs: Sequence[tuple[str, JobStatus]]) -> None:
+        """Note, for each (job, status), that the event of that status is durable in the lake
+        (an outbox flag; a job that has moved on since keeps its flag unset). One write where
+        the store allows: the poller flags every job of its pass together."""
         ...
 
     def jobs_missing_status_event(self) -> list[Job]:

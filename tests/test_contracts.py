@@ -241,7 +241,7 @@ def test_job_store_outbox_flags(job_store):
         job_store.finish_unit("j", unit)
     job_store.transition_job("j", JobStatus.QUEUED, JobStatus.SUCCEEDED, at=utc_now())
     assert [j.job_id for j in job_store.jobs_missing_status_event()] == ["j"]
-    job_store.mark_status_event("j", JobStatus.SUCCEEDED)
+    job_store.mark_status_events([("j", JobStatus.SUCCEEDED)])
     assert job_store.jobs_missing_status_event() == []
     assert [j.job_id for j in job_store.unsent_index_jobs()] == ["j"]
     job_store.mark_index_sent(["j"])
@@ -268,6 +268,20 @@ def test_job_store_records_units_read_while_planning_done_with_the_plan(job_stor
     assert job_store.active_jobs()[0].units_done == 3
     assert not job_store.add_units("j", _units(12), pages=12, detected_format="pdf",
                                    done=["u00003"])
+
+
+def test_job_store_flags_status_events_of_many_jobs_at_once_but_not_a_moved_one(job_store):
+    for job_id in ("a", "b", "c"):
+        job_store.create_job(_version(job_id))
+        job_store.transition_job(job_id, JobStatus.QUEUED, JobStatus.EXTRACTING, at=utc_now())
+    job_store.transition_job("c", JobStatus.EXTRACTING, JobStatus.FAILED, at=utc_now())
+    # The poller read c as extracting, then c failed: its flag must wait for the failed event.
+    job_store.mark_status_events([("a", JobStatus.EXTRACTING), ("b", JobStatus.EXTRACTING),
+                                  ("c", JobStatus.EXTRACTING)])
+    assert [j.job_id for j in job_store.jobs_missing_status_event()] == ["c"]
+    job_store.mark_status_events([])
+    job_store.mark_status_events([("c", JobStatus.FAILED)])
+    assert job_store.jobs_missing_status_event() == []
 
 
 def test_job_store_stall_clock_and_lease(job_store):

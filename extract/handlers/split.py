@@ -57,6 +57,7 @@ from extract.handlers.stored_pages import stored_pages
 from extract.messages import (
     CONVERT_QUEUE,
     READ_QUEUE,
+    SEND_BATCH,
     SHEET_QUEUE,
     ConvertMessage,
     ReadSheetMessage,
@@ -69,7 +70,6 @@ from extract.state import Job, Unit
 from lake.events import FormatDetected, JobSplit, PageRead, UnitDone, UnitPlanned, UnitStarted
 from lake.layout import page_key
 
-SEND_BATCH = 10  # SQS's batch limit; the local queue keeps the same shape
 SHEET_KIND = "sheet"
 CSV_READER = "csv"
 TEXT_DOCUMENT_READER = "text_file"  # plain text, Markdown, HTML and e-mail files
@@ -249,7 +249,8 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
     gets no read message; a small document is then one message, not one a unit, and its file
     is opened once. A unit with a page without text (a scan, a blank page) is sent as before:
     its read finds the pages with text stored and reads only the others. The order is the read
-    handler's: pages stored, events durable, then the plan is recorded with those units done, in one write."""
+    handler's: pages stored, events durable, then the plan recorded with those units done, in
+    one write (``add_units(done=...)``)."""
     config = ctx.config
     first_pages = _text_pages_at_split(ctx)
     # (chars, milliseconds) of each page with text read here; an earlier delivery's stored pages

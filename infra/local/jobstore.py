@@ -294,9 +294,10 @@ class SqliteJobStore(SqliteClaims):
         )
         return cursor.rowcount == 1
 
-    def mark_status_event(self, job_id: str, status: JobStatus) -> None:
-        self._db.execute("UPDATE jobs SET status_event = ? WHERE job_id = ? AND status = ?",
-                         (status.value, job_id, status.value))
+    def mark_status_events(self, jobs: Sequence[tuple[str, JobStatus]]) -> None:
+        with transaction(self._db) as db:
+            db.executemany("UPDATE jobs SET status_event = ? WHERE job_id = ? AND status = ?",
+                           [(status.value, job_id, status.value) for job_id, status in jobs])
 
     def jobs_missing_status_event(self) -> list[Job]:
         rows = self._db.execute(

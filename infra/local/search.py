@@ -8,6 +8,7 @@ to everything indexed before it (2.3 ms a document in an empty index, 17.7 ms at
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,8 +107,9 @@ class Fts5SearchIndex:
         self._db.close()
 
 
-def _upgrade(db) -> None:
-    """Add the rowid table to an index that lacks it (made by an older doclake, or new)."""
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Add the rowid table to an index that lacks it (a new one, or one an older doclake
+    made), filled from the FTS table's own rows."""
     if db.execute("PRAGMA user_version").fetchone()[0] >= _VERSION:
         return  # another process did it while this one waited for the lock
     for statement in _ROWS_SCHEMA.split(";"):  # not executescript: it would commit first

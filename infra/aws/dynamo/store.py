@@ -383,9 +383,11 @@ class DynamoJobStore(DynamoClaims):
         return [job_from_item(d) for d in self._index(
             "to_index", filter_expression="attribute_not_exists(index_sent_at)")]
 
-    def mark_status_event(self, job_id: str, status: JobStatus) -> None:
-        self._update(job_key(job_id), "SET status_event = :s REMOVE gsi_event_due",
-                     condition="#st = :s", names={"#st": "status"}, values=attr_values(s=status.value))
+    def mark_status_events(self, jobs: Sequence[tuple[str, JobStatus]]) -> None:
+        for job_id, status in jobs:  # one conditional update a job: each has its own condition
+            self._update(job_key(job_id), "SET status_event = :s REMOVE gsi_event_due",
+                         condition="#st = :s", names={"#st": "status"},
+                         values=attr_values(s=status.value))
 
     def jobs_missing_status_event(self) -> list[Job]:
         return [job_from_item(d) for d in self._index(
