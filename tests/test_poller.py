@@ -167,16 +167,16 @@ async def test_an_index_message_whose_send_failed_is_sent_on_the_next_pass(tmp_p
     harness = Harness(tmp_path)
     harness.planner.ingest(pdf_factory("a.pdf", 3))
     await harness.drain(SPLIT_QUEUE, READ_QUEUE)
-    real_send = harness.queue.send
+    real_send, real_send_batch = harness.queue.send, harness.queue.send_batch
 
     def down(*args, **kwargs):
         raise OSError("queue unavailable")
 
-    harness.queue.send = down
+    harness.queue.send = harness.queue.send_batch = down
     with contextlib.suppress(OSError):
         await poll_once(harness.ctx)
     assert harness.receive(INDEX_QUEUE) == []
-    harness.queue.send = real_send
+    harness.queue.send, harness.queue.send_batch = real_send, real_send_batch
     await poll_once(harness.ctx)
     assert len(harness.receive(INDEX_QUEUE)) == 1
     await poll_once(harness.ctx)
