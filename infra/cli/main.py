@@ -171,8 +171,11 @@ def run(
     report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
     from rich.console import Console
 
-    report.finish(runtime.store, interrupted=stats.interrupted).print(
-        Console(highlight=False, soft_wrap=True))  # piped: one line a fact, never wrapped at 80
+    try:
+        report.finish(runtime.store, interrupted=stats.interrupted).print(
+            Console(highlight=False, soft_wrap=True))  # piped: one line a fact, never wrapped
+    finally:
+        runtime.close()
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
 

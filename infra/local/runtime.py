@@ -287,6 +287,14 @@ class LocalRuntime:
             raise RuntimeFailure(supervisor.fatal)
         return self.stats
 
+    def close(self) -> None:
+        """Close this runtime's databases (job store, queue, search index) now, not when the
+        collector gets to them: the last connection to close removes SQLite's side files
+        (``-wal``, ``-shm``), and that should happen before the command returns."""
+        for database in (self.index, self.queue, self.store):
+            with contextlib.suppress(Exception):
+                database.close()
+
     def nudge(self) -> None:
         """Poll now rather than at the next interval (the store changed outside a handler)."""
         if self._wake is not None:
