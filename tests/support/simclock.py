@@ -8,6 +8,12 @@ server moves its own clock the same way (SQS visibility). Both keep ticking with
 an invocation's own seconds count as they would on AWS. ``time.monotonic`` is left alone: a
 Lambda's remaining time (``LambdaContext``) and asyncio's timers stay real.
 
+On exit the clock puts back what its jumps leave behind in this process: ``uuid6`` keeps the
+last UUIDv7 millisecond it minted and never mints one below it, so after a 12-hour jump every
+later id of the test session (a job's, a document's, and so the lake's ``dt``) would carry the
+simulated time; past noon UTC that is tomorrow's date, and a later test's ``--since tomorrow``
+found its documents.
+
 A jump is taken only between invocations, to the next thing that happens by itself: the first
 hidden message becoming visible (the server knows when) or the next scheduled invocation.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 import time
 
 import time_machine
+import uuid6
 
 from support.awsstack import IamMoto
 
@@ -27,8 +34,10 @@ class SimClock:
         self.shifted_s = 0.0
         self._travel: time_machine.travel | None = None
         self._coordinates = None
+        self._uuid7_floor: int | None = None
 
     def __enter__(self) -> SimClock:
+        self._uuid7_floor = uuid6._last_v7_timestamp
         self._travel = time_machine.travel(time.time(), tick=True)
         self._coordinates = self._travel.start()
         self.started = time.time()
@@ -38,6 +47,7 @@ class SimClock:
         if self._travel is not None:
             self._travel.stop()
             self._travel = self._coordinates = None
+        uuid6._last_v7_timestamp = self._uuid7_floor  # ids minted later carry the real time
 
     def now(self) -> float:
         """Seconds since the clock started, simulated (jumps) and real (ticks) together."""
