@@ -17,7 +17,6 @@ FIELDS_QUEUE = "fields"
 CONVERT_QUEUE = "convert"  # Office to PDF with LibreOffice: its own, smaller, concurrency
 SHEET_QUEUE = "sheet"  # one spreadsheet sheet a message, sheets 2..n of a workbook
 QUEUES = (SPLIT_QUEUE, READ_QUEUE, INDEX_QUEUE, FIELDS_QUEUE, CONVERT_QUEUE, SHEET_QUEUE)
-SEND_BATCH = 10  # messages a send_batch call takes: SQS's limit; the local queue keeps the shape
 
 
 def dead_letter_queue(queue: str) -> str:

@@ -39,7 +39,6 @@ from extract.messages import (
     FIELDS_QUEUE,
     INDEX_QUEUE,
     READ_QUEUE,
-    SEND_BATCH,
     SHEET_QUEUE,
     SPLIT_QUEUE,
     FieldsMessage,
@@ -242,11 +241,9 @@ def send_index_messages(ctx: HandlerContext) -> int:
     """Send the index message of every succeeded job that has none confirmed sent, then flag it:
     a send that failed after the transition is repaired on the next pass, not at a restart."""
     jobs = ctx.store.unsent_index_jobs()
-    bodies = [IndexMessage(document_id=job.document_id, job_id=job.job_id).model_dump_json()
-              for job in jobs]
-    for start in range(0, len(bodies), SEND_BATCH):  # one queue write a batch, not a job
-        ctx.queue.send_batch(INDEX_QUEUE, bodies[start:start + SEND_BATCH])
-    if jobs:
+    if jobs:  # one send for all, not one a job
+        ctx.queue.send_batch(INDEX_QUEUE, [IndexMessage(
+            document_id=job.document_id, job_id=job.job_id).model_dump_json() for job in jobs])
         ctx.store.mark_index_sent([j.job_id for j in jobs])
     return len(jobs)
 
@@ -260,8 +257,7 @@ def send_fields_messages(ctx: HandlerContext) -> int:
                             schema_name=job.fields_schema or "nda",
                             strategy=job.fields_strategy or "rules").model_dump_json()
               for job in jobs]
-    for start in range(0, len(bodies), SEND_BATCH):
-        ctx.queue.send_batch(FIELDS_QUEUE, bodies[start:start + SEND_BATCH])
     if jobs:
+        ctx.queue.send_batch(FIELDS_QUEUE, bodies)
         ctx.store.mark_fields_sent([j.job_id for j in jobs])
     return len(jobs)

@@ -97,7 +97,8 @@ class Queue(Protocol):
 
     def send_batch(self, queue: str, bodies: Sequence[str], *,
                    group: str | None = None) -> list[str]:
-        """``group`` is a fairness hint (the job id); an adapter may ignore it."""
+        """Any number of messages (an adapter splits them to its service's limit: SQS takes ten
+        a request). ``group`` is a fairness hint (the job id); an adapter may ignore it."""
         ...
 
     def receive(self, queue: str, *, max_messages: int = 1,

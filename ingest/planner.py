@@ -23,7 +23,7 @@ from pathlib import Path
 
 from uuid6 import uuid7
 
-from extract.messages import SEND_BATCH, SPLIT_QUEUE, SplitMessage
+from extract.messages import SPLIT_QUEUE, SplitMessage
 from extract.ports import JobStore, NewVersion, ObjectStore, Queue
 from extract.state import Document, Job, JobStatus
 from lake.events import DocumentRegistered, Event, JobCreated, utc_now
@@ -258,8 +258,7 @@ class Planner:
         self.write_events([e for v in planned for e in registration_events(v, self.worker)])
         bodies = [SplitMessage(document_id=v.document_id, job_id=v.job_id).model_dump_json()
                   for v in planned]
-        for start in range(0, len(bodies), SEND_BATCH):
-            self.queue.send_batch(SPLIT_QUEUE, bodies[start:start + SEND_BATCH])
+        self.queue.send_batch(SPLIT_QUEUE, bodies)
         self.store.mark_split_sent([v.job_id for v in planned])
 
     def resend_unsent(self) -> int:

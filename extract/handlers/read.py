@@ -19,6 +19,7 @@ from extract.handlers.stored_pages import stored_pages
 from extract.handlers.unit_claim import emit_unit_failed, unit_claimed
 from extract.messages import ReadUnitMessage
 from extract.readers import PageText
+from extract.readers.base import page_object
 from extract.state import Job, Unit, UnitStatus
 from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key
@@ -26,11 +27,8 @@ from lake.layout import page_key
 
 def _store_pages(ctx: HandlerContext, document_id: str, job_id: str,
                  pages: list[PageText]) -> None:
-    ctx.objects.put_many([
-        (page_key(document_id, job_id, page.number), page.text.encode("utf-8"),
-         {"reader": page.reader, "chars": str(len(page.text))})
-        for page in pages
-    ])
+    ctx.objects.put_many([page_object(document_id, job_id, page.number, page.text, page.reader)
+                          for page in pages])
 
 
 async def handle_read(ctx: HandlerContext, message: ReadUnitMessage, delivery: Delivery) -> None:

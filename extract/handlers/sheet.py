@@ -17,6 +17,7 @@ from extract.handlers.sources import local_copy, readable_key, source_format
 from extract.handlers.split import sheet_limits
 from extract.handlers.unit_claim import emit_unit_failed, unit_claimed
 from extract.messages import ReadSheetMessage
+from extract.readers.base import page_object
 from extract.state import Job, Unit, UnitStatus
 from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key
@@ -54,9 +55,9 @@ async def _read_sheet_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: 
         async with local_copy(ctx.objects, readable_key(ctx.objects, job)) as path:
             text = await ctx.cpu.run(read_sheet, path, fmt, position, sheet_limits(ctx),
                                      timeout_s=ctx.config.read_timeout_s)
-        metadata = {"reader": READER, "chars": str(len(text.text))}
-        await asyncio.to_thread(ctx.objects.put, key, text.text.encode("utf-8"),
-                                metadata=metadata)
+        _, data, metadata = page_object(job.document_id, job.job_id, position, text.text,
+                                        READER)
+        await asyncio.to_thread(ctx.objects.put, key, data, metadata=metadata)
         skipped = 0
     delivery.emit(PageRead, unit_id=unit.unit_id, page_number=position,
                   reader=metadata.get("reader", READER), chars=int(metadata.get("chars", 0)),

@@ -57,13 +57,13 @@ from extract.handlers.stored_pages import stored_pages
 from extract.messages import (
     CONVERT_QUEUE,
     READ_QUEUE,
-    SEND_BATCH,
     SHEET_QUEUE,
     ConvertMessage,
     ReadSheetMessage,
     ReadUnitMessage,
     SplitMessage,
 )
+from extract.readers.base import page_object
 from extract.readers.text import READER as TEXT_READER
 from extract.readers.text import TextLayerReader, count_and_read_first_pages
 from extract.state import Job, Unit
@@ -73,6 +73,7 @@ from lake.layout import page_key
 SHEET_KIND = "sheet"
 CSV_READER = "csv"
 TEXT_DOCUMENT_READER = "text_file"  # plain text, Markdown, HTML and e-mail files
+SEND_BATCH = 10  # unit messages flagged sent together (the outbox's step): one SQS request
 
 
 def plan_pdf_units(pages: int, pages_per_unit: int) -> list[Unit]:
@@ -278,8 +279,8 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
     unstored = [(number, text) for number, text, _, stored in with_text if not stored]
     if unstored:  # no worker-side store (a Lambda): the pages go in from here, before events
         await asyncio.to_thread(ctx.objects.put_many, [
-            (page_key(job.document_id, job.job_id, number), text.encode("utf-8"),
-             {"reader": TEXT_READER, "chars": str(len(text))}) for number, text in unstored])
+            page_object(job.document_id, job.job_id, number, text, TEXT_READER)
+            for number, text in unstored])
     delivery.emit(JobSplit, pages=pages, units=len(units), pages_per_unit=config.pages_per_unit,
                   **split_fields)
     for unit in units:
@@ -373,8 +374,8 @@ async def plan_sheets(ctx: HandlerContext, job: Job, delivery: Delivery, path: P
     by_position = {u.first_page: u for u in units}
     read_here = [by_position[t.position] for t in plan.texts]
     await asyncio.to_thread(ctx.objects.put_many, [
-        (page_key(job.document_id, job.job_id, t.position), t.text.encode("utf-8"),
-         {"reader": reader, "chars": str(len(t.text))}) for t in plan.texts])
+        page_object(job.document_id, job.job_id, t.position, t.text, reader)
+        for t in plan.texts])
 
     delivery.emit(JobSplit, pages=len(units), units=len(units), pages_per_unit=1)
     for unit in units:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from extract.errors import TerminalError
+from lake.layout import page_key
 
 if TYPE_CHECKING:
     from extract.config import ExtractConfig
@@ -28,6 +29,15 @@ class ReaderUnavailable(TerminalError):
     """The chosen reader cannot run here (no engine installed, no API key)."""
 
     error_type = "reader_unavailable"
+
+
+def page_object(document_id: str, job_id: str, number: int, text: str,
+                reader: str) -> tuple[str, bytes, dict[str, str]]:
+    """A page as the object store keeps it: its key, its Markdown in UTF-8, and the metadata a
+    redelivery reads back instead of reading the page again (``extract.handlers.stored_pages``):
+    the reader that made it and its characters. One shape for every stage that stores pages."""
+    return (page_key(document_id, job_id, number), text.encode("utf-8"),
+            {"reader": reader, "chars": str(len(text))})
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from pypdfium2 import PdfiumError
 
 from extract.errors import TerminalError
 from extract.formats.pdf import count_pages, read_text_layer
-from extract.readers.base import PageText, ReaderContext
-from lake.layout import page_key
+from extract.readers.base import PageText, ReaderContext, page_object
 
 READER = "text"
 log = logging.getLogger(__name__)
@@ -56,8 +55,8 @@ def read_and_store_text_layer(path: Path, page_numbers: Sequence[int], password:
     texts = read_text_layer(path, page_numbers, password)
     keep = [(number, text) for number, text, _ in texts if text.strip()]
     if keep:
-        store.put_many([(page_key(document_id, job_id, number), text.encode("utf-8"),
-                         {"reader": READER, "chars": str(len(text))}) for number, text in keep])
+        store.put_many([page_object(document_id, job_id, number, text, READER)
+                        for number, text in keep])
     kept = {number for number, _ in keep}
     return [(number, text, ms, number in kept) for number, text, ms in texts]
 
