@@ -92,12 +92,17 @@ def test_background_ingest_plans_in_batches_on_its_own_connections(settings, pdf
     from infra.local.runtime import LocalRuntime
 
     runtime = LocalRuntime(settings)
-    files = [pdf_factory(f"d{i:02d}.pdf", 1, word=f"w{i}") for i in range(BATCH + 3)]
-    ingest = runtime.ingest_in_background(files)
+    files = [pdf_factory(f"d{i:02d}.pdf", 1, word=f"w{i}") for i in range(2 * BATCH + 3)]
+    sizes: list[int] = []
+    ingest = runtime.ingest_in_background(
+        files, after_batch=lambda store, batch: sizes.append(len(batch)))
     results = ingest.result()
     assert ingest.finished and [r.source_name for r in results] == [f.name for f in files]
+    # The first split is sent after one upload, not after a whole batch; batches then grow to
+    # BATCH files a transaction.
+    assert sizes == [1, 2, 4, 8, BATCH, 2 * BATCH + 3 - 15 - BATCH]
     assert {j.job_id for j in runtime.store.unsent_jobs()} == set()  # every batch was published
-    assert runtime.queue.depth("split").visible == BATCH + 3
+    assert runtime.queue.depth("split").visible == 2 * BATCH + 3
 
 
 def test_background_ingest_hands_its_error_to_the_caller_and_stops_between_batches(

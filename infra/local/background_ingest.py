@@ -20,7 +20,18 @@ from infra.settings import Settings
 from ingest.planner import Ingested, Planner
 from lake.writer import ParquetEventWriter
 
-BATCH = 16  # files per batch: the first documents start after 16 uploads, not after all
+BATCH = 16  # files per batch at most: one transaction and one queue write per batch
+
+
+def batch_bounds(count: int, largest: int = BATCH) -> list[tuple[int, int]]:
+    """(start, end) of each batch of ``count`` files: 1, 2, 4, ... up to ``largest``. The first
+    split waits for one upload, not sixteen (a burst's workers were idle for its first tenth of a
+    second), and a large drop is still planned ``largest`` files a transaction."""
+    bounds, start, size = [], 0, 1
+    while start < count:
+        bounds.append((start, min(count, start + size)))
+        start, size = start + size, min(largest, 2 * size)
+    return bounds
 
 
 class BackgroundIngest:
@@ -30,7 +41,8 @@ class BackgroundIngest:
                  source_paths: Mapping[Path, str] | None = None,
                  after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None,
                  fields: tuple[str, str] | None = None,
-                 on_finished: Callable[[], None] | None = None):
+                 on_finished: Callable[[], None] | None = None,
+                 on_batch: Callable[[], None] | None = None):
         """``after_batch`` runs on the ingest thread, with its store, after each batch is planned
         (``run --fields`` asks for fields there, so extraction starts with the first documents)."""
         self._settings = settings
@@ -43,6 +55,7 @@ class BackgroundIngest:
         self._after_batch = after_batch
         self._fields = fields  # (schema, strategy): kept with each job as it is created
         self._on_finished = on_finished  # called on the ingest thread when it ends
+        self._on_batch = on_batch  # called on the ingest thread when a batch's splits are sent
         self.skipped: list[tuple[Path, str]] = []
         self._stop = threading.Event()
         self._results: list[Ingested] = []
@@ -67,10 +80,10 @@ class BackgroundIngest:
         passwords = {Path(p): secret for p, secret in (self._passwords or {}).items()}
         sources = {Path(p): name for p, name in (self._source_paths or {}).items()}
         try:
-            for start in range(0, len(self._files), BATCH):
+            for start, end in batch_bounds(len(self._files)):
                 if self._stop.is_set():
                     break
-                files = [Path(f) for f in self._files[start:start + BATCH]]
+                files = [Path(f) for f in self._files[start:end]]
                 batch = planner.ingest_many(
                     files, retry_failed=self._retry_failed,
                     passwords={f: passwords[f] for f in files if f in passwords},
@@ -78,6 +91,8 @@ class BackgroundIngest:
                 if self._after_batch is not None:
                     self._after_batch(store, batch)
                 self._results += batch
+                if self._on_batch is not None:  # the receiver takes the splits now
+                    self._on_batch()
         except BaseException as error:  # handed to the caller by result()
             self._error = error
         finally:

@@ -168,7 +168,8 @@ class LocalRuntime:
         return BackgroundIngest(self.settings, self.objects, self.writer, files,
                                 retry_failed=retry_failed, passwords=passwords,
                                 source_paths=source_paths, after_batch=after_batch,
-                                fields=fields, on_finished=self.nudge_from_thread).start()
+                                fields=fields, on_finished=self.nudge_from_thread,
+                                on_batch=self.wake_receiver_from_thread).start()
 
     def recover(self, *, erase_passwords: bool = True) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).
@@ -309,6 +310,14 @@ class LocalRuntime:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nothing to wake
                 loop.call_soon_threadsafe(self.nudge)
 
+    def wake_receiver_from_thread(self) -> None:
+        """New messages from another thread (an ingest batch's splits): the receiver takes them
+        now rather than after its idle sleep; the poller is not woken (nothing it reads moved)."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing to wake
+                loop.call_soon_threadsafe(lambda: self._worker_done.set())
+
     async def _poll(self, ctx: HandlerContext, clock: _PollerClock) -> None:
         """One poll, by the one runtime that holds the poller's lease."""
         ttl = max(3 * self.settings.poll_interval_s, 15.0)
@@ -401,7 +410,7 @@ class LocalRuntime:
         self._handling += 1
         held = True
 
-        def release() -> None:  # once: when the handler says so, or when it ends
+        def release(awaited: bool = False) -> None:  # once: when the handler says so, or ends
             nonlocal held
             if held:
                 held = False
@@ -410,8 +419,9 @@ class LocalRuntime:
                     self._queue_busy[received.queue] -= 1
                 self._worker_done.set()
                 # Called from the handler's own task: its later commits hold no slot, so they
-                # may wait for a fuller batch (``lake.writer.RELAXED_COMMIT``).
-                RELAXED_COMMIT.set(True)
+                # may wait for a fuller batch (``lake.writer.RELAXED_COMMIT``), unless other
+                # work waits for them (``extract.context.release_slot``).
+                RELAXED_COMMIT.set(not awaited)
 
         token = SLOT_RELEASE.set(release)
         relaxed = RELAXED_COMMIT.set(False)
