@@ -7,6 +7,7 @@ its latency (the backoff is left as set: a brownout test runs the real retry set
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from extract.errors import TerminalError
@@ -16,7 +17,7 @@ from extract.models.fallback import FallbackModels
 from extract.models.limiter import shared
 from extract.models.pricing import PriceTable
 
-__all__ = ["ModelsUnavailable", "build_models"]
+__all__ = ["ModelsUnavailable", "ProviderSetup", "build_models", "provider_setup"]
 
 
 class ModelsUnavailable(TerminalError):
@@ -33,37 +34,55 @@ def _policy(config: ModelConfig, scale: float) -> RetryPolicy:
                        timeout_s=config.model_timeout_s * scale)
 
 
-def build_models(config: ModelConfig,
-                 provider: Literal["gemini", "simulated"] = "gemini") -> FallbackModels:
-    """Must run on the event loop that will make the calls (the limiter is per loop)."""
-    prices = PriceTable(config.model_prices)
+@dataclass(frozen=True)
+class ProviderSetup:
+    """What ``build_models`` makes before the event loop is needed: the provider's client (its
+    TLS set-up loads the CA certificates: 70 to 150 ms, so a caller on an event loop may make it
+    on a thread), the endpoint its limiter is shared by, and the latency scale."""
+
+    provider: ModelProvider
+    endpoint: str
+    scale: float
+
+
+def provider_setup(config: ModelConfig,
+                   provider: Literal["gemini", "simulated"] = "gemini") -> ProviderSetup:
+    """The provider's client for ``config``; needs no event loop (safe on a thread)."""
     if provider == "simulated":
         from extract.models.simulated import ensure_server
 
         base_url, _ = ensure_server(config)
-        scale = config.simulated_latency_scale
-        gemini = _gemini(config, "simulated-key", base_url, "simulated")
-        endpoint = f"simulated@{base_url}"
-    else:
-        if config.gemini_api_key is None:
-            raise ModelsUnavailable(
-                "the gemini reader needs an API key: set DOCLAKE_GEMINI_API_KEY (or use "
-                "--reader simulated for a load test, or --reader auto to read offline)")
-        scale = 1.0
-        base_url = config.gemini_base_url
-        gemini = _gemini(config, config.gemini_api_key.get_secret_value(), base_url, "gemini")
-        endpoint = f"gemini@{base_url or 'default'}"
-    policy = _policy(config, scale)
-    limiter = shared(endpoint, config.model_max_in_flight, minimum=config.model_min_in_flight)
-    clients = [ModelClient(gemini, config.primary_model, policy=policy, limiter=limiter,
-                           prices=prices)]
+        return ProviderSetup(_gemini(config, "simulated-key", base_url, "simulated"),
+                             f"simulated@{base_url}", config.simulated_latency_scale)
+    if config.gemini_api_key is None:
+        raise ModelsUnavailable(
+            "the gemini reader needs an API key: set DOCLAKE_GEMINI_API_KEY (or use "
+            "--reader simulated for a load test, or --reader auto to read offline)")
+    base_url = config.gemini_base_url
+    return ProviderSetup(_gemini(config, config.gemini_api_key.get_secret_value(), base_url,
+                                 "gemini"),
+                         f"gemini@{base_url or 'default'}", 1.0)
+
+
+def build_models(config: ModelConfig,
+                 provider: Literal["gemini", "simulated"] = "gemini", *,
+                 setup: ProviderSetup | None = None) -> FallbackModels:
+    """Must run on the event loop that will make the calls (the limiter is per loop).
+    ``setup``: the provider's client made beforehand (``provider_setup``, e.g. on a thread)."""
+    setup = setup or provider_setup(config, provider)
+    prices = PriceTable(config.model_prices)
+    policy = _policy(config, setup.scale)
+    limiter = shared(setup.endpoint, config.model_max_in_flight,
+                     minimum=config.model_min_in_flight)
+    clients = [ModelClient(setup.provider, config.primary_model, policy=policy,
+                           limiter=limiter, prices=prices)]
     if config.fallback_model:
         if config.fallback_provider == "bedrock" and provider == "gemini":
             # The port takes a Converse-API provider as one more module; not written yet.
             raise ModelsUnavailable("a Bedrock fallback is not built yet: set "
                                     "DOCLAKE_FALLBACK_PROVIDER=gemini (the default)")
         else:
-            clients.append(ModelClient(gemini, config.fallback_model, policy=policy,
+            clients.append(ModelClient(setup.provider, config.fallback_model, policy=policy,
                                        limiter=limiter, prices=prices))
     return FallbackModels(clients)
 

@@ -12,6 +12,7 @@ readers do not import ``extract.context`` (which imports the readers to resolve 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,3 +118,14 @@ class ReaderChain:
                 results[page.number] = page
             wanted = [n for n in wanted if not results[n].usable]
         return [results[n] for n in pages]
+
+    async def prepare(self, ctx: ReaderContext) -> None:
+        """Make what the readers make on first use (a model client), before the first unit
+        needs it: a runtime calls this when it starts, so a burst's first units do not each
+        wait for it inside their slots. A reader that cannot be prepared (no API key) says so
+        when a unit reaches it, as without this call."""
+        for reader in self.readers:
+            prepare = getattr(reader, "prepare", None)
+            if prepare is not None:
+                with contextlib.suppress(Exception):
+                    await prepare(ctx)

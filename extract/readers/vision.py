@@ -21,7 +21,7 @@ from typing import Literal
 
 from extract.formats.pdf import RenderedPage, normalise, render_pages
 from extract.models.base import CallSite, Image, Ledger, Prompt
-from extract.models.clients import ModelsUnavailable, build_models
+from extract.models.clients import ModelsUnavailable, build_models, provider_setup
 from extract.models.fallback import FallbackModels
 from extract.readers.base import PageText, ReaderContext, ReaderUnavailable
 
@@ -49,21 +49,43 @@ class _VisionReader:
     def __init__(self) -> None:
         self._models: FallbackModels | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._building: asyncio.Future[FallbackModels] | None = None
 
-    def models(self, ctx: ReaderContext) -> FallbackModels:
-        """Built on first use, on the loop that calls (its limiter is that loop's)."""
+    async def models(self, ctx: ReaderContext) -> FallbackModels:
+        """Built on first use, on the loop that calls (its limiter is that loop's). The
+        provider's client is made on a thread: its TLS set-up (70 to 150 ms) held the event loop,
+        and with it the first splits and renders of a burst; the units that start meanwhile wait
+        for the same build, not one each."""
         loop = asyncio.get_running_loop()
-        if self._models is None or self._loop is not loop:
-            try:
-                self._models = build_models(ctx.config.models, self.provider)
-            except ModelsUnavailable as error:
-                raise ReaderUnavailable(str(error)) from None
-            self._loop = loop
-        return self._models
+        if self._models is not None and self._loop is loop:
+            return self._models
+        if self._building is None or self._building.get_loop() is not loop:
+            self._building = asyncio.ensure_future(self._build(ctx))
+        building = self._building
+        try:
+            return await asyncio.shield(building)
+        except Exception:
+            if self._building is building:  # the next unit tries again, not the same error
+                self._building = None
+            raise
+
+    async def prepare(self, ctx: ReaderContext) -> None:
+        """Build the models now (``ReaderChain.prepare``)."""
+        await self.models(ctx)
+
+    async def _build(self, ctx: ReaderContext) -> FallbackModels:
+        config = ctx.config.models
+        try:
+            setup = await asyncio.to_thread(provider_setup, config, self.provider)
+            models = build_models(config, self.provider, setup=setup)
+        except ModelsUnavailable as error:
+            raise ReaderUnavailable(str(error)) from None
+        self._models, self._loop = models, asyncio.get_running_loop()
+        return models
 
     async def read(self, ctx: ReaderContext, path: Path,
                    pages: Sequence[int]) -> list[PageText]:
-        models = self.models(ctx)
+        models = await self.models(ctx)
         config = ctx.config.models
         rendered = await ctx.cpu.run(
             render_for_model, path, list(pages), ctx.config.password_value, config.render_dpi,

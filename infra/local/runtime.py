@@ -55,6 +55,7 @@ from infra.local.search import Fts5SearchIndex
 from infra.local.stages import StageTimes, TimedCpu, TimedObjects, TimedSink
 from infra.settings import Settings
 from ingest.planner import Planner
+from lake.schema import warm_arrow_in_background
 from lake.writer import RELAXED_COMMIT, GroupCommitter, ParquetEventWriter
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ class LocalRuntime:
         self.store = SqliteJobStore(home / "jobs.db")
         self.index = Fts5SearchIndex(home / "search.db")
         self.writer = ParquetEventWriter.for_uri(settings.lake)
+        warm_arrow_in_background()  # the first events write, the first batch's, waited for it
         self.stats = RuntimeStats()
         self.cpu = LanedCpu(settings.cpu_workers)  # short calls in a lane of their own
         self.holder = f"{default_worker_name()}:{uuid.uuid4().hex[:8]}"
@@ -246,6 +248,8 @@ class LocalRuntime:
             "receiver", lambda: self._receiver(inbox, stop))))
         tasks.append(asyncio.create_task(supervisor.keep_running(
             "publisher", lambda: run_publisher(ctx, publish, stop, settings.poll_interval_s))))
+        # The run's readers make their model clients now, not inside the first units' slots.
+        tasks.append(asyncio.create_task(ctx.reader_chain().prepare(ctx)))
         poller = _PollerClock(settings.poll_interval_s)
         pacer = PollPacer(settings.poll_interval_s)
         try:
