@@ -31,24 +31,20 @@ def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-SLOT_RELEASE: ContextVar[Callable[[bool], None] | None] = ContextVar("doclake_slot_release",
-                                                                     default=None)
+SLOT_RELEASE: ContextVar[Callable[[], None] | None] = ContextVar("doclake_slot_release",
+                                                                 default=None)
 """Set by a runtime around one delivery's handling: frees the delivery's concurrency slot."""
 
 
-def release_slot(*, awaited: bool = False) -> None:
+def release_slot() -> None:
     """This delivery's costly work is over: what is left only waits (its events' group commit,
     then the store's mark and the acknowledgement, in that order). A runtime that counts
     concurrency (the embedded one) starts the next message in its place meanwhile; the message
     itself stays in flight until the handler returns, so durability is unchanged. A no-op where
-    nothing counts (a Lambda holds its concurrency until it returns).
-
-    ``awaited``: other work waits for this delivery's commit (a split sends its read messages
-    only after its events are durable), so the commit is flushed as promptly as one holding a
-    slot; else it may wait for a fuller batch (``lake.writer.RELAXED_COMMIT``)."""
+    nothing counts (a Lambda holds its concurrency until it returns)."""
     release = SLOT_RELEASE.get()
     if release is not None:
-        release(awaited)
+        release()
 
 
 @dataclass

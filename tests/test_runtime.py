@@ -371,29 +371,3 @@ def test_a_read_waiting_for_its_events_flush_frees_its_readers_slot(settings, pd
     jobs = runtime.store.list_jobs([i.job_id for i in ingested])
     assert [j.status for j in jobs] == [JobStatus.SUCCEEDED, JobStatus.SUCCEEDED]
     assert seen == {"first": True, "both_running": True}
-
-
-def test_a_split_whose_units_wait_for_its_commit_is_flushed_promptly(settings, pdf_factory,
-                                                                       monkeypatch):
-    """A split frees its slot before its events' commit; a commit made without a slot may wait
-    for a fuller batch (``RELAXED_COMMIT``), unless work waits for it: a split that sends read
-    messages sends them only after its commit, so that commit is not relaxed. A document read
-    whole at the split sends nothing and keeps its relaxed commit (fewer flushes)."""
-    from lake.events import JobSplit
-    from lake.writer import RELAXED_COMMIT, GroupCommitter
-
-    split_commits: dict[str, bool] = {}
-    real_commit = GroupCommitter.commit
-
-    async def watched(self, events):
-        for event in events:
-            if isinstance(event, JobSplit):
-                split_commits[event.job_id] = RELAXED_COMMIT.get()
-        await real_commit(self, events)
-
-    monkeypatch.setattr(GroupCommitter, "commit", watched)
-    runtime = LocalRuntime(settings)
-    read_at_split, scanned = run_to_completion(runtime, [
-        pdf_factory("letter.pdf", 3), pdf_factory("scan.pdf", 3, textless=[2])])
-    assert split_commits == {read_at_split.job_id: True, scanned.job_id: False}
-    assert runtime.store.get_job(scanned.job_id).status is JobStatus.SUCCEEDED

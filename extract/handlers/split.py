@@ -297,15 +297,12 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
         delivery.emit(UnitDone, unit_id=unit.unit_id, pages=len(unit.page_numbers),
                       pages_skipped=skipped,
                       duration_ms=sum(texts[n][1] or 0.0 for n in unit.page_numbers))
-    # What is left waits (the events' flush) or is quick (the store, the sends); the units to
-    # read wait for this commit, so it is not held back for a fuller batch.
-    to_send = [u for u in units if u not in read_here]
-    release_slot(awaited=bool(to_send))
+    release_slot()  # what is left waits (the events' flush) or is quick (the store, the sends)
     await delivery.commit()
     if not ctx.store.add_units(job.job_id, units, pages=pages, detected_format=detected_format,
                                done=[u.unit_id for u in read_here], attempt=delivery.attempt):
         return  # planned by another delivery meanwhile: it sends the messages
-    await send_unit_messages(ctx, job, to_send)
+    await send_unit_messages(ctx, job, [u for u in units if u not in read_here])
 
 
 async def _stored_pages(ctx: HandlerContext, job: Job) -> dict[int, int]:

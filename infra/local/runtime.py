@@ -414,7 +414,7 @@ class LocalRuntime:
         self._handling += 1
         held = True
 
-        def release(awaited: bool = False) -> None:  # once: when the handler says so, or ends
+        def release() -> None:  # once: when the handler says so, or when it ends
             nonlocal held
             if held:
                 held = False
@@ -423,9 +423,8 @@ class LocalRuntime:
                     self._queue_busy[received.queue] -= 1
                 self._worker_done.set()
                 # Called from the handler's own task: its later commits hold no slot, so they
-                # may wait for a fuller batch (``lake.writer.RELAXED_COMMIT``), unless other
-                # work waits for them (``extract.context.release_slot``).
-                RELAXED_COMMIT.set(not awaited)
+                # may wait for a fuller batch (``lake.writer.RELAXED_COMMIT``).
+                RELAXED_COMMIT.set(True)
 
         token = SLOT_RELEASE.set(release)
         relaxed = RELAXED_COMMIT.set(False)
