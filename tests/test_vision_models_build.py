@@ -1,0 +1,109 @@
+"""The vision reader's model client is made once and off the event loop (issue 23, the burst's
+start): its TLS set-up took 70 to 150 ms on the loop, while the first splits and renders waited;
+the first units of a burst share one build; a build that fails is tried again by the next unit;
+a runtime prepares it before the first unit (``ReaderChain.prepare``)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+
+from extract.models.clients import ModelsUnavailable, ProviderSetup
+from extract.readers import vision
+from extract.readers.base import ReaderChain, ReaderUnavailable
+from infra.settings import Settings
+
+
+@dataclass
+class Ctx:
+    config: object
+    cpu: object = None
+    sink: object = None
+    scope: object = None
+
+
+def context(tmp_path) -> Ctx:
+    return Ctx(config=Settings(home=tmp_path / "home", reader="simulated").extract_config())
+
+
+class SlowSetup:
+    """``provider_setup`` as a slow TLS set-up would be: it blocks its caller for ``seconds``."""
+
+    def __init__(self, seconds: float, failures: int = 0):
+        self.seconds = seconds
+        self.failures = failures
+        self.calls: list[str] = []  # the thread each call ran on
+
+    def __call__(self, config, provider):
+        self.calls.append(threading.current_thread().name)
+        time.sleep(self.seconds)
+        if self.failures:
+            self.failures -= 1
+            raise ModelsUnavailable("no key yet")
+        return ProviderSetup(SimpleNamespace(provider="fake"), "fake@test", 1.0)
+
+
+async def ticks_while(work) -> tuple[object, int]:
+    """``work``'s result and how many 10 ms sleeps the loop completed meanwhile."""
+    ticks = 0
+
+    async def tick():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        return await work, ticks
+    finally:
+        ticker.cancel()
+
+
+async def test_concurrent_first_units_share_one_build_made_off_the_loop(tmp_path, monkeypatch):
+    setup = SlowSetup(0.3)
+    monkeypatch.setattr(vision, "provider_setup", setup)
+    reader, ctx = vision.SimulatedReader(), context(tmp_path)
+
+    models, ticks = await ticks_while(asyncio.gather(*(reader.models(ctx) for _ in range(10))))
+    assert len(setup.calls) == 1 and setup.calls[0] != threading.current_thread().name
+    assert all(m is models[0] for m in models)
+    assert ticks >= 3, f"the event loop was held during the build ({ticks} ticks in 0.3 s)"
+    assert await reader.models(ctx) is models[0] and len(setup.calls) == 1
+
+
+async def test_a_failed_build_is_reported_to_its_units_and_tried_again_by_the_next(
+        tmp_path, monkeypatch):
+    setup = SlowSetup(0.05, failures=1)
+    monkeypatch.setattr(vision, "provider_setup", setup)
+    reader, ctx = vision.SimulatedReader(), context(tmp_path)
+
+    results = await asyncio.gather(reader.models(ctx), reader.models(ctx),
+                                   return_exceptions=True)
+    assert [type(r) for r in results] == [ReaderUnavailable, ReaderUnavailable]
+    assert "no key yet" in str(results[0]) and len(setup.calls) == 1
+    assert await reader.models(ctx) is not None and len(setup.calls) == 2
+
+
+async def test_a_chain_prepares_its_model_reader_before_the_first_unit(tmp_path, monkeypatch):
+    setup = SlowSetup(0.01)
+    monkeypatch.setattr(vision, "provider_setup", setup)
+    reader, ctx = vision.SimulatedReader(), context(tmp_path)
+    await ReaderChain([reader]).prepare(ctx)
+    assert len(setup.calls) == 1
+    await reader.models(ctx)
+    assert len(setup.calls) == 1  # the unit found it made
+
+    failing = SlowSetup(0.01, failures=1)
+    monkeypatch.setattr(vision, "provider_setup", failing)
+    other = vision.SimulatedReader()
+    await ReaderChain([other]).prepare(ctx)  # a reader it cannot prepare: said at its first unit
+    assert len(failing.calls) == 1
+    with pytest.raises(ReaderUnavailable):
+        failing.failures = 1
+        await other.models(ctx)
