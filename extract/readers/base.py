@@ -127,5 +127,5 @@ class ReaderChain:
         for reader in self.readers:
             prepare = getattr(reader, "prepare", None)
             if prepare is not None:
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(Exception):  # ReaderUnavailable: said at its unit
                     await prepare(ctx)

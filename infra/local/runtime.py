@@ -81,6 +81,13 @@ class RuntimeFailure(RuntimeError):
     """A part of the runtime kept failing after restarts: the run stops with this message."""
 
 
+async def _prepare_readers(ctx: HandlerContext) -> None:
+    """The run's readers make their model clients now, not inside the first units' slots; what
+    cannot be made (no API key) is said by the first unit that needs it, as before."""
+    with contextlib.suppress(Exception):
+        await ctx.reader_chain().prepare(ctx)
+
+
 @dataclass
 class _Supervisor:
     """Restarts a background task that fails; gives up (and stops the run) if it keeps failing."""
@@ -248,8 +255,7 @@ class LocalRuntime:
             "receiver", lambda: self._receiver(inbox, stop))))
         tasks.append(asyncio.create_task(supervisor.keep_running(
             "publisher", lambda: run_publisher(ctx, publish, stop, settings.poll_interval_s))))
-        # The run's readers make their model clients now, not inside the first units' slots.
-        tasks.append(asyncio.create_task(ctx.reader_chain().prepare(ctx)))
+        tasks.append(asyncio.create_task(_prepare_readers(ctx)))
         poller = _PollerClock(settings.poll_interval_s)
         pacer = PollPacer(settings.poll_interval_s)
         try:
