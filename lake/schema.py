@@ -131,9 +131,7 @@ def to_table(events: list[Event]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-_arrow_warming = False
-
-
+@functools.cache  # once a process: later runtimes (a test session makes hundreds) start none
 def warm_arrow_in_background() -> None:
     """Pay pyarrow's one-time cost of converting a Python list on a daemon thread, now.
 
@@ -141,14 +139,8 @@ def warm_arrow_in_background() -> None:
     object): 0.2 to 0.7 s, paid by a process's first event write. A runtime's first ingest batch
     waited for it before its first split message was sent (a burst's workers were idle the
     while); started when the runtime is made, it overlaps the rest of the start-up. A write that
-    comes first waits on the import lock for the same import, no longer than it would have.
-    Once a process: later runtimes (a test session makes hundreds) start no thread."""
+    comes first waits on the import lock for the same import, no longer than it would have."""
     import threading
-
-    global _arrow_warming
-    if _arrow_warming:
-        return
-    _arrow_warming = True
 
     def convert_once() -> None:
         import pyarrow as pa

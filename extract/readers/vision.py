@@ -47,26 +47,23 @@ class _VisionReader:
     provider: Literal["gemini", "simulated"] = "gemini"
 
     def __init__(self) -> None:
-        self._models: FallbackModels | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._building: asyncio.Future[FallbackModels] | None = None
+        # The models, built or being built, on the loop that asked first (the limiter is that
+        # loop's): done after the first build, so later units get them without waiting.
+        self._models: asyncio.Future[FallbackModels] | None = None
 
     async def models(self, ctx: ReaderContext) -> FallbackModels:
-        """Built on first use, on the loop that calls (its limiter is that loop's). The
-        provider's client is made on a thread: its TLS set-up (70 to 150 ms) held the event loop,
-        and with it the first splits and renders of a burst; the units that start meanwhile wait
-        for the same build, not one each."""
-        loop = asyncio.get_running_loop()
-        if self._models is not None and self._loop is loop:
-            return self._models
-        if self._building is None or self._building.get_loop() is not loop:
-            self._building = asyncio.ensure_future(self._build(ctx))
-        building = self._building
+        """Built on first use, on the loop that calls. The provider's client is made on a
+        thread: its TLS set-up (70 to 150 ms) held the event loop, and with it the first splits
+        and renders of a burst; the units that start meanwhile wait for the same build, not one
+        each."""
+        if self._models is None or self._models.get_loop() is not asyncio.get_running_loop():
+            self._models = asyncio.ensure_future(self._build(ctx))
+        models = self._models
         try:
-            return await asyncio.shield(building)
+            return await asyncio.shield(models)
         except Exception:
-            if self._building is building:  # the next unit tries again, not the same error
-                self._building = None
+            if self._models is models:  # the next unit tries again, not the same error
+                self._models = None
             raise
 
     async def prepare(self, ctx: ReaderContext) -> None:
@@ -80,7 +77,6 @@ class _VisionReader:
             models = build_models(config, self.provider, setup=setup)
         except ModelsUnavailable as error:
             raise ReaderUnavailable(str(error)) from None
-        self._models, self._loop = models, asyncio.get_running_loop()
         return models
 
     async def read(self, ctx: ReaderContext, path: Path,
