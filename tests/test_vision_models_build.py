@@ -107,3 +107,34 @@ async def test_a_chain_prepares_its_model_reader_before_the_first_unit(tmp_path,
     with pytest.raises(ReaderUnavailable):
         failing.failures = 1
         await other.models(ctx)
+
+
+def test_a_run_makes_its_model_client_before_its_first_unit_starts(settings, pdf_factory,
+                                                                    monkeypatch):
+    """The runtime prepares the run's readers when it starts (``LocalRuntime.process``): the
+    provider's client is made before the first unit is claimed, once for the run."""
+    from extract.models.clients import provider_setup
+    from infra.local.runtime import LocalRuntime
+    from lake.catalog import query
+
+    made: list[float] = []
+
+    def recorded(config, provider):
+        made.append(time.time())
+        return provider_setup(config, provider)
+
+    monkeypatch.setattr(vision, "provider_setup", recorded)
+    runtime = LocalRuntime(settings.model_copy(update={
+        "reader": "simulated", "simulated_latency_scale": 0.001, "simulated_error_rate": 0.0,
+        "simulated_timeout_rate": 0.0, "simulated_blocked_rate": 0.0,
+        "simulated_empty_rate": 0.0}))
+    ingested = runtime.planner().ingest_many([pdf_factory("scan.pdf", 2, textless=[1, 2])])
+
+    def done():
+        return all(j.settled for j in runtime.store.list_jobs([i.job_id for i in ingested]))
+
+    asyncio.run(runtime.process(done))
+    assert runtime.store.get_job(ingested[0].job_id).status.value == "succeeded"
+    (first_start,) = query(settings.lake,
+                           "SELECT epoch_ms(min(started_at)) AS t FROM units").to_pylist()
+    assert len(made) == 1 and made[0] * 1000 < first_start["t"], (made, first_start)
