@@ -45,6 +45,12 @@ class ObjectStore(Protocol):
         over the size limit is stored only far enough to be failed ``file_too_large``)."""
         ...
 
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
+                  ) -> None:
+        """Several ``put_file``s at once (a batch of uploads), all stored on return; each
+        object is atomic, the batch is not."""
+        ...
+
     def get(self, key: str) -> bytes:
         """Raises ``KeyError`` when the key does not exist."""
         ...

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 CHUNK = 1024 * 1024
 MAX_DEPTH = 64  # folders below a folder given: deeper ones are skipped (and said so), not a crash
-IO_THREADS = 8  # files hashed and stored at once: the disk, not the CPU, is what they wait on
+IO_THREADS = 8  # files hashed at once: the disk, not the CPU, is what they wait on
 
 # Failure reasons the same bytes would meet again with the same build and settings. Any other
 # reason (a timeout, a dead letter, a crash, no progress) may not recur, so it is retried.
@@ -149,7 +149,14 @@ class Planner:
         self.worker = worker
         self.batch_size = batch_size
         self.max_bytes = max_bytes
+        self._hashers: ThreadPoolExecutor | None = None  # made on the first batch, then kept
         self.skipped: list[tuple[Path, str]] = []  # files that could not be opened as planned
+
+    def close(self) -> None:
+        """Let the hashing threads go (they also go when the planner is collected)."""
+        if self._hashers is not None:
+            self._hashers.shutdown()
+            self._hashers = None
 
     def ingest(self, path: Path) -> Ingested:
         return self.ingest_many([path])[0]
@@ -181,15 +188,17 @@ class Planner:
                       source_paths: Mapping[Path, str] | None = None) -> list[Ingested]:
         """Hash the batch's files, decide each, store the new uploads, then create their jobs.
 
-        Hashing and storing (a copy and its fsyncs) run on a few threads: they wait on the disk,
-        and one file at a time left a large drop of small files waiting on fsync in turn.
-        Every upload of the batch is durable before any of its jobs exists.
+        Hashing runs on a few threads kept for the planner's life (they wait on the disk; a pool
+        made a batch started 2,000 threads for 2,032 files). The uploads are stored together
+        (``ObjectStore.put_files``: locally one fsync per folder, not a copy's three). Every
+        upload of the batch is durable before any of its jobs exists.
         """
         paths = [Path(p) for p in paths]
         passwords = {Path(p): secret for p, secret in (passwords or {}).items()}
         relative = {Path(p): name for p, name in (source_paths or {}).items()}
-        with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
-            digests = list(pool.map(self._digest, paths))
+        if self._hashers is None:
+            self._hashers = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="ingest-hash")
+        digests = list(self._hashers.map(self._digest, paths))
         kept = [(p, d) for p, d in zip(paths, digests, strict=True) if d is not None]
         paths, digests = [p for p, _ in kept], [d for _, d in kept]
         results: list[Ingested] = []
@@ -225,9 +234,8 @@ class Planner:
             result = Ingested(outcome, version.document_id, version.job_id, path.name)
             claimed[digest] = result
             results.append(result)
-        with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
-            list(pool.map(lambda upload: self.objects.put_file(
-                *upload, max_bytes=self.max_bytes), uploads))
+        if uploads:
+            self.objects.put_files(uploads, max_bytes=self.max_bytes)
         for version in planned:
             self.store.create_job(version)
             if version.job_id in secrets:

@@ -168,7 +168,7 @@ def test_times_are_utc_timestamps_whatever_the_session_zone(tmp_path):
     assert mine["t"].startswith("2026-03-02T09:00:00")
 
 
-def test_glue_and_athena_types_equal_duckdb_types_for_every_column():
+def test_glue_and_athena_types_equal_duckdb_types_for_every_column(tmp_path):
     from lake.athena import athena_views, hive_type, presto_type, view_columns, view_table_inputs
     from lake.catalog import connect
     from lake.glue import raw_table_inputs
@@ -176,7 +176,7 @@ def test_glue_and_athena_types_equal_duckdb_types_for_every_column():
     glue_raw = {name: {c["Name"]: c["Type"] for c in t["StorageDescriptor"]["Columns"]}
                 for name, t in raw_table_inputs("bucket").items()}
     views = view_columns()  # raises on a zoned timestamp in any view
-    with connect(str(ROOT / "no-such-lake")) as session:
+    with connect(str(tmp_path / "no-such-lake")) as session:
         for event_type in glue_raw:
             duck = session.sql(f"DESCRIBE internal.ev_{event_type.removeprefix('raw_')}"
                                        ).fetchall()

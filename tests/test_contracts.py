@@ -127,6 +127,52 @@ def test_folder_store_without_xattrs_keeps_metadata_in_a_sidecar(tmp_path):
     assert FolderObjectStore(tmp_path / "objects").head("pages/d/j/00001.md") == {"reader": "ocr"}
 
 
+def test_object_store_put_files_stores_each_file_whole_or_to_the_limit(object_store, tmp_path):
+    sources = []
+    for n in range(3):
+        source = tmp_path / f"upload{n}.pdf"
+        source.write_bytes(b"%PDF-1.7 " + b"x" * (10 * n))
+        sources.append((f"uploads/d{n}/j{n}", source))
+    object_store.put_files(sources)
+    assert object_store.list("uploads/") == [key for key, _ in sources]
+    assert object_store.get("uploads/d2/j2") == b"%PDF-1.7 " + b"x" * 20
+    object_store.put_files([("uploads/big/j", sources[2][1])], max_bytes=11)
+    assert object_store.get("uploads/big/j") == b"%PDF-1.7 xxx"  # the limit and one byte
+
+
+def test_folder_store_put_files_fsyncs_a_shared_parent_once(tmp_path, monkeypatch):
+    """A batch of uploads, a new folder each under ``uploads/``: every rename and every new
+    folder durable, for one fsync of ``uploads/`` (a file at a time fsynced it once a file)."""
+    from infra.local import durable
+
+    synced: list[Path] = []
+    real = durable.fsync_dir
+    monkeypatch.setattr(durable, "fsync_dir", lambda folder: (synced.append(folder), real(folder)))
+    store = FolderObjectStore(tmp_path / "objects")
+    store.put("uploads/.keep", b"")  # uploads/ exists already, as after a home's first batch
+    synced.clear()
+    source = tmp_path / "a.pdf"
+    source.write_bytes(b"%PDF-1.7")
+    store.put_files([(f"uploads/d{n:02d}/j", source) for n in range(16)])
+    uploads = tmp_path / "objects" / "uploads"
+    assert sorted(synced) == [uploads] + [uploads / f"d{n:02d}" for n in range(16)]
+    assert (uploads / "d07" / "j").read_bytes() == b"%PDF-1.7"
+    assert oct((uploads / "d07").stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_folder_store_put_files_stores_none_when_one_source_is_a_link(tmp_path):
+    store = FolderObjectStore(tmp_path / "objects")
+    good = tmp_path / "good.pdf"
+    good.write_bytes(b"%PDF-1.7")
+    link = tmp_path / "link.pdf"
+    link.symlink_to(good)
+    with pytest.raises(OSError):
+        store.put_files([("uploads/a/j", good), ("uploads/b/j", link)])
+    assert store.list("uploads/") == []
+    leftovers = [p for p in (tmp_path / "objects").rglob("*") if p.is_file()]
+    assert leftovers == []  # no temporary file either
+
+
 def test_object_store_overwrite_is_whole(object_store):
     object_store.put("k/a", b"first version")
     object_store.put("k/a", b"2nd")

@@ -32,6 +32,13 @@ class RoutedObjectStore:
     def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
         self._for(key).put_file(key, path, max_bytes=max_bytes)
 
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
+                  ) -> None:
+        self.uploads.put_files([f for f in files if f[0].startswith(UPLOADS_PREFIX)],
+                               max_bytes=max_bytes)
+        self.results.put_files([f for f in files if not f[0].startswith(UPLOADS_PREFIX)],
+                               max_bytes=max_bytes)
+
     def get(self, key: str) -> bytes:
         return self._for(key).get(key)
 

@@ -80,6 +80,16 @@ class S3ObjectStore:
         with ThreadPoolExecutor(max_workers=min(PUT_THREADS, len(objects))) as pool:
             list(pool.map(lambda o: self.put(o[0], o[1], metadata=o[2]), objects))
 
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
+                  ) -> None:
+        """Upload several local files, a few at a time (each its own request)."""
+        if len(files) <= 1:
+            for key, path in files:
+                self.put_file(key, path, max_bytes=max_bytes)
+            return
+        with ThreadPoolExecutor(max_workers=min(PUT_THREADS, len(files))) as pool:
+            list(pool.map(lambda f: self.put_file(f[0], f[1], max_bytes=max_bytes), files))
+
     def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
         """Upload a local file; with ``max_bytes``, no more than ``max_bytes + 1`` of it (what
         is needed to fail it ``file_too_large``), read through a bounded stream."""

@@ -96,6 +96,7 @@ class BackgroundIngest:
         except BaseException as error:  # handed to the caller by result()
             self._error = error
         finally:
+            planner.close()
             store.close()
             queue.close()
             # Finished before the wake-up: the loop it wakes asks ``finished`` at once, while

@@ -12,7 +12,7 @@ import errno
 import os
 import stat
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from lake.files import fsync_directory
@@ -28,26 +28,32 @@ def make_dirs(folder: Path) -> None:
     """``mkdir -p``, with each folder it creates made durable in its parent, and private (0700)
     whatever the umask: a CPU worker forked by a fork server started before the home was made
     private carries the umask of that moment, not 077."""
-    missing = []
-    current = folder
-    while not current.exists():
-        missing.append(current)
-        current = current.parent
-    for path in reversed(missing):
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            continue  # another writer made it: theirs to fsync, and ours next
-        fsync_dir(path.parent)
+    make_many_dirs([folder])
+
+
+def make_many_dirs(folders: Iterable[Path]) -> None:
+    """``make_dirs`` for several folders, each parent fsynced once after all are made (a batch
+    of uploads makes a folder a document under one ``uploads/``: one fsync of it, not one a
+    file)."""
+    parents: dict[Path, None] = {}
+    for folder in folders:
+        missing = []
+        current = folder
+        while not current.exists():
+            missing.append(current)
+            current = current.parent
+        for path in reversed(missing):
+            try:
+                path.mkdir(mode=0o700)
+            except FileExistsError:
+                continue  # another writer made it: theirs to fsync
+            parents[path.parent] = None
+    for parent in sorted(parents, key=lambda p: -len(p.parts)):  # children before parents
+        fsync_dir(parent)
 
 
 def _temporary(path: Path) -> Path:
     return path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-
-
-def _publish(temporary: Path, path: Path) -> None:
-    os.replace(temporary, path)
-    fsync_dir(path.parent)
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -58,12 +64,10 @@ def write_many(files: Sequence[tuple[Path, bytes, Callable[[int], None] | None]]
     """Write several files durably for the price of one folder fsync per folder: each is written
     and fsynced under a temporary name (``before_publish(fd)`` may tag it, e.g. with an xattr),
     then all are renamed, then each folder is fsynced once."""
-    folders: dict[Path, None] = {}
+    folders = dict.fromkeys(path.parent for path, _, _ in files)
+    make_many_dirs(folders)
     staged = []
     for path, data, before_publish in files:
-        if path.parent not in folders:
-            make_dirs(path.parent)
-            folders[path.parent] = None
         temporary = _temporary(path)
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         with open(descriptor, "wb") as handle:  # 0600 whatever the umask (see make_dirs)
@@ -84,8 +88,32 @@ def copy_file(source: Path, path: Path, *, max_bytes: int | None = None) -> None
     must be a regular file; with ``max_bytes`` at most ``max_bytes + 1`` bytes are copied (a
     file over the limit is stored only far enough to be failed ``file_too_large``). The copy is
     private to its owner (0600) whatever the source's mode; a failed copy leaves nothing."""
-    make_dirs(path.parent)
-    temporary = _temporary(path)
+    copy_many([(source, path)], max_bytes=max_bytes)
+
+
+def copy_many(copies: Sequence[tuple[Path, Path]], *, max_bytes: int | None = None) -> None:
+    """``copy_file`` for several files, durable together for one fsync per folder: the folders
+    are made, each file is copied and fsynced under a temporary name, then all are renamed and
+    each folder is fsynced once. A failure leaves none of them (an error is the first one's)."""
+    make_many_dirs(dict.fromkeys(path.parent for _, path in copies))
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for source, path in copies:
+            temporary = _temporary(path)
+            staged.append((temporary, path))
+            _copy_to(source, temporary, max_bytes)
+        for temporary, path in staged:
+            os.replace(temporary, path)
+    except BaseException:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
+        raise
+    for folder in dict.fromkeys(path.parent for _, path in copies):
+        fsync_dir(folder)
+
+
+def _copy_to(source: Path, temporary: Path, max_bytes: int | None) -> None:
+    """Copy ``source`` (a regular file, no link followed) to a new ``temporary``, fsynced."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     source_fd = os.open(source, flags)
     try:
@@ -107,9 +135,5 @@ def copy_file(source: Path, path: Path, *, max_bytes: int | None = None) -> None
             os.fsync(target_fd)
         finally:
             os.close(target_fd)
-        _publish(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
     finally:
         os.close(source_fd)

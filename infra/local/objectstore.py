@@ -84,6 +84,12 @@ class FolderObjectStore:
         """Copy a local file in; with ``max_bytes``, no more than ``max_bytes + 1`` of it."""
         durable.copy_file(path, self._path(key), max_bytes=max_bytes)
 
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
+                  ) -> None:
+        """Copy local files in with one fsync per folder (``durable.copy_many``): a batch of
+        uploads, a folder each under ``uploads/``, fsyncs that folder once, not once a file."""
+        durable.copy_many([(path, self._path(key)) for key, path in files], max_bytes=max_bytes)
+
     def get(self, key: str) -> bytes:
         try:
             return self._path(key).read_bytes()

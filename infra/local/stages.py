@@ -81,5 +81,10 @@ class TimedObjects:
         with self.times.timing("store_put"):
             self.inner.put_file(key, path, max_bytes=max_bytes)
 
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
+                  ) -> None:
+        with self.times.timing("store_put"):
+            self.inner.put_files(files, max_bytes=max_bytes)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
