@@ -94,7 +94,8 @@ def copy_file(source: Path, path: Path, *, max_bytes: int | None = None) -> None
 def copy_many(copies: Sequence[tuple[Path, Path]], *, max_bytes: int | None = None) -> None:
     """``copy_file`` for several files, durable together for one fsync per folder: the folders
     are made, each file is copied and fsynced under a temporary name, then all are renamed and
-    each folder is fsynced once. A failure leaves none of them (an error is the first one's)."""
+    each folder is fsynced once. A copy that fails (a source gone, or swapped for a link)
+    leaves none of the batch stored, and raises its error."""
     make_many_dirs(dict.fromkeys(path.parent for _, path in copies))
     staged: list[tuple[Path, Path]] = []
     try:
