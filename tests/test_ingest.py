@@ -99,8 +99,9 @@ def test_background_ingest_plans_in_batches_on_its_own_connections(settings, pdf
     results = ingest.result()
     assert ingest.finished and [r.source_name for r in results] == [f.name for f in files]
     # The first split is sent after one upload, not after a whole batch; batches then grow to
-    # BATCH files a transaction.
-    assert sizes == [1, 2, 4, 8, BATCH, 2 * BATCH + 3 - 15 - BATCH]
+    # BATCH files a batch.
+    assert BATCH == 64
+    assert sizes == [1, 2, 4, 8, 16, 32, 64, 4]
     assert {j.job_id for j in runtime.store.unsent_jobs()} == set()  # every batch was published
     assert runtime.queue.depth("split").visible == 2 * BATCH + 3
 

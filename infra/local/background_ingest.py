@@ -20,13 +20,16 @@ from infra.settings import Settings
 from ingest.planner import Ingested, Planner
 from lake.writer import ParquetEventWriter
 
-BATCH = 16  # files per batch at most: one transaction and one queue write per batch
+BATCH = 64  # files per batch at most: one events write and one queue write per batch
 
 
 def batch_bounds(count: int, largest: int = BATCH) -> list[tuple[int, int]]:
     """(start, end) of each batch of ``count`` files: 1, 2, 4, ... up to ``largest``. The first
     split waits for one upload, not sixteen (a burst's workers were idle for its first tenth of a
-    second), and a large drop is still planned ``largest`` files a transaction."""
+    second), and a large drop is planned ``largest`` files a batch: by then ingest is seconds
+    ahead of the workers, and each batch costs an events file per event type, a queue write and
+    an fsync of ``uploads/`` (2,032 files ingested alone: 2.5 to 3.1 s of CPU at 64 a batch
+    against 3.2 to 4.2 s at 16)."""
     bounds, start, size = [], 0, 1
     while start < count:
         bounds.append((start, min(count, start + size)))
