@@ -21,4 +21,7 @@ def test_bench_pipeline_reports_main_process_cpu_per_page():
     assert figures["inprocess_succeeded"] == 3 and figures["inprocess_pages"] > 3
     assert figures["main_cpu_ms_per_page"] > 0
     assert figures["inprocess_main_cpu_process_s"] > 0
+    # ... and by thread: the event loop's own, beside the others (``infra.bench.thread_cpu``).
+    assert figures["main_cpu_s_thread_mainthread"] > 0
+    assert "main_cpu_s_thread_other" in figures
     assert figures["ratio_plain_over_doclake"] > 0

@@ -8,6 +8,7 @@ plus one long document) beside a plain single-process pypdfium2 loop, both as fr
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -49,6 +50,8 @@ def pipeline(
         breakdown = stage_breakdown(bench_set, concurrency, reader)
     stages = breakdown.pop("stages")
     figures["main_cpu_ms_per_page"] = breakdown.pop("main_cpu_ms_per_page")
+    figures.update({f"main_cpu_s_thread_{re.sub(r'[^a-z0-9]+', '_', name.lower())}": seconds
+                    for name, seconds in breakdown.pop("main_cpu_by_thread").items()})
     figures.update({f"inprocess_{k}": v for k, v in breakdown.items()})
     figures.update({f"stage_{name}_s": v["seconds"] for name, v in stages.items()})
     print_object(figures, output_format)
