@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -20,6 +21,15 @@ def _spin(seconds: float) -> None:
         pass
 
 
+def _spin_in_c(seconds: float) -> None:
+    """CPU with the GIL let go (sha256 of a megabyte at a time), as a parser or an encoder
+    spends it: the sampler, a Python thread, is not starved by it."""
+    data = b"x" * (1 << 20)
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        hashlib.sha256(data).digest()
+
+
 def test_names_are_grouped_by_pool_or_target_not_number():
     assert thread_group("lake-writer_3") == "lake-writer"
     assert thread_group("ThreadPoolExecutor-12_0") == "ThreadPoolExecutor"
@@ -31,7 +41,7 @@ def test_names_are_grouped_by_pool_or_target_not_number():
 def test_cpu_is_added_up_by_thread_and_only_inside_the_block():
     _spin(0.3)  # before the block: not counted
     with ThreadCpu(interval_s=0.02) as cpu:
-        workers = [threading.Thread(target=_spin, args=(0.3,), name=f"busy_{n}")
+        workers = [threading.Thread(target=_spin_in_c, args=(0.3,), name=f"busy_{n}")
                    for n in range(2)]
         for worker in workers:
             worker.start()
@@ -42,5 +52,5 @@ def test_cpu_is_added_up_by_thread_and_only_inside_the_block():
     figures = cpu.by_thread()
     assert 0.45 <= figures["busy"] <= 0.8  # two threads of 0.3 s, 10 ms ticks
     assert 0.15 <= figures["MainThread"] <= 0.35  # the 0.3 s before the block is not in it
-    assert figures["other"] >= 0
+    assert figures["other"] >= 0  # what no sample saw: counted there, never lost
     assert list(figures)[0] == "busy"  # largest first

@@ -5,8 +5,10 @@ ceiling it sets (``1000 / ms`` pages a second, whatever the cores) moves only wh
 thread gets cheaper. A run's main process is the event loop (handlers, poller, receiver) beside
 threads of its own: ingest and its hashing threads, the lake's writers and group commit,
 background compaction and its read pools, pebble's scheduler and message threads. Sampled from
-``/proc/self/task`` (Linux) a few times a second and once at the end; CPU of a thread that began
-and ended between two samples is in ``other`` (the process's total less every thread seen).
+``/proc/self/task`` (Linux) ten times a second and once at the end; CPU of a thread that began
+and ended between two samples is in ``other`` (the process's total less every thread seen). The
+sampler is a Python thread: threads that hold the GIL for long can delay it, and the CPU of one
+that ends meanwhile lands in ``other`` too, never lost.
 """
 
 from __future__ import annotations
