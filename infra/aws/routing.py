@@ -7,10 +7,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TypeVar
 
 from infra.aws.s3 import S3ObjectStore
 
 UPLOADS_PREFIX = "uploads/"
+
+_Keyed = TypeVar("_Keyed", bound=tuple)
+
+
+def _by_bucket(items: Sequence[_Keyed]) -> tuple[list[_Keyed], list[_Keyed]]:
+    """``(key, ...)`` items split into the uploads bucket's and the results bucket's."""
+    uploads = [item for item in items if item[0].startswith(UPLOADS_PREFIX)]
+    return uploads, [item for item in items if not item[0].startswith(UPLOADS_PREFIX)]
 
 
 class RoutedObjectStore:
@@ -25,19 +34,18 @@ class RoutedObjectStore:
         self._for(key).put(key, data, metadata=metadata)
 
     def put_many(self, objects: Sequence[tuple[str, bytes, dict[str, str] | None]]) -> None:
-        uploads = [o for o in objects if o[0].startswith(UPLOADS_PREFIX)]
+        uploads, results = _by_bucket(objects)
         self.uploads.put_many(uploads)
-        self.results.put_many([o for o in objects if not o[0].startswith(UPLOADS_PREFIX)])
+        self.results.put_many(results)
 
     def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
         self._for(key).put_file(key, path, max_bytes=max_bytes)
 
     def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
                   ) -> None:
-        self.uploads.put_files([f for f in files if f[0].startswith(UPLOADS_PREFIX)],
-                               max_bytes=max_bytes)
-        self.results.put_files([f for f in files if not f[0].startswith(UPLOADS_PREFIX)],
-                               max_bytes=max_bytes)
+        uploads, results = _by_bucket(files)
+        self.uploads.put_files(uploads, max_bytes=max_bytes)
+        self.results.put_files(results, max_bytes=max_bytes)
 
     def get(self, key: str) -> bytes:
         return self._for(key).get(key)

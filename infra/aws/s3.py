@@ -8,6 +8,7 @@ bucket) is read at that version only, so bytes put at the key later are never re
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import tempfile
@@ -44,6 +45,17 @@ class _Bounded(io.RawIOBase):
         return count or 0
 
 
+def _a_few_at_a_time(requests: Sequence[Callable[[], object]]) -> None:
+    """Run S3 requests ``PUT_THREADS`` at a time (one alone on this thread); the first error is
+    raised once all have ended."""
+    if len(requests) <= 1:
+        for request in requests:
+            request()
+        return
+    with ThreadPoolExecutor(max_workers=min(PUT_THREADS, len(requests))) as pool:
+        list(pool.map(lambda request: request(), requests))
+
+
 class S3ObjectStore:
     def __init__(self, client, bucket: str, prefix: str = "", *,
                  downloads: SharedDownloads | None = None):
@@ -73,22 +85,14 @@ class S3ObjectStore:
                                    Metadata=metadata or {})
 
     def put_many(self, objects: Sequence[tuple[str, bytes, dict[str, str] | None]]) -> None:
-        if len(objects) <= 1:
-            for key, data, metadata in objects:
-                self.put(key, data, metadata=metadata)
-            return
-        with ThreadPoolExecutor(max_workers=min(PUT_THREADS, len(objects))) as pool:
-            list(pool.map(lambda o: self.put(o[0], o[1], metadata=o[2]), objects))
+        _a_few_at_a_time([functools.partial(self.put, key, data, metadata=metadata)
+                          for key, data, metadata in objects])
 
     def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
                   ) -> None:
         """Upload several local files, a few at a time (each its own request)."""
-        if len(files) <= 1:
-            for key, path in files:
-                self.put_file(key, path, max_bytes=max_bytes)
-            return
-        with ThreadPoolExecutor(max_workers=min(PUT_THREADS, len(files))) as pool:
-            list(pool.map(lambda f: self.put_file(f[0], f[1], max_bytes=max_bytes), files))
+        _a_few_at_a_time([functools.partial(self.put_file, key, path, max_bytes=max_bytes)
+                          for key, path in files])
 
     def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
         """Upload a local file; with ``max_bytes``, no more than ``max_bytes + 1`` of it (what
