@@ -96,7 +96,8 @@ def copy_many(copies: Sequence[tuple[Path, Path]], *, max_bytes: int | None = No
     are made, each file is copied and fsynced under a temporary name, then all are renamed and
     each folder is fsynced once. A copy that fails (a source gone, or swapped for a link)
     leaves none of the batch stored, and raises its error."""
-    make_many_dirs(dict.fromkeys(path.parent for _, path in copies))
+    folders = dict.fromkeys(path.parent for _, path in copies)
+    make_many_dirs(folders)
     staged: list[tuple[Path, Path]] = []
     try:
         for source, path in copies:
@@ -109,7 +110,7 @@ def copy_many(copies: Sequence[tuple[Path, Path]], *, max_bytes: int | None = No
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
         raise
-    for folder in dict.fromkeys(path.parent for _, path in copies):
+    for folder in folders:
         fsync_dir(folder)
 
 
