@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from infra.bench.thread_cpu import ThreadCpu
+from infra.bench.thread_cpu import ThreadCpu, process_cpu_s
 
 PLAIN_LOOP = """
 import sys, pathlib
@@ -137,18 +137,18 @@ def stage_breakdown(folder: Path, concurrency: int | None = None, reader: str = 
         runtime = LocalRuntime(Settings(**options))
         runtime.cpu.warm()
         with ThreadCpu() as threads:
-            cpu_started = _own_cpu_s()
+            cpu_started = process_cpu_s()
             ingested = runtime.planner().ingest_many(sorted(folder.glob("*.pdf")))
             ids = [i.job_id for i in ingested]
             planned = time.perf_counter()
-            cpu_planned = _own_cpu_s()
+            cpu_planned = process_cpu_s()
 
             def done() -> bool:
                 return all(j.settled for j in runtime.store.list_jobs(ids))
 
             stats = asyncio.run(runtime.process(done))
             finished = time.perf_counter()
-            cpu_finished = _own_cpu_s()
+            cpu_finished = process_cpu_s()
         jobs = runtime.store.list_jobs(ids)
         pages = sum(j.pages or 0 for j in jobs)
         latencies = sorted((j.finished_at - j.created_at).total_seconds() for j in jobs
@@ -179,12 +179,6 @@ def stage_breakdown(folder: Path, concurrency: int | None = None, reader: str = 
             "lake_files": files,
             "stages": stats.stages.as_dict(),
         }
-
-
-def _own_cpu_s() -> float:
-    """CPU seconds of this process and its threads; the pool's processes are not counted."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def compare_fields(folder: Path, rounds: int, reader: str = "text",

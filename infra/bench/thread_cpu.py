@@ -21,6 +21,7 @@ from collections import Counter
 from types import TracebackType
 
 SAMPLE_S = 0.1
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 _POOL_SUFFIX = re.compile(r"[-_]\d+(_\d+)?$")  # ThreadPoolExecutor-0_3, lake-writer_1, asyncio_0
 _TARGET = re.compile(r"^Thread-\d+ \((.+)\)$")  # Thread-3 (message_manager_loop): pebble's
@@ -39,10 +40,12 @@ def _thread_cpu_s(native_id: int) -> float | None:
             fields = stat.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
 
 
-def _process_cpu_s() -> float:
+def process_cpu_s() -> float:
+    """CPU seconds of this process and its threads; its child processes (the pool's) are not
+    counted."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -66,7 +69,7 @@ class ThreadCpu:
             return self
         self._sample()
         self._baseline = {tid: cpu for tid, (_, cpu) in self._last.items()}
-        self._started_cpu = _process_cpu_s()
+        self._started_cpu = process_cpu_s()
         self._sampler = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
         self._sampler.start()
         return self
@@ -78,7 +81,7 @@ class ThreadCpu:
         self._stop.set()
         self._sampler.join()
         self._sample()
-        self._total = _process_cpu_s() - self._started_cpu
+        self._total = process_cpu_s() - self._started_cpu
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
