@@ -15,7 +15,9 @@ The same function serves the local runtime and the Lambda edge. Errors are sorte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import ValidationError
@@ -25,12 +27,13 @@ from extract.errors import StageTimeLimit, TerminalError, UnitBusy, error_type_o
 from extract.fields.claim import ClaimHeld, settle_failed_unclaimed
 from extract.handlers.convert import handle_convert
 from extract.handlers.fields import handle_fields
-from extract.handlers.index import handle_index
+from extract.handlers.index import handle_index, index_together
 from extract.handlers.read import handle_read
 from extract.handlers.sheet import handle_sheet
 from extract.handlers.split import handle_split
 from extract.handlers.unit_claim import emit_unit_failed
 from extract.messages import (
+    INDEX_QUEUE,
     ConvertMessage,
     FieldsMessage,
     IndexMessage,
@@ -92,6 +95,38 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
         await _record_failure(ctx, message, delivery, error, final=give_up,
                               message_id=received.message_id)
         return Outcome.ACK if give_up else Outcome.RETRY
+
+
+async def handle_index_messages(ctx: HandlerContext,
+                                received: Sequence[ReceivedMessage]) -> list[Outcome]:
+    """Index messages received together, handled together (``index_together``: one worker
+    call, one commit). What that leaves, and every message when it fails, goes through
+    ``handle_message`` one at a time, with its errors sorted there as for any message: a batch
+    never decides a message's failure."""
+    parsed: list[tuple[int, IndexMessage, Delivery]] = []
+    for position, one in enumerate(received):
+        with contextlib.suppress(ValidationError):
+            message = parse_message(one.body)
+            if isinstance(message, IndexMessage):
+                parsed.append((position, message, Delivery(
+                    one.receive_count, message.document_id, message.job_id, ctx.worker,
+                    ctx.sink)))
+    alone = set(range(len(received))) - {position for position, _, _ in parsed}
+    if len(parsed) > 1:
+        try:
+            async with asyncio.timeout(stage_time_limit(INDEX_QUEUE, ctx.config)):
+                left = await index_together(ctx, [(m, d) for _, m, d in parsed])
+            alone |= {position for position, message, _ in parsed if message in left}
+        except Exception as error:  # each one again on its own, with its own error sorting
+            log.warning("indexing %d jobs together failed; one at a time now: %r",
+                        len(parsed), error)
+            alone = set(range(len(received)))
+    else:
+        alone = set(range(len(received)))
+    outcomes = [Outcome.ACK] * len(received)
+    for position in sorted(alone):
+        outcomes[position] = await handle_message(ctx, received[position])
+    return outcomes
 
 
 _HANDLERS = {SplitMessage: handle_split, ReadUnitMessage: handle_read,

@@ -6,7 +6,7 @@ against each implementation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -411,6 +411,13 @@ class SearchIndex(Protocol):
     def replace_document(self, document_id: str, job_id: str, source_name: str,
                          pages: Iterator[tuple[int, str]]) -> int:
         """Swap the document's pages for this job's, in one transaction; returns pages indexed."""
+        ...
+
+    def replace_documents(self, documents: Sequence[tuple[str, str, str,
+                                                          Iterable[tuple[int, str]]]]
+                          ) -> list[int]:
+        """``replace_document`` for several (document, job, source name, pages) in one
+        transaction; returns the pages indexed of each, in order."""
         ...
 
     def search(self, query: str, *, limit: int = 10) -> list[SearchHit]: ...

@@ -254,18 +254,18 @@ def test_pages_are_stored_by_the_process_that_read_them(settings, pdf_factory, m
 
     in_main: list[str] = []
     real_put_many = FolderObjectStore.put_many
-    real_replace = Fts5SearchIndex.replace_document
+    real_replace = Fts5SearchIndex.replace_documents
 
     def watched(self, objects):
         in_main.extend(key for key, _, _ in objects)
         real_put_many(self, objects)
 
-    def watched_index(self, document_id, *args):
-        in_main.append(f"index/{document_id}")
-        return real_replace(self, document_id, *args)
+    def watched_index(self, documents):
+        in_main.extend(f"index/{document_id}" for document_id, *_ in documents)
+        return real_replace(self, documents)
 
     monkeypatch.setattr(FolderObjectStore, "put_many", watched)  # this process only
-    monkeypatch.setattr(Fts5SearchIndex, "replace_document", watched_index)
+    monkeypatch.setattr(Fts5SearchIndex, "replace_documents", watched_index)
     paths = [pdf_factory("long.pdf", 12, word="zebra"), pdf_factory("short.pdf", 2)]
     runtime = LocalRuntime(settings)
     ingested = run_to_completion(runtime, paths)

@@ -2,31 +2,53 @@
 
 Only the document's latest version is indexed; an older job finishing late never replaces a
 newer one's text.
+
+Index messages received together (a poll pass sends those of every job it finished) may be
+handled together (``index_together``): one worker call and one transaction of the index for
+their jobs, one commit of their events, instead of one of each a document. A job with many pages
+is left to a call of its own, so that small documents never wait behind a large one.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from extract.context import Delivery, HandlerContext, release_slot
 from extract.errors import TerminalError
 from extract.messages import IndexMessage
 from extract.ports import ObjectStore, SearchIndex
-from extract.state import JobStatus
+from extract.state import Job, JobStatus
 from lake.events import DocumentIndexed, utc_now
 from lake.layout import page_number_of, pages_prefix
 
 INDEX_TIMEOUT_S = 600.0
+MAX_PAGES_TOGETHER = 200
+"""The most pages a call that indexes several jobs together takes in all; a job with more is
+indexed on its own (a workbook's sheets of 250,000 rows take seconds to tokenise)."""
+
+StoredJob = tuple[list[str], str, str, str]
+"""A job's page keys, its document id, its id and its source name: what indexing it reads."""
 
 
 def index_stored_pages(index: SearchIndex, objects: ObjectStore, keys: list[str],
                        document_id: str, job_id: str, source_name: str) -> tuple[int, int]:
     """Read a job's stored pages and make them the document's searchable text; returns pages
     and characters indexed. Runs in a worker process or on a thread."""
-    pages = sorted((page_number_of(key), objects.get(key).decode("utf-8"))
-                   for key in keys)
-    count = index.replace_document(document_id, job_id, source_name, iter(pages))
-    return count, sum(len(text) for _, text in pages)
+    return index_stored_jobs(index, objects, [(keys, document_id, job_id, source_name)])[0]
+
+
+def index_stored_jobs(index: SearchIndex, objects: ObjectStore,
+                      jobs: Sequence[StoredJob]) -> list[tuple[int, int]]:
+    """``index_stored_pages`` for several jobs in one transaction of the index: all of them
+    searchable, or (an error) none; returns pages and characters of each, in order."""
+    documents = [(document_id, job_id, source_name,
+                  sorted((page_number_of(key), objects.get(key).decode("utf-8"))
+                         for key in keys))
+                 for keys, document_id, job_id, source_name in jobs]
+    counts = index.replace_documents(documents)
+    return [(count, sum(len(text) for _, text in pages))
+            for count, (_, _, _, pages) in zip(counts, documents, strict=True)]
 
 
 async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Delivery) -> None:
@@ -42,21 +64,75 @@ async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Del
         return
 
     keys = ctx.objects.list(pages_prefix(job.document_id, job.job_id))
-    if job.pages is not None and len(keys) != job.pages:
+    if not _all_stored(job, keys):
         raise TerminalError(f"{len(keys)} pages stored, {job.pages} expected",
                             error_type="missing_pages")
-    # Tokenising a large document (a workbook of 250,000 rows takes seconds) must not hold the
-    # event loop and every other message: in a worker process where the ports allow it (the
-    # pages are read there too), else on a thread.
-    if ctx.worker_index is not None and ctx.worker_objects is not None:
-        count, chars = await ctx.cpu.run(
-            index_stored_pages, ctx.worker_index, ctx.worker_objects, keys, job.document_id,
-            job.job_id, job.source_name, timeout_s=max(ctx.config.read_timeout_s, INDEX_TIMEOUT_S))
-    else:
-        count, chars = await asyncio.to_thread(index_stored_pages, ctx.index, ctx.objects, keys,
-                                               job.document_id, job.job_id, job.source_name)
+    [(count, chars)] = await _index(ctx, [(keys, job.document_id, job.job_id, job.source_name)])
     delivery.emit(DocumentIndexed, pages=count, chars=chars)
     release_slot()  # indexed: what is left only waits for the events' flush
     await delivery.commit()
     ctx.store.mark_indexed(job.job_id, utc_now())
     ctx.notify()
+
+
+async def index_together(ctx: HandlerContext,
+                         deliveries: Sequence[tuple[IndexMessage, Delivery]]
+                         ) -> list[IndexMessage]:
+    """Handle several index messages as one: the jobs that need indexing in one call, their
+    ``document_indexed`` events in one commit, then each marked indexed. Returns the messages
+    left for ``handle_index`` one at a time: an unknown job, a job with pages missing (each
+    fails there with its reason) or with too many pages to share a call. An error raises before
+    any job is marked, so the caller may hand every message to ``handle_index`` again."""
+    jobs = {job.job_id: job for job in ctx.store.list_jobs([m.job_id for m, _ in deliveries])}
+    alone: list[IndexMessage] = []
+    settled: list[str] = []  # nothing to index (not the latest version, or no index)
+    indexing: list[tuple[Delivery, StoredJob]] = []
+    pages = 0
+    seen: set[str] = set()
+    for message, delivery in deliveries:
+        job = jobs.get(message.job_id)
+        if job is None or job.pages is None or pages + job.pages > MAX_PAGES_TOGETHER:
+            alone.append(message)
+            continue
+        if job.status is not JobStatus.SUCCEEDED or job.indexed_at is not None or \
+                job.job_id in seen:  # a duplicate of a message in hand: that one indexes it
+            continue
+        seen.add(job.job_id)
+        document = ctx.store.get_document(job.document_id)
+        if ctx.index is None or document is None or document.latest_job_id != job.job_id:
+            settled.append(job.job_id)
+        elif not _all_stored(job, keys := ctx.objects.list(
+                pages_prefix(job.document_id, job.job_id))):
+            alone.append(message)
+        else:
+            pages += job.pages
+            indexing.append((delivery, (keys, job.document_id, job.job_id, job.source_name)))
+    if indexing:
+        results = await _index(ctx, [stored for _, stored in indexing])
+        for (delivery, _), (count, chars) in zip(indexing, results, strict=True):
+            delivery.emit(DocumentIndexed, pages=count, chars=chars)
+        release_slot()
+        await ctx.sink.commit([event for delivery, _ in indexing for event in delivery.events])
+        for delivery, _ in indexing:
+            delivery.events.clear()
+    at = utc_now()
+    for job_id in [*settled, *(stored[2] for _, stored in indexing)]:
+        ctx.store.mark_indexed(job_id, at)
+    if settled or indexing:
+        ctx.notify()
+    return alone
+
+
+def _all_stored(job: Job, keys: list[str]) -> bool:
+    """As many pages stored as the job read (a lost page fails its indexing, never half)."""
+    return job.pages is None or len(keys) == job.pages
+
+
+async def _index(ctx: HandlerContext, jobs: list[StoredJob]) -> list[tuple[int, int]]:
+    """Tokenising a large document (a workbook of 250,000 rows takes seconds) must not hold the
+    event loop and every other message: in a worker process where the ports allow it (the
+    pages are read there too), else on a thread."""
+    if ctx.worker_index is not None and ctx.worker_objects is not None:
+        return await ctx.cpu.run(index_stored_jobs, ctx.worker_index, ctx.worker_objects, jobs,
+                                 timeout_s=max(ctx.config.read_timeout_s, INDEX_TIMEOUT_S))
+    return await asyncio.to_thread(index_stored_jobs, ctx.index, ctx.objects, jobs)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from extract import run_choices
 from extract.context import SLOT_RELEASE, HandlerContext, default_worker_name
-from extract.handling import Outcome, handle_dead_letter, handle_message
+from extract.handling import Outcome, handle_dead_letter, handle_index_messages, handle_message
 from extract.messages import (
     CONVERT_QUEUE,
     FIELDS_QUEUE,
@@ -65,6 +65,16 @@ log = logging.getLogger(__name__)
 # indexing), and the rules fill the CPU the reads leave idle.
 RECEIVE_ORDER = (SPLIT_QUEUE, CONVERT_QUEUE, SHEET_QUEUE, INDEX_QUEUE, FIELDS_QUEUE, READ_QUEUE)
 IDLE_SLEEP_S = 0.05
+INDEX_TOGETHER = 32
+"""Index messages taken in one receive and handled together, by one worker
+(``extract.handling.handle_index_messages``)."""
+
+Inboxed = ReceivedMessage | tuple[ReceivedMessage, ...]
+"""What a worker takes from the inbox: a message, or index messages received together."""
+
+
+def _batch(item: Inboxed) -> tuple[ReceivedMessage, ...]:
+    return item if isinstance(item, tuple) else (item,)
 DEAD_LETTER_CHECK_S = 1.0
 
 
@@ -247,7 +257,7 @@ class LocalRuntime:
         supervisor = _Supervisor(wake)
         stop = asyncio.Event()
         shutdown = _on_signals(wake)
-        inbox: asyncio.Queue[ReceivedMessage] = asyncio.Queue()
+        inbox: asyncio.Queue[Inboxed] = asyncio.Queue()
         tasks = [asyncio.create_task(supervisor.keep_running(
                      f"worker {n}", lambda: self._worker(ctx, inbox)))
                  for n in range(self._tasks)]
@@ -342,7 +352,7 @@ class LocalRuntime:
             await poll_once(ctx, elapsed_s=clock.tick() if full else 0.0, cursor=self._cursor,
                             full=full)
 
-    async def _drain_inbox(self, inbox: asyncio.Queue[ReceivedMessage],
+    async def _drain_inbox(self, inbox: asyncio.Queue[Inboxed],
                            supervisor: _Supervisor) -> None:
         joined = asyncio.ensure_future(inbox.join())
         while not joined.done():
@@ -351,16 +361,17 @@ class LocalRuntime:
                 self._release_waiting(inbox)
         await joined
 
-    def _release_waiting(self, inbox: asyncio.Queue[ReceivedMessage]) -> None:
+    def _release_waiting(self, inbox: asyncio.Queue[Inboxed]) -> None:
         """Hand back the messages no worker has started, for the next process."""
         while not inbox.empty():
-            received = inbox.get_nowait()
-            self.queue.change_visibility(received, 0)
-            if received.queue in self._queue_busy:
-                self._queue_busy[received.queue] -= 1
+            batch = _batch(inbox.get_nowait())
+            for received in batch:
+                self.queue.change_visibility(received, 0)
+            if batch[0].queue in self._queue_busy:
+                self._queue_busy[batch[0].queue] -= 1
             inbox.task_done()
 
-    async def _receiver(self, inbox: asyncio.Queue[ReceivedMessage], stop: asyncio.Event) -> None:
+    async def _receiver(self, inbox: asyncio.Queue[Inboxed], stop: asyncio.Event) -> None:
         """One task receives for all workers, in batches, and only as many messages as there are
         idle workers: a message received is started at once, so no receive count is spent on a
         message that waits in memory (and a stop never has to hand one back)."""
@@ -389,9 +400,15 @@ class LocalRuntime:
                     wanted = min(wanted, self._others_limit - others)
                     if wanted <= 0:
                         continue
-                for message in self.queue.receive(queue, max_messages=wanted,
-                                                  visibility_timeout_s=timeout):
-                    inbox.put_nowait(message)
+                if queue == INDEX_QUEUE:  # handled together: a batch takes one worker
+                    batch = tuple(self.queue.receive(queue, max_messages=INDEX_TOGETHER,
+                                                     visibility_timeout_s=timeout))
+                    received: list[Inboxed] = [batch] if len(batch) > 1 else list(batch)
+                else:
+                    received = list(self.queue.receive(queue, max_messages=wanted,
+                                                       visibility_timeout_s=timeout))
+                for item in received:
+                    inbox.put_nowait(item)
                     if queue in self._queue_busy:
                         self._queue_busy[queue] += 1
                     if queue != READ_QUEUE:
@@ -406,7 +423,7 @@ class LocalRuntime:
             else:
                 await asyncio.sleep(0)
 
-    async def _worker(self, ctx: HandlerContext, inbox: asyncio.Queue[ReceivedMessage]) -> None:
+    async def _worker(self, ctx: HandlerContext, inbox: asyncio.Queue[Inboxed]) -> None:
         while True:
             received = await inbox.get()
             try:
@@ -415,7 +432,8 @@ class LocalRuntime:
                 inbox.task_done()
                 self._worker_done.set()
 
-    async def _handle_holding_a_slot(self, ctx: HandlerContext, received: ReceivedMessage) -> None:
+    async def _handle_holding_a_slot(self, ctx: HandlerContext, item: Inboxed) -> None:
+        queue = _batch(item)[0].queue
         self._busy += 1
         self._handling += 1
         held = True
@@ -425,8 +443,8 @@ class LocalRuntime:
             if held:
                 held = False
                 self._busy -= 1
-                if received.queue in self._queue_busy:
-                    self._queue_busy[received.queue] -= 1
+                if queue in self._queue_busy:
+                    self._queue_busy[queue] -= 1
                 self._worker_done.set()
                 # Called from the handler's own task: its later commits hold no slot, so they
                 # may wait for a fuller batch (``lake.writer.RELAXED_COMMIT``).
@@ -435,32 +453,43 @@ class LocalRuntime:
         token = SLOT_RELEASE.set(release)
         relaxed = RELAXED_COMMIT.set(False)
         try:
-            await self._handle(ctx, received)
+            await self._handle(ctx, _batch(item))
         except Exception:  # e.g. the lake's disk is full: never lose the worker itself
-            log.exception("handling %s failed; it will be redelivered", received.message_id)
+            log.exception("handling %s failed; it will be redelivered",
+                          ", ".join(r.message_id for r in _batch(item)))
         finally:
             SLOT_RELEASE.reset(token)
             release()
             RELAXED_COMMIT.reset(relaxed)
             self._handling -= 1
 
-    async def _handle(self, ctx: HandlerContext, received: ReceivedMessage) -> None:
-        heartbeat = asyncio.create_task(self._heartbeat(received))
+    async def _handle(self, ctx: HandlerContext, batch: tuple[ReceivedMessage, ...]) -> None:
+        """One message, or index messages received together (``handle_index_messages``)."""
+        heartbeat = asyncio.create_task(self._heartbeat(batch))
+        queue = batch[0].queue
         try:
-            with self.stats.stages.timing(f"handle:{received.queue}"):
-                if received.queue.endswith("-dlq"):
-                    outcome = await handle_dead_letter(ctx, received)
+            with self.stats.stages.timing(f"handle:{queue}"):
+                if len(batch) > 1:
+                    outcomes = await handle_index_messages(ctx, batch)
+                elif queue.endswith("-dlq"):
+                    outcomes = [await handle_dead_letter(ctx, batch[0])]
                     self.stats.dead_letters += 1
                 else:
-                    outcome = await handle_message(ctx, received)
+                    outcomes = [await handle_message(ctx, batch[0])]
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise
-            log.warning("handling %s was cancelled; retrying it", received.message_id)
-            outcome = Outcome.RETRY
+            log.warning("handling %s was cancelled; retrying it",
+                        ", ".join(r.message_id for r in batch))
+            outcomes = [Outcome.RETRY] * len(batch)
         finally:
             heartbeat.cancel()
+        for received, outcome in zip(batch, outcomes, strict=True):
+            self._settle(received, outcome)
+
+    def _settle(self, received: ReceivedMessage, outcome: Outcome) -> None:
+        """Ack a handled message, or hand it back for a retry after a backoff."""
         self.stats.messages += 1
         if outcome is Outcome.ACK:
             self.queue.delete(received)
@@ -471,23 +500,26 @@ class LocalRuntime:
             backoff *= random.uniform(0.5, 1.0)  # jitter: retries of a burst spread out
             self.queue.change_visibility(received, backoff)
 
-    async def _heartbeat(self, received: ReceivedMessage) -> None:
+    async def _heartbeat(self, batch: tuple[ReceivedMessage, ...]) -> None:
         """Keep a long-running message hidden: extend its visibility at half the timeout, up to
         the stage's own time limit (``extract.stage_limits``; the handler is cancelled there),
         so a handler that ignores its cancellation still gives its message back. A failed
-        extension is logged and tried again; it never ends the heartbeat."""
+        extension is logged and tried again; it never ends the heartbeat. A batch may take its
+        limit once together and once a message (``handle_index_messages``)."""
         timeout = self.settings.visibility_timeout_s
-        ceiling = time.monotonic() + stage_time_limit(received.queue, self._extract_config)
+        limit_s = stage_time_limit(batch[0].queue, self._extract_config)
+        ceiling = time.monotonic() + limit_s * (len(batch) + 1 if len(batch) > 1 else 1)
         while True:
             await asyncio.sleep(timeout / 2)
             if time.monotonic() >= ceiling:
                 log.warning("%s ran past its stage's time limit; no longer kept hidden",
-                            received.message_id)
+                            ", ".join(r.message_id for r in batch))
                 return
-            try:
-                self.queue.change_visibility(received, timeout)
-            except Exception:
-                log.exception("could not extend the visibility of %s", received.message_id)
+            for received in batch:
+                try:
+                    self.queue.change_visibility(received, timeout)
+                except Exception:
+                    log.exception("could not extend the visibility of %s", received.message_id)
 
 
 POLLER_LEASE = "poller"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from extract.ports import SearchHit
@@ -72,22 +72,18 @@ class Fts5SearchIndex:
     def replace_document(self, document_id: str, job_id: str, source_name: str,
                          pages: Iterator[tuple[int, str]]) -> int:
         """Make ``pages`` the document's searchable text, in place of what it had."""
-        count = 0
+        return self.replace_documents([(document_id, job_id, source_name, pages)])[0]
+
+    def replace_documents(self, documents: Sequence[tuple[str, str, str,
+                                                          Iterable[tuple[int, str]]]]
+                          ) -> list[int]:
+        """``replace_document`` for several documents in one transaction (one commit for the
+        jobs a poll pass finished, not one each); returns the pages indexed of each."""
+        counts = []
         with self._lock, transaction(self._db) as db:
-            old = db.execute("SELECT page_rowid FROM page_text_rows WHERE document_id = ?",
-                             (document_id,)).fetchall()
-            db.executemany("DELETE FROM page_text WHERE rowid = ?", old)
-            db.execute("DELETE FROM page_text_rows WHERE document_id = ?", (document_id,))
-            for page_number, text in pages:
-                row = db.execute(
-                    "INSERT INTO page_text (text, document_id, job_id, source_name, page_number) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (text, document_id, job_id, source_name, page_number),
-                ).lastrowid
-                db.execute("INSERT INTO page_text_rows (page_rowid, document_id) VALUES (?, ?)",
-                           (row, document_id))
-                count += 1
-        return count
+            for document_id, job_id, source_name, pages in documents:
+                counts.append(_replace(db, document_id, job_id, source_name, pages))
+        return counts
 
     def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
         with self._lock:
@@ -105,6 +101,26 @@ class Fts5SearchIndex:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _replace(db: sqlite3.Connection, document_id: str, job_id: str, source_name: str,
+             pages: Iterable[tuple[int, str]]) -> int:
+    """One document's rows swapped for ``pages``, inside the caller's transaction."""
+    old = db.execute("SELECT page_rowid FROM page_text_rows WHERE document_id = ?",
+                     (document_id,)).fetchall()
+    db.executemany("DELETE FROM page_text WHERE rowid = ?", old)
+    db.execute("DELETE FROM page_text_rows WHERE document_id = ?", (document_id,))
+    count = 0
+    for page_number, text in pages:
+        row = db.execute(
+            "INSERT INTO page_text (text, document_id, job_id, source_name, page_number) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (text, document_id, job_id, source_name, page_number),
+        ).lastrowid
+        db.execute("INSERT INTO page_text_rows (page_rowid, document_id) VALUES (?, ?)",
+                   (row, document_id))
+        count += 1
+    return count
 
 
 def _upgrade(db: sqlite3.Connection) -> None:
