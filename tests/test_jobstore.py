@@ -124,3 +124,26 @@ def test_an_older_home_gains_the_new_columns_on_open(tmp_path):
     store = SqliteJobStore(path)
     columns = {r["name"] for r in store._db.execute("PRAGMA table_info(jobs)")}
     assert {"stalled_s", "index_sent_at", "status_event", "failure_detail"} <= columns
+
+
+def test_a_job_ending_reads_only_its_own_document(tmp_path):
+    """The document's status follows its latest job's end through an index, not a read of every
+    document the home holds (the cost of each job's end would grow with the home); a home made
+    before the index gains it when it is opened."""
+    import sqlite3
+
+    store = new_store(tmp_path)
+    plan = store._db.execute("EXPLAIN QUERY PLAN UPDATE documents SET status = ? "
+                             "WHERE latest_job_id = ?", ("succeeded", "j")).fetchall()
+    assert any("USING INDEX documents_latest_job" in row["detail"] for row in plan), plan
+    store._db.close()
+    with sqlite3.connect(tmp_path / "jobs.db") as db:
+        db.execute("DROP INDEX documents_latest_job")
+    reopened = SqliteJobStore(tmp_path / "jobs.db")
+    names = {r["name"] for r in reopened._db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'documents'")}
+    assert "documents_latest_job" in names
+    assert reopened.transition_job("j", JobStatus.QUEUED, JobStatus.FAILED,
+                                   failure_reason="corrupt", at=utc_now())
+    assert reopened._db.execute("SELECT status FROM documents WHERE document_id = 'd'"
+                                ).fetchone()[0] == "failed"

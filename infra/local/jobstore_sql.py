@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS documents (
 );
 CREATE INDEX IF NOT EXISTS documents_source ON documents (source_key);
 CREATE INDEX IF NOT EXISTS documents_sha ON documents (sha256);
+-- A job's end sets its document's status (``transition_job``): without this index every job's
+-- end read every document of the home (0.1 ms a job at 2,000 documents, 5 ms at 100,000).
+CREATE INDEX IF NOT EXISTS documents_latest_job ON documents (latest_job_id);
 CREATE TABLE IF NOT EXISTS jobs (
   job_id TEXT PRIMARY KEY,
   document_id TEXT NOT NULL REFERENCES documents (document_id),
