@@ -90,3 +90,20 @@ def test_messages_of_a_dead_process_are_released(tmp_path):
     assert queue.release_orphans() == 1
     (message,) = queue.receive("work")
     assert message.body == "a" and message.receive_count == 2
+
+
+def test_visible_queues_names_the_queues_with_a_message_to_receive_now(tmp_path):
+    """The receiver asks which queues hold a visible message in one statement: a message in
+    flight or due later does not count, and a queue it was not asked about is not named."""
+    from infra.local.queue import SqliteQueue
+
+    now = [1000.0]
+    queue = SqliteQueue(tmp_path / "queue.db", clock=lambda: now[0])
+    queue.send("split", "a")
+    queue.send("index", "b")
+    queue.send("read", "c")
+    (taken,) = queue.receive("index", visibility_timeout_s=30)
+    assert queue.visible_queues(["split", "index", "fields"]) == {"split"}
+    assert queue.visible_queues([]) == set()
+    now[0] += 31  # the index message's visibility timeout ran out: it is visible again
+    assert queue.visible_queues(["split", "index", "read"]) == {"split", "index", "read"}

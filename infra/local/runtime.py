@@ -388,9 +388,12 @@ class LocalRuntime:
             if time.monotonic() >= next_dead_letter_check:  # rare: looked at once a second
                 wanted_queues += dead_letter_queues
                 next_dead_letter_check = time.monotonic() + DEAD_LETTER_CHECK_S
+            ready = self.queue.visible_queues(wanted_queues) if room > 0 else set()
             for queue in wanted_queues:
                 if room - got <= 0:
                     break
+                if queue not in ready:
+                    continue
                 wanted = min(10, room - got)
                 if queue in self._queue_limits:
                     wanted = min(wanted, self._queue_limits[queue] - self._queue_busy[queue])
