@@ -111,18 +111,15 @@ async def handle_index_messages(ctx: HandlerContext,
                 parsed.append((position, message, Delivery(
                     one.receive_count, message.document_id, message.job_id, ctx.worker,
                     ctx.sink)))
-    alone = set(range(len(received))) - {position for position, _, _ in parsed}
+    alone = set(range(len(received)))  # a malformed body, or all when there is no batch
     if len(parsed) > 1:
         try:
             async with asyncio.timeout(stage_time_limit(INDEX_QUEUE, ctx.config)):
                 left = await index_together(ctx, [(m, d) for _, m, d in parsed])
-            alone |= {position for position, message, _ in parsed if message in left}
+            alone -= {position for position, message, _ in parsed if message not in left}
         except Exception as error:  # each one again on its own, with its own error sorting
             log.warning("indexing %d jobs together failed; one at a time now: %r",
                         len(parsed), error)
-            alone = set(range(len(received)))
-    else:
-        alone = set(range(len(received)))
     outcomes = [Outcome.ACK] * len(received)
     for position in sorted(alone):
         outcomes[position] = await handle_message(ctx, received[position])

@@ -65,6 +65,7 @@ log = logging.getLogger(__name__)
 # indexing), and the rules fill the CPU the reads leave idle.
 RECEIVE_ORDER = (SPLIT_QUEUE, CONVERT_QUEUE, SHEET_QUEUE, INDEX_QUEUE, FIELDS_QUEUE, READ_QUEUE)
 IDLE_SLEEP_S = 0.05
+DEAD_LETTER_CHECK_S = 1.0
 INDEX_TOGETHER = 32
 """Index messages taken in one receive and handled together, by one worker
 (``extract.handling.handle_index_messages``)."""
@@ -75,7 +76,6 @@ Inboxed = ReceivedMessage | tuple[ReceivedMessage, ...]
 
 def _batch(item: Inboxed) -> tuple[ReceivedMessage, ...]:
     return item if isinstance(item, tuple) else (item,)
-DEAD_LETTER_CHECK_S = 1.0
 
 
 @dataclass
