@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -31,9 +32,9 @@ from extract.handlers.index import handle_index, index_together
 from extract.handlers.read import handle_read
 from extract.handlers.sheet import handle_sheet
 from extract.handlers.split import handle_split
+from extract.handlers.split_together import split_together
 from extract.handlers.unit_claim import emit_unit_failed
 from extract.messages import (
-    INDEX_QUEUE,
     ConvertMessage,
     FieldsMessage,
     IndexMessage,
@@ -97,33 +98,39 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
         return Outcome.ACK if give_up else Outcome.RETRY
 
 
-async def handle_index_messages(ctx: HandlerContext,
-                                received: Sequence[ReceivedMessage]) -> list[Outcome]:
-    """Index messages received together, handled together (``index_together``: one worker
-    call, one commit). What that leaves, and every message when it fails, goes through
-    ``handle_message`` one at a time, with its errors sorted there as for any message: a batch
-    never decides a message's failure."""
-    parsed: list[tuple[int, IndexMessage, Delivery]] = []
+_TOGETHER: dict[type[Message], Callable[[HandlerContext, Sequence[tuple[Any, Delivery]]],
+                                        Awaitable[Sequence[Message]]]] = {
+    IndexMessage: index_together, SplitMessage: split_together}
+"""The stages whose messages may be handled together, and how (each returns what it left)."""
+
+
+async def settle_together(ctx: HandlerContext, received: Sequence[ReceivedMessage]
+                          ) -> tuple[dict[int, Outcome], list[int]]:
+    """Messages of one queue received together, handled together where their stage allows
+    (``index_together``, ``split_together``: one worker call, one commit). Returns the outcomes
+    of those it settled, by position, and the positions it left (every one, when the batch
+    fails): each of those must go through ``handle_message`` on its own, where its errors are
+    sorted as for any message. A batch never decides a message's failure."""
+    parsed: list[tuple[int, Message, Delivery]] = []
     for position, one in enumerate(received):
         with contextlib.suppress(ValidationError):
             message = parse_message(one.body)
-            if isinstance(message, IndexMessage):
-                parsed.append((position, message, Delivery(
-                    one.receive_count, message.document_id, message.job_id, ctx.worker,
-                    ctx.sink)))
-    alone = set(range(len(received)))  # a malformed body, or all when there is no batch
-    if len(parsed) > 1:
+            parsed.append((position, message, Delivery(
+                one.receive_count, message.document_id, message.job_id, ctx.worker, ctx.sink)))
+    kinds = {type(message) for _, message, _ in parsed}
+    together = _TOGETHER.get(kinds.pop()) if len(kinds) == 1 else None
+    settled: dict[int, Outcome] = {}
+    if together is not None and len(parsed) > 1:
         try:
-            async with asyncio.timeout(stage_time_limit(INDEX_QUEUE, ctx.config)):
-                left = await index_together(ctx, [(m, d) for _, m, d in parsed])
-            alone -= {position for position, message, _ in parsed if message not in left}
+            async with asyncio.timeout(stage_time_limit(received[0].queue, ctx.config)):
+                left = await together(ctx, [(m, d) for _, m, d in parsed])
+            kept = {id(message) for message in left}
+            settled = {position: Outcome.ACK for position, message, _ in parsed
+                       if id(message) not in kept}
         except Exception as error:  # each one again on its own, with its own error sorting
-            log.warning("indexing %d jobs together failed; one at a time now: %r",
-                        len(parsed), error)
-    outcomes = [Outcome.ACK] * len(received)
-    for position in sorted(alone):
-        outcomes[position] = await handle_message(ctx, received[position])
-    return outcomes
+            log.warning("handling %d %s messages together failed; one at a time now: %r",
+                        len(parsed), parsed[0][1].type, error)
+    return settled, [p for p in range(len(received)) if p not in settled]
 
 
 _HANDLERS = {SplitMessage: handle_split, ReadUnitMessage: handle_read,

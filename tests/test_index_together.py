@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support.helpers import Harness
+from support.helpers import Harness, handle_together
 
 import extract.handlers.index as index_module
-from extract.handling import Outcome, handle_index_messages
+from extract.handling import Outcome
 from extract.messages import INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE, IndexMessage
 from extract.poller import poll_once
 from extract.ports import ReceivedMessage
@@ -47,7 +47,7 @@ async def test_index_messages_received_together_are_indexed_in_one_call(tmp_path
                                           {"ant.pdf": 2, "bee.pdf": 3, "cat.pdf": 1})
     assert len(received) == 3
 
-    outcomes = await handle_index_messages(harness.ctx, received)
+    outcomes = await handle_together(harness.ctx, received)
 
     assert outcomes == [Outcome.ACK] * 3
     assert [sorted(call) for call in calls] == [sorted(i.job_id for i in ingested.values())]
@@ -72,7 +72,7 @@ async def test_a_job_with_a_lost_page_or_no_job_fails_alone(tmp_path, pdf_factor
     stray = IndexMessage(document_id="nobody", job_id="no-such-job").model_dump_json()
     received.append(ReceivedMessage(INDEX_QUEUE, "m-stray", stray, "r-stray", 1))
 
-    outcomes = await handle_index_messages(harness.ctx, received)
+    outcomes = await handle_together(harness.ctx, received)
 
     assert outcomes == [Outcome.ACK] * 4
     assert [sorted(call) for call in calls] == [sorted([ingested["ant.pdf"].job_id,
@@ -103,7 +103,7 @@ async def test_a_batch_that_fails_leaves_each_message_to_be_handled_alone(tmp_pa
 
     monkeypatch.setattr(type(harness.index), "replace_documents", once_failing)
 
-    outcomes = await handle_index_messages(harness.ctx, received)
+    outcomes = await handle_together(harness.ctx, received)
 
     assert outcomes == [Outcome.ACK, Outcome.ACK]
     assert sorted(len(call) for call in calls) == [1, 1, 2]  # together, then one each
@@ -123,7 +123,7 @@ async def test_a_large_job_is_indexed_on_its_own_call(tmp_path, pdf_factory, cal
     by_job = {i.job_id: name for name, i in ingested.items()}
     received.sort(key=lambda m: by_job[IndexMessage.model_validate_json(m.body).job_id])
 
-    assert await handle_index_messages(harness.ctx, received) == [Outcome.ACK] * 3
+    assert await handle_together(harness.ctx, received) == [Outcome.ACK] * 3
 
     assert [sorted(by_job[job_id] for job_id in call) for call in calls] == [
         ["ant.pdf", "cat.pdf"], ["bee.pdf"]]
@@ -135,7 +135,7 @@ async def test_a_duplicate_in_the_same_batch_is_indexed_once(tmp_path, pdf_facto
     first = received[0]
     received.append(ReceivedMessage(INDEX_QUEUE, "m-dup", first.body, "r-dup", 1))
 
-    assert await handle_index_messages(harness.ctx, received) == [Outcome.ACK] * 3
+    assert await handle_together(harness.ctx, received) == [Outcome.ACK] * 3
 
     assert [len(call) for call in calls] == [2]
     assert sorted(e.job_id for e in harness.sink.of_type("document_indexed")) == sorted(
@@ -164,13 +164,13 @@ def test_the_runtime_hands_index_messages_waiting_together_to_one_worker(setting
     monkeypatch.undo()
 
     batches: list[int] = []
-    real = runtime_module.handle_index_messages
+    real = runtime_module.settle_together
 
     async def watched(ctx, batch):
         batches.append(len(batch))
         return await real(ctx, batch)
 
-    monkeypatch.setattr(runtime_module, "handle_index_messages", watched)
+    monkeypatch.setattr(runtime_module, "settle_together", watched)
 
     def indexed():
         return all(j.indexed_at is not None for j in runtime.store.list_jobs(ids))

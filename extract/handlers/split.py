@@ -253,7 +253,7 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
     handler's: pages stored, events durable, then the plan recorded with those units done, in
     one write (``add_units(done=...)``)."""
     config = ctx.config
-    first_pages = _text_pages_at_split(ctx)
+    first_pages = pages_read_at_split(ctx)
     # (chars, milliseconds) of each page with text read here; an earlier delivery's stored pages
     # are not read or written again (their event is re-emitted from the stored metadata).
     texts: dict[int, tuple[int, float | None]] = {}
@@ -268,13 +268,37 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
     else:
         pages, read = await ctx.cpu.run(count_pages, path, config.password_value,
                                         timeout_s=config.split_timeout_s), []
+    planned = await emit_pdf_plan(ctx, job, delivery, pages, read, texts, **split_fields)
+    release_slot()  # what is left waits (the events' flush) or is quick (the store, the sends)
+    await delivery.commit()
+    await record_pdf_plan(ctx, job, delivery.attempt, planned, detected_format)
+
+
+@dataclasses.dataclass(frozen=True)
+class PdfPlan:
+    """A PDF's units, those finished at the split (every page read here), and its page count."""
+
+    units: list[Unit]
+    read_here: list[Unit]
+    pages: int
+
+
+async def emit_pdf_plan(ctx: HandlerContext, job: Job, delivery: Delivery, pages: int,
+                        read: Sequence[tuple[int, str, float, bool]],
+                        texts: dict[int, tuple[int, float | None]],
+                        **split_fields: object) -> PdfPlan:
+    """Plan the units of a PDF of ``pages`` pages, store the pages read here that the worker
+    did not, and emit the plan's events (the split, each unit, and the units finished here with
+    their pages); the caller commits them, then records the plan (``record_pdf_plan``).
+    ``texts``: pages an earlier delivery stored, by number (characters, no time)."""
+    config = ctx.config
     if pages > config.max_pages:
         raise LimitExceeded(f"{pages} pages, over the limit of {config.max_pages}",
                             error_type="too_many_pages")
     units = [u.model_copy(update={"job_id": job.job_id})
              for u in plan_pdf_units(pages, config.pages_per_unit)]
     with_text = [(number, text, ms, stored) for number, text, ms, stored in read if text.strip()]
-    texts.update((number, (len(text), ms)) for number, text, ms, _ in with_text)
+    texts = {**texts, **{number: (len(text), ms) for number, text, ms, _ in with_text}}
     read_here = [u for u in units if all(n in texts for n in u.page_numbers)]
     unstored = [(number, text) for number, text, _, stored in with_text if not stored]
     if unstored:  # no worker-side store (a Lambda): the pages go in from here, before events
@@ -297,12 +321,18 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
         delivery.emit(UnitDone, unit_id=unit.unit_id, pages=len(unit.page_numbers),
                       pages_skipped=skipped,
                       duration_ms=sum(texts[n][1] or 0.0 for n in unit.page_numbers))
-    release_slot()  # what is left waits (the events' flush) or is quick (the store, the sends)
-    await delivery.commit()
-    if not ctx.store.add_units(job.job_id, units, pages=pages, detected_format=detected_format,
-                               done=[u.unit_id for u in read_here], attempt=delivery.attempt):
+    return PdfPlan(units, read_here, pages)
+
+
+async def record_pdf_plan(ctx: HandlerContext, job: Job, attempt: int, plan: PdfPlan,
+                          detected_format: str) -> None:
+    """Once the plan's events are durable: record the units, those read here done, in one
+    write, then send the others' read messages (none when another delivery planned it)."""
+    if not ctx.store.add_units(job.job_id, plan.units, pages=plan.pages,
+                               detected_format=detected_format,
+                               done=[u.unit_id for u in plan.read_here], attempt=attempt):
         return  # planned by another delivery meanwhile: it sends the messages
-    await send_unit_messages(ctx, job, [u for u in units if u not in read_here])
+    await send_unit_messages(ctx, job, [u for u in plan.units if u not in plan.read_here])
 
 
 async def _stored_pages(ctx: HandlerContext, job: Job) -> dict[int, int]:
@@ -313,7 +343,7 @@ async def _stored_pages(ctx: HandlerContext, job: Job) -> dict[int, int]:
             if metadata.get("reader") == TEXT_READER}
 
 
-def _text_pages_at_split(ctx: HandlerContext) -> int:
+def pages_read_at_split(ctx: HandlerContext) -> int:
     """Pages to read at the split: ``text_pages_at_split`` rounded down to whole units, when the
     job's readers start with the text layer; else 0."""
     config = ctx.config

@@ -47,6 +47,29 @@ class TextLayerReader:
                 for number, text, ms, stored in read]
 
 
+FirstPagesOf = tuple[Path, str | None, int, int, str, str]
+"""One document for ``count_and_read_first_pages_of_each``: its path, its password, the pages to
+read at the split, the page limit, its document id and its job id."""
+
+
+def count_and_read_first_pages_of_each(documents: Sequence[FirstPagesOf], store: Any
+                                       ) -> list[tuple[int, list[tuple[int, str, float, bool]]]
+                                                 | None]:
+    """``count_and_read_first_pages`` for several documents in one worker call (the splits of
+    PDFs received together), each with nothing stored before. None for a document that raised:
+    its own split, handled alone, says why; the others are not disturbed."""
+    results: list[tuple[int, list[tuple[int, str, float, bool]]] | None] = []
+    for path, password, first_pages, max_pages, document_id, job_id in documents:
+        try:
+            results.append(count_and_read_first_pages(path, password, first_pages, max_pages,
+                                                      store, document_id, job_id))
+        except Exception as error:  # noqa: BLE001 - reported by the document's own split
+            log.info("the split of %s, read with others, failed (%r); it is split alone",
+                     path, error)
+            results.append(None)
+    return results
+
+
 def read_and_store_text_layer(path: Path, page_numbers: Sequence[int], password: str | None,
                               store: Any, document_id: str, job_id: str
                               ) -> list[tuple[int, str, float, bool]]:

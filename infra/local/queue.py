@@ -148,6 +148,13 @@ class SqliteQueue:
         ).fetchall()
         return {row[0] for row in rows}
 
+    def visible_count(self, queue: str, *, at_most: int) -> int:
+        """How many messages of ``queue`` could be received now, counted up to ``at_most`` (an
+        index range read, however long the queue)."""
+        return self._db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM messages WHERE queue = ? AND visible_at <= ? "
+            "LIMIT ?)", (queue, self.clock(), at_most)).fetchone()[0]
+
     def depth(self, queue: str) -> QueueDepth:
         now = self.clock()
         row = self._db.execute(

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from extract import run_choices
 from extract.context import SLOT_RELEASE, HandlerContext, default_worker_name
-from extract.handling import Outcome, handle_dead_letter, handle_index_messages, handle_message
+from extract.handling import Outcome, handle_dead_letter, handle_message, settle_together
 from extract.messages import (
     CONVERT_QUEUE,
     FIELDS_QUEUE,
@@ -68,10 +68,13 @@ IDLE_SLEEP_S = 0.05
 DEAD_LETTER_CHECK_S = 1.0
 INDEX_TOGETHER = 32
 """Index messages taken in one receive and handled together, by one worker
-(``extract.handling.handle_index_messages``)."""
+(``extract.handling.settle_together``): indexing a few documents takes milliseconds."""
+SPLIT_TOGETHER = 16
+"""The most split messages one worker takes together; fewer when the queue holds less than that
+for every free worker, so a few documents still spread over every worker."""
 
 Inboxed = ReceivedMessage | tuple[ReceivedMessage, ...]
-"""What a worker takes from the inbox: a message, or index messages received together."""
+"""What a worker takes from the inbox: a message, or messages received together."""
 
 
 def _batch(item: Inboxed) -> tuple[ReceivedMessage, ...]:
@@ -403,8 +406,9 @@ class LocalRuntime:
                     wanted = min(wanted, self._others_limit - others)
                     if wanted <= 0:
                         continue
-                if queue == INDEX_QUEUE:  # handled together: a batch takes one worker
-                    batch = tuple(self.queue.receive(queue, max_messages=INDEX_TOGETHER,
+                together = self._together(queue, room - got)
+                if together > 1:  # handled together: a batch takes one worker
+                    batch = tuple(self.queue.receive(queue, max_messages=together,
                                                      visibility_timeout_s=timeout))
                     received: list[Inboxed] = [batch] if len(batch) > 1 else list(batch)
                 else:
@@ -426,16 +430,28 @@ class LocalRuntime:
             else:
                 await asyncio.sleep(0)
 
+    def _together(self, queue: str, free: int) -> int:
+        """How many messages of ``queue`` one worker takes together (1: one at a time). Splits
+        only when the queue holds more than one for every free worker: a batch is handled by
+        one worker, and a short queue is better spread."""
+        if queue == INDEX_QUEUE:
+            return INDEX_TOGETHER
+        if queue == SPLIT_QUEUE and free > 0:
+            backlog = self.queue.visible_count(queue, at_most=SPLIT_TOGETHER * free)
+            return min(SPLIT_TOGETHER, backlog // free)
+        return 1
+
     async def _worker(self, ctx: HandlerContext, inbox: asyncio.Queue[Inboxed]) -> None:
         while True:
             received = await inbox.get()
             try:
-                await self._handle_holding_a_slot(ctx, received)
+                await self._handle_holding_a_slot(ctx, received, inbox)
             finally:
                 inbox.task_done()
                 self._worker_done.set()
 
-    async def _handle_holding_a_slot(self, ctx: HandlerContext, item: Inboxed) -> None:
+    async def _handle_holding_a_slot(self, ctx: HandlerContext, item: Inboxed,
+                                     inbox: asyncio.Queue[Inboxed]) -> None:
         queue = _batch(item)[0].queue
         self._busy += 1
         self._handling += 1
@@ -456,7 +472,7 @@ class LocalRuntime:
         token = SLOT_RELEASE.set(release)
         relaxed = RELAXED_COMMIT.set(False)
         try:
-            await self._handle(ctx, _batch(item))
+            await self._handle(ctx, _batch(item), inbox)
         except Exception:  # e.g. the lake's disk is full: never lose the worker itself
             log.exception("handling %s failed; it will be redelivered",
                           ", ".join(r.message_id for r in _batch(item)))
@@ -466,30 +482,36 @@ class LocalRuntime:
             RELAXED_COMMIT.reset(relaxed)
             self._handling -= 1
 
-    async def _handle(self, ctx: HandlerContext, batch: tuple[ReceivedMessage, ...]) -> None:
-        """One message, or index messages received together (``handle_index_messages``)."""
+    async def _handle(self, ctx: HandlerContext, batch: tuple[ReceivedMessage, ...],
+                      inbox: asyncio.Queue[Inboxed]) -> None:
+        """One message, or messages received together (``settle_together``): those the batch
+        leaves go back to the inbox one by one, each for a worker of its own (a folder of
+        workbooks is not read one after another by the worker that took the batch)."""
         heartbeat = asyncio.create_task(self._heartbeat(batch))
         queue = batch[0].queue
+        left: list[int] = []
         try:
             with self.stats.stages.timing(f"handle:{queue}"):
                 if len(batch) > 1:
-                    outcomes = await handle_index_messages(ctx, batch)
+                    outcomes, left = await settle_together(ctx, batch)
                 elif queue.endswith("-dlq"):
-                    outcomes = [await handle_dead_letter(ctx, batch[0])]
+                    outcomes = {0: await handle_dead_letter(ctx, batch[0])}
                     self.stats.dead_letters += 1
                 else:
-                    outcomes = [await handle_message(ctx, batch[0])]
+                    outcomes = {0: await handle_message(ctx, batch[0])}
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise
             log.warning("handling %s was cancelled; retrying it",
                         ", ".join(r.message_id for r in batch))
-            outcomes = [Outcome.RETRY] * len(batch)
+            outcomes, left = dict.fromkeys(range(len(batch)), Outcome.RETRY), []
         finally:
             heartbeat.cancel()
-        for received, outcome in zip(batch, outcomes, strict=True):
-            self._settle(received, outcome)
+        for position, outcome in outcomes.items():
+            self._settle(batch[position], outcome)
+        for position in left:
+            inbox.put_nowait(batch[position])
 
     def _settle(self, received: ReceivedMessage, outcome: Outcome) -> None:
         """Ack a handled message, or hand it back for a retry after a backoff."""
@@ -507,11 +529,11 @@ class LocalRuntime:
         """Keep a long-running message hidden: extend its visibility at half the timeout, up to
         the stage's own time limit (``extract.stage_limits``; the handler is cancelled there),
         so a handler that ignores its cancellation still gives its message back. A failed
-        extension is logged and tried again; it never ends the heartbeat. A batch may take its
-        limit once together and once a message (``handle_index_messages``)."""
+        extension is logged and tried again; it never ends the heartbeat. A batch takes its
+        stage's limit once (``settle_together``); what it leaves is handled, and kept hidden,
+        one by one."""
         timeout = self.settings.visibility_timeout_s
-        limit_s = stage_time_limit(batch[0].queue, self._extract_config)
-        ceiling = time.monotonic() + limit_s * (len(batch) + 1 if len(batch) > 1 else 1)
+        ceiling = time.monotonic() + stage_time_limit(batch[0].queue, self._extract_config)
         while True:
             await asyncio.sleep(timeout / 2)
             if time.monotonic() >= ceiling:

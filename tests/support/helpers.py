@@ -52,3 +52,15 @@ class Harness:
 
     def split_messages(self):
         return [(m, parse_message(m.body)) for m in self.receive(SPLIT_QUEUE)]
+
+
+async def handle_together(ctx, received):
+    """What the runtime does with messages received together: ``settle_together``, then each
+    message it left handled on its own (there by a worker of its own; here in turn). Every
+    outcome, by position."""
+    from extract.handling import handle_message, settle_together
+
+    settled, left = await settle_together(ctx, received)
+    for position in left:
+        settled[position] = await handle_message(ctx, received[position])
+    return [settled[position] for position in range(len(received))]
