@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from extract import run_choices
 from extract.context import SLOT_RELEASE, HandlerContext, default_worker_name
+from extract.handlers.split import pages_read_at_split
 from extract.handling import Outcome, handle_dead_letter, handle_message, settle_together
 from extract.messages import (
     CONVERT_QUEUE,
@@ -176,6 +177,7 @@ class LocalRuntime:
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cursor = PollCursor()
+        self._splits_together = True  # decided again by each ``process`` from its readers
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write,
@@ -257,6 +259,9 @@ class LocalRuntime:
                              cpu=TimedCpu(cpu, stages), config=settings.extract_config(),
                              index=self.index, notify=notify, results_stored=publish.set,
                              worker_objects=self.objects, worker_index=self.index)
+        # Splits are taken together when this run reads text at the split (a folder of PDFs);
+        # a run for a model or OCR reads nothing there, and a batch would only be handed back.
+        self._splits_together = pages_read_at_split(ctx) > 0
         supervisor = _Supervisor(wake)
         stop = asyncio.Event()
         shutdown = _on_signals(wake)
@@ -436,7 +441,7 @@ class LocalRuntime:
         one worker, and a short queue is better spread."""
         if queue == INDEX_QUEUE:
             return INDEX_TOGETHER
-        if queue == SPLIT_QUEUE and free > 0:
+        if queue == SPLIT_QUEUE and free > 0 and self._splits_together:
             backlog = self.queue.visible_count(queue, at_most=SPLIT_TOGETHER * free)
             return min(SPLIT_TOGETHER, backlog // free)
         return 1
