@@ -114,9 +114,9 @@ async def test_a_batch_that_fails_leaves_each_message_to_be_handled_alone(tmp_pa
 
 
 async def test_a_large_job_is_indexed_on_its_own_call(tmp_path, pdf_factory, calls, monkeypatch):
-    """Pages are counted: a job that would take the batch past ``MAX_PAGES_TOGETHER`` goes
-    alone, so small documents never wait behind a large one's tokenising."""
-    monkeypatch.setattr(index_module, "MAX_PAGES_TOGETHER", 5)
+    """A job of more than ``MAX_PAGES_TOGETHER`` pages goes alone, so small documents never
+    wait behind a large one's tokenising."""
+    monkeypatch.setattr(index_module, "MAX_PAGES_TOGETHER", 3)
     harness = Harness(tmp_path)
     ingested, received = await _succeeded(harness, pdf_factory,
                                           {"ant.pdf": 3, "bee.pdf": 4, "cat.pdf": 2})

@@ -24,8 +24,9 @@ from lake.layout import page_number_of, pages_prefix
 
 INDEX_TIMEOUT_S = 600.0
 MAX_PAGES_TOGETHER = 200
-"""The most pages a call that indexes several jobs together takes in all; a job with more is
-indexed on its own (a workbook's sheets of 250,000 rows take seconds to tokenise)."""
+"""The most pages of a job indexed together with others; a job with more is indexed on its own
+(a workbook's sheets of 250,000 rows take seconds to tokenise), so that small documents never
+wait behind it."""
 
 StoredJob = tuple[list[str], str, str, str]
 """A job's page keys, its document id, its id and its source name: what indexing it reads."""
@@ -87,11 +88,10 @@ async def index_together(ctx: HandlerContext,
     alone: list[IndexMessage] = []
     settled: list[str] = []  # nothing to index (not the latest version, or no index)
     indexing: list[tuple[Delivery, StoredJob]] = []
-    pages = 0
     seen: set[str] = set()
     for message, delivery in deliveries:
         job = jobs.get(message.job_id)
-        if job is None or job.pages is None or pages + job.pages > MAX_PAGES_TOGETHER:
+        if job is None or job.pages is None or job.pages > MAX_PAGES_TOGETHER:
             alone.append(message)
             continue
         if job.status is not JobStatus.SUCCEEDED or job.indexed_at is not None or \
@@ -105,7 +105,6 @@ async def index_together(ctx: HandlerContext,
                 pages_prefix(job.document_id, job.job_id))):
             alone.append(message)
         else:
-            pages += job.pages
             indexing.append((delivery, (keys, job.document_id, job.job_id, job.source_name)))
     if indexing:
         results = await _index(ctx, [stored for _, stored in indexing])
