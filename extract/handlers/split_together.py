@@ -45,8 +45,12 @@ class _Candidate:
 async def split_together(ctx: HandlerContext,
                          deliveries: Sequence[tuple[SplitMessage, Delivery]]
                          ) -> list[SplitMessage]:
-    """Split the PDFs among ``deliveries`` together; returns the messages to handle alone. An
-    error raises before any plan is recorded, so the caller may hand every message over."""
+    """Split the PDFs among ``deliveries`` together; returns the messages to handle alone.
+
+    After an error every message may be handled alone: a plan recorded before it is found by
+    its own split, which only sends what was not sent. The batch's call has the split's own
+    time limit (a few milliseconds a document is the usual), not one a document: a document
+    that hangs PDFium keeps the batch's others until then, and they are handled alone after."""
     if not getattr(ctx.objects, "local_reads", False) or ctx.worker_objects is None:
         return [message for message, _ in deliveries]  # no file on this disk to read here
     jobs = {job.job_id: job for job in ctx.store.list_jobs([m.job_id for m, _ in deliveries])}
@@ -61,12 +65,11 @@ async def split_together(ctx: HandlerContext,
                 candidates.append(candidate)
         if not candidates:
             return alone
-        config = candidates[0].ctx.config
         results = await ctx.cpu.run(
             count_and_read_first_pages_of_each,
             [(c.path, c.ctx.config.password_value, c.first_pages, c.ctx.config.max_pages,
               c.job.document_id, c.job.job_id) for c in candidates],
-            ctx.worker_objects, timeout_s=config.split_timeout_s + config.read_timeout_s)
+            ctx.worker_objects, timeout_s=candidates[0].ctx.config.split_timeout_s)
     planned = []
     for candidate, result in zip(candidates, results, strict=True):
         if result is None or result[0] > candidate.ctx.config.max_pages:
