@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support.helpers import Harness, handle_together
+from support.helpers import Harness, handle_together, watch_batches
 
 import extract.handlers.index as index_module
 from extract.handling import Outcome
@@ -163,14 +163,7 @@ def test_the_runtime_hands_index_messages_waiting_together_to_one_worker(setting
     asyncio.run(asyncio.wait_for(runtime.process(succeeded), timeout=120))
     monkeypatch.undo()
 
-    batches: list[int] = []
-    real = runtime_module.settle_together
-
-    async def watched(ctx, batch):
-        batches.append(len(batch))
-        return await real(ctx, batch)
-
-    monkeypatch.setattr(runtime_module, "settle_together", watched)
+    batches = watch_batches(monkeypatch)
 
     def indexed():
         return all(j.indexed_at is not None for j in runtime.store.list_jobs(ids))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from support.helpers import Harness, handle_together
+from support.helpers import Harness, handle_together, watch_batches
 
 import extract.readers.text as text_module
 from extract.handling import Outcome
@@ -145,7 +145,6 @@ def test_a_batch_of_files_that_are_not_pdfs_is_handed_back_one_by_one(settings, 
     is planned once; the run ends."""
     import asyncio
 
-    import infra.local.runtime as runtime_module
     from infra.local.runtime import LocalRuntime
 
     folder = tmp_path / "tables"
@@ -154,14 +153,7 @@ def test_a_batch_of_files_that_are_not_pdfs_is_handed_back_one_by_one(settings, 
         (folder / f"t{n}.csv").write_text(f"name,amount\nrow{n},{n}\n")
     runtime = LocalRuntime(settings.model_copy(update={"concurrency": 1}))
     ids = [i.job_id for i in runtime.planner().ingest_many(sorted(folder.iterdir()))]
-    batches: list[int] = []
-    real = runtime_module.settle_together
-
-    async def watched(ctx, batch):
-        batches.append(len(batch))
-        return await real(ctx, batch)
-
-    monkeypatch.setattr(runtime_module, "settle_together", watched)
+    batches = watch_batches(monkeypatch)
 
     def done():
         return all(j.settled for j in runtime.store.list_jobs(ids))

@@ -64,3 +64,18 @@ async def handle_together(ctx, received):
     for position in left:
         settled[position] = await handle_message(ctx, received[position])
     return [settled[position] for position in range(len(received))]
+
+
+def watch_batches(monkeypatch) -> list[int]:
+    """The size of every batch the local runtime hands to ``settle_together``, in order."""
+    import infra.local.runtime as runtime_module
+
+    sizes: list[int] = []
+    real = runtime_module.settle_together
+
+    async def watched(ctx, batch):
+        sizes.append(len(batch))
+        return await real(ctx, batch)
+
+    monkeypatch.setattr(runtime_module, "settle_together", watched)
+    return sizes
