@@ -437,7 +437,7 @@ class LocalRuntime:
 
     def _together(self, queue: str, free: int) -> int:
         """How many messages of ``queue`` one worker takes together (1: one at a time). Splits
-        only when the queue holds more than one for every free worker: a batch is handled by
+        only when the queue holds at least two for every free worker: a batch is handled by
         one worker, and a short queue is better spread."""
         if queue == INDEX_QUEUE:
             return INDEX_TOGETHER
