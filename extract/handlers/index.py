@@ -32,17 +32,11 @@ StoredJob = tuple[list[str], str, str, str]
 """A job's page keys, its document id, its id and its source name: what indexing it reads."""
 
 
-def index_stored_pages(index: SearchIndex, objects: ObjectStore, keys: list[str],
-                       document_id: str, job_id: str, source_name: str) -> tuple[int, int]:
-    """Read a job's stored pages and make them the document's searchable text; returns pages
-    and characters indexed. Runs in a worker process or on a thread."""
-    return index_stored_jobs(index, objects, [(keys, document_id, job_id, source_name)])[0]
-
-
 def index_stored_jobs(index: SearchIndex, objects: ObjectStore,
                       jobs: Sequence[StoredJob]) -> list[tuple[int, int]]:
-    """``index_stored_pages`` for several jobs in one transaction of the index: all of them
-    searchable, or (an error) none; returns pages and characters of each, in order."""
+    """Read each job's stored pages and make them its document's searchable text, in one
+    transaction of the index: all of them searchable, or (an error) none; returns pages and
+    characters of each, in order. Runs in a worker process or on a thread."""
     documents = [(document_id, job_id, source_name,
                   sorted((page_number_of(key), objects.get(key).decode("utf-8"))
                          for key in keys))
