@@ -74,12 +74,8 @@ SPLIT_TOGETHER = 16
 """The most split messages one worker takes together; fewer when the queue holds less than that
 for every free worker, so a few documents still spread over every worker."""
 
-Inboxed = ReceivedMessage | tuple[ReceivedMessage, ...]
-"""What a worker takes from the inbox: a message, or messages received together."""
-
-
-def _batch(item: Inboxed) -> tuple[ReceivedMessage, ...]:
-    return item if isinstance(item, tuple) else (item,)
+Batch = tuple[ReceivedMessage, ...]
+"""What a worker takes from the inbox: one message, or messages received together."""
 
 
 @dataclass
@@ -265,7 +261,7 @@ class LocalRuntime:
         supervisor = _Supervisor(wake)
         stop = asyncio.Event()
         shutdown = _on_signals(wake)
-        inbox: asyncio.Queue[Inboxed] = asyncio.Queue()
+        inbox: asyncio.Queue[Batch] = asyncio.Queue()
         tasks = [asyncio.create_task(supervisor.keep_running(
                      f"worker {n}", lambda: self._worker(ctx, inbox)))
                  for n in range(self._tasks)]
@@ -360,7 +356,7 @@ class LocalRuntime:
             await poll_once(ctx, elapsed_s=clock.tick() if full else 0.0, cursor=self._cursor,
                             full=full)
 
-    async def _drain_inbox(self, inbox: asyncio.Queue[Inboxed],
+    async def _drain_inbox(self, inbox: asyncio.Queue[Batch],
                            supervisor: _Supervisor) -> None:
         joined = asyncio.ensure_future(inbox.join())
         while not joined.done():
@@ -369,17 +365,17 @@ class LocalRuntime:
                 self._release_waiting(inbox)
         await joined
 
-    def _release_waiting(self, inbox: asyncio.Queue[Inboxed]) -> None:
+    def _release_waiting(self, inbox: asyncio.Queue[Batch]) -> None:
         """Hand back the messages no worker has started, for the next process."""
         while not inbox.empty():
-            batch = _batch(inbox.get_nowait())
+            batch = inbox.get_nowait()
             for received in batch:
                 self.queue.change_visibility(received, 0)
             if batch[0].queue in self._queue_busy:
                 self._queue_busy[batch[0].queue] -= 1
             inbox.task_done()
 
-    async def _receiver(self, inbox: asyncio.Queue[Inboxed], stop: asyncio.Event) -> None:
+    async def _receiver(self, inbox: asyncio.Queue[Batch], stop: asyncio.Event) -> None:
         """One task receives for all workers, in batches, and only as many messages as there are
         idle workers: a message received is started at once, so no receive count is spent on a
         message that waits in memory (and a stop never has to hand one back)."""
@@ -413,14 +409,14 @@ class LocalRuntime:
                         continue
                 together = self._together(queue, room - got)
                 if together > 1:  # handled together: a batch takes one worker
-                    batch = tuple(self.queue.receive(queue, max_messages=together,
-                                                     visibility_timeout_s=timeout))
-                    received: list[Inboxed] = [batch] if len(batch) > 1 else list(batch)
+                    taken = self.queue.receive(queue, max_messages=together,
+                                               visibility_timeout_s=timeout)
+                    batches = [tuple(taken)] if taken else []
                 else:
-                    received = list(self.queue.receive(queue, max_messages=wanted,
-                                                       visibility_timeout_s=timeout))
-                for item in received:
-                    inbox.put_nowait(item)
+                    batches = [(message,) for message in self.queue.receive(
+                        queue, max_messages=wanted, visibility_timeout_s=timeout)]
+                for batch in batches:
+                    inbox.put_nowait(batch)
                     if queue in self._queue_busy:
                         self._queue_busy[queue] += 1
                     if queue != READ_QUEUE:
@@ -446,18 +442,18 @@ class LocalRuntime:
             return min(SPLIT_TOGETHER, backlog // free)
         return 1
 
-    async def _worker(self, ctx: HandlerContext, inbox: asyncio.Queue[Inboxed]) -> None:
+    async def _worker(self, ctx: HandlerContext, inbox: asyncio.Queue[Batch]) -> None:
         while True:
-            received = await inbox.get()
+            batch = await inbox.get()
             try:
-                await self._handle_holding_a_slot(ctx, received, inbox)
+                await self._handle_holding_a_slot(ctx, batch, inbox)
             finally:
                 inbox.task_done()
                 self._worker_done.set()
 
-    async def _handle_holding_a_slot(self, ctx: HandlerContext, item: Inboxed,
-                                     inbox: asyncio.Queue[Inboxed]) -> None:
-        queue = _batch(item)[0].queue
+    async def _handle_holding_a_slot(self, ctx: HandlerContext, batch: Batch,
+                                     inbox: asyncio.Queue[Batch]) -> None:
+        queue = batch[0].queue
         self._busy += 1
         self._handling += 1
         held = True
@@ -477,18 +473,18 @@ class LocalRuntime:
         token = SLOT_RELEASE.set(release)
         relaxed = RELAXED_COMMIT.set(False)
         try:
-            await self._handle(ctx, _batch(item), inbox)
+            await self._handle(ctx, batch, inbox)
         except Exception:  # e.g. the lake's disk is full: never lose the worker itself
             log.exception("handling %s failed; it will be redelivered",
-                          ", ".join(r.message_id for r in _batch(item)))
+                          ", ".join(r.message_id for r in batch))
         finally:
             SLOT_RELEASE.reset(token)
             release()
             RELAXED_COMMIT.reset(relaxed)
             self._handling -= 1
 
-    async def _handle(self, ctx: HandlerContext, batch: tuple[ReceivedMessage, ...],
-                      inbox: asyncio.Queue[Inboxed]) -> None:
+    async def _handle(self, ctx: HandlerContext, batch: Batch,
+                      inbox: asyncio.Queue[Batch]) -> None:
         """One message, or messages received together (``settle_together``): those the batch
         leaves go back to the inbox one by one, each for a worker of its own (a folder of
         workbooks is not read one after another by the worker that took the batch)."""
@@ -516,7 +512,7 @@ class LocalRuntime:
         for position, outcome in outcomes.items():
             self._settle(batch[position], outcome)
         for position in left:
-            inbox.put_nowait(batch[position])
+            inbox.put_nowait((batch[position],))
 
     def _settle(self, received: ReceivedMessage, outcome: Outcome) -> None:
         """Ack a handled message, or hand it back for a retry after a backoff."""
@@ -530,7 +526,7 @@ class LocalRuntime:
             backoff *= random.uniform(0.5, 1.0)  # jitter: retries of a burst spread out
             self.queue.change_visibility(received, backoff)
 
-    async def _heartbeat(self, batch: tuple[ReceivedMessage, ...]) -> None:
+    async def _heartbeat(self, batch: Batch) -> None:
         """Keep a long-running message hidden: extend its visibility at half the timeout, up to
         the stage's own time limit (``extract.stage_limits``; the handler is cancelled there),
         so a handler that ignores its cancellation still gives its message back. A failed
