@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -123,3 +123,12 @@ class Delivery:
         """Make the buffered events durable; call before the database records the outcome."""
         events, self.events = self.events, []
         await self.sink.commit(events)
+
+
+async def commit_together(sink: EventSink, deliveries: Sequence[Delivery]) -> None:
+    """``Delivery.commit`` for several deliveries in one commit of the sink (messages handled
+    together): one flush to wait for, not one a message."""
+    events = [event for delivery in deliveries for event in delivery.events]
+    for delivery in deliveries:
+        delivery.events = []
+    await sink.commit(events)

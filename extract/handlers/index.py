@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from extract.context import Delivery, HandlerContext, release_slot
+from extract.context import Delivery, HandlerContext, commit_together, release_slot
 from extract.errors import TerminalError
 from extract.messages import IndexMessage
 from extract.ports import ObjectStore, SearchIndex
@@ -105,9 +105,7 @@ async def index_together(ctx: HandlerContext,
         for (delivery, _), (count, chars) in zip(indexing, results, strict=True):
             delivery.emit(DocumentIndexed, pages=count, chars=chars)
         release_slot()
-        await ctx.sink.commit([event for delivery, _ in indexing for event in delivery.events])
-        for delivery, _ in indexing:
-            delivery.events.clear()
+        await commit_together(ctx.sink, [delivery for delivery, _ in indexing])
     at = utc_now()
     for job_id in [*settled, *(stored[2] for _, stored in indexing)]:
         ctx.store.mark_indexed(job_id, at)

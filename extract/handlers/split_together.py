@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from extract.context import Delivery, HandlerContext, release_slot
+from extract.context import Delivery, HandlerContext, commit_together, release_slot
 from extract.formats.sniff import Format, Sniffed, read_head, sniff_head
 from extract.handlers.split import (
     emit_pdf_plan,
@@ -83,9 +83,7 @@ async def split_together(ctx: HandlerContext,
         planned.append((candidate, plan))
     if planned:
         release_slot()
-        await ctx.sink.commit([e for c, _ in planned for e in c.delivery.events])
-        for candidate, _ in planned:
-            candidate.delivery.events.clear()
+        await commit_together(ctx.sink, [candidate.delivery for candidate, _ in planned])
         for candidate, plan in planned:
             await record_pdf_plan(candidate.ctx, candidate.job, candidate.delivery.attempt, plan,
                                   Format.PDF.value)
