@@ -71,8 +71,7 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
         await delivery.commit()
         return Outcome.ACK
 
-    delivery = Delivery(received.receive_count, message.document_id, message.job_id,
-                        ctx.worker, ctx.sink)
+    delivery = _delivery(ctx, received, message)
     limit_s = stage_time_limit(received.queue, ctx.config)
     limit = asyncio.timeout(limit_s)
     try:
@@ -115,8 +114,7 @@ async def settle_together(ctx: HandlerContext, received: Sequence[ReceivedMessag
     for position, one in enumerate(received):
         with contextlib.suppress(ValidationError):
             message = parse_message(one.body)
-            parsed.append((position, message, Delivery(
-                one.receive_count, message.document_id, message.job_id, ctx.worker, ctx.sink)))
+            parsed.append((position, message, _delivery(ctx, one, message)))
     kinds = {type(message) for _, message, _ in parsed}
     together = _TOGETHER.get(kinds.pop()) if len(kinds) == 1 else None
     settled: dict[int, Outcome] = {}
@@ -131,6 +129,12 @@ async def settle_together(ctx: HandlerContext, received: Sequence[ReceivedMessag
             log.warning("handling %d %s messages together failed; one at a time now: %r",
                         len(parsed), parsed[0][1].type, error)
     return settled, [p for p in range(len(received)) if p not in settled]
+
+
+def _delivery(ctx: HandlerContext, received: ReceivedMessage, message: Message) -> Delivery:
+    """This delivery of ``message``: its attempt is the queue's receive count."""
+    return Delivery(received.receive_count, message.document_id, message.job_id, ctx.worker,
+                    ctx.sink)
 
 
 _HANDLERS = {SplitMessage: handle_split, ReadUnitMessage: handle_read,
@@ -197,8 +201,7 @@ async def handle_dead_letter(ctx: HandlerContext, received: ReceivedMessage) -> 
         return Outcome.ACK
     if _settled(ctx, message):
         return Outcome.ACK
-    delivery = Delivery(received.receive_count, message.document_id, message.job_id,
-                        ctx.worker, ctx.sink)
+    delivery = _delivery(ctx, received, message)
     if isinstance(message, ReadUnitMessage | ReadSheetMessage) and ctx.store.claim_unit(
             message.job_id, message.unit_id, received.receive_count, "dead-letter",
             0) is UnitClaim.HELD:
