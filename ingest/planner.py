@@ -11,12 +11,9 @@ only when asked (``retry_failed``), as a new job over the copy already stored, n
 from __future__ import annotations
 
 import errno
-import hashlib
 import logging
 import os
-import stat
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -26,14 +23,13 @@ from uuid6 import uuid7
 from extract.messages import SPLIT_QUEUE, SplitMessage
 from extract.ports import JobStore, NewVersion, ObjectStore, Queue
 from extract.state import Document, Job, JobStatus
+from ingest.fingerprint import Fingerprint, ThreadedUploads, UploadWork
 from lake.events import DocumentRegistered, Event, JobCreated, utc_now
 from lake.layout import upload_key
 
 log = logging.getLogger(__name__)
 
-CHUNK = 1024 * 1024
 MAX_DEPTH = 64  # folders below a folder given: deeper ones are skipped (and said so), not a crash
-IO_THREADS = 8  # files hashed at once: the disk, not the CPU, is what they wait on
 
 # Failure reasons the same bytes would meet again with the same build and settings. Any other
 # reason (a timeout, a dead letter, a crash, no progress) may not recur, so it is retried.
@@ -76,34 +72,6 @@ class Ingested:
         return Ingested(IngestOutcome.UNCHANGED, self.document_id, self.job_id, source_name)
 
 
-def open_regular(path: Path) -> int:
-    """A descriptor on ``path`` opened without following a link at its last component, or
-    ``OSError`` when it is a link or anything but a regular file (a FIFO would block a read,
-    a device would never end): the walk checked the same, and this closes the gap between."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    return descriptor
-
-
-def sha256_of(path: Path, max_bytes: int | None = None) -> str:
-    """The sha256 of the file's bytes, or of its first ``max_bytes + 1`` bytes when it is longer
-    (what is stored of a file over the size limit: enough to fail it ``file_too_large``, never
-    the whole of a sparse terabyte)."""
-    digest = hashlib.sha256()
-    remaining = None if max_bytes is None else max_bytes + 1
-    with os.fdopen(open_regular(path), "rb") as handle:
-        while remaining is None or remaining > 0:
-            chunk = handle.read(CHUNK if remaining is None else min(CHUNK, remaining))
-            if not chunk:
-                break
-            digest.update(chunk)
-            if remaining is not None:
-                remaining -= len(chunk)
-    return digest.hexdigest()
-
-
 def registration_events(version: NewVersion, worker: str) -> list[Event]:
     """The events that record a planned job, stamped with the job's creation time.
 
@@ -133,13 +101,16 @@ class Planner:
     def __init__(self, store: JobStore, objects: ObjectStore, queue: Queue,
                  write_events: Callable[[list[Event]], object], *, worker: str = "ingest",
                  batch_size: int = 100, max_bytes: int | None = None,
-                 run_choices: str | None = None, fields: tuple[str, str] | None = None):
+                 run_choices: str | None = None, fields: tuple[str, str] | None = None,
+                 uploads: UploadWork | None = None):
         """``max_bytes`` (the ``max_file_bytes`` setting): a longer file is hashed and stored only
         to ``max_bytes + 1`` bytes, so a sparse terabyte neither fills the disk nor takes hours,
         and its split fails it ``file_too_large`` and removes the stored part.
         ``run_choices`` (``extract.run_choices.record``) and ``fields`` (schema, strategy)
         are the run's choices: kept with every job it creates, before the job's split message is
-        sent, so whoever handles the job later (a resumed worker, a Lambda) uses them."""
+        sent, so whoever handles the job later (a resumed worker, a Lambda) uses them.
+        ``uploads`` is where each batch's files are hashed and the new ones stored (the local
+        runtime: a worker process); by default, threads of this process."""
         self.store = store
         self.run_choices = run_choices
         self.fields = fields
@@ -149,14 +120,12 @@ class Planner:
         self.worker = worker
         self.batch_size = batch_size
         self.max_bytes = max_bytes
-        self._hashers: ThreadPoolExecutor | None = None  # made on the first batch, then kept
+        self.uploads = uploads or ThreadedUploads()
         self.skipped: list[tuple[Path, str]] = []  # files that could not be opened as planned
 
     def close(self) -> None:
         """Let the hashing threads go (they also go when the planner is collected)."""
-        if self._hashers is not None:
-            self._hashers.shutdown()
-            self._hashers = None
+        self.uploads.close()
 
     def ingest(self, path: Path) -> Ingested:
         return self.ingest_many([path])[0]
@@ -188,19 +157,20 @@ class Planner:
                       source_paths: Mapping[Path, str] | None = None) -> list[Ingested]:
         """Hash the batch's files, decide each, store the new uploads, then create their jobs.
 
-        Hashing runs on a few threads kept for the planner's life (they wait on the disk; a pool
-        made a batch started 2,000 threads for 2,032 files). The uploads are stored together
-        (``ObjectStore.put_files``: locally one fsync per folder, not a copy's three). Every
-        upload of the batch is durable before any of its jobs exists.
+        Hashing and storing are ``self.uploads``' (one call each for the batch). The uploads
+        are stored together (``ObjectStore.put_files``: locally one fsync per folder, not a
+        copy's three). Every upload of the batch is durable before any of its jobs exists.
         """
         paths = [Path(p) for p in paths]
         passwords = {Path(p): secret for p, secret in (passwords or {}).items()}
         relative = {Path(p): name for p, name in (source_paths or {}).items()}
-        if self._hashers is None:
-            self._hashers = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="ingest-hash")
-        digests = list(self._hashers.map(self._digest, paths))
-        kept = [(p, d) for p, d in zip(paths, digests, strict=True) if d is not None]
-        paths, digests = [p for p, _ in kept], [d for _, d in kept]
+        cwd = Path.cwd()  # the uploads' work may run in a process whose working folder differs
+        absolute = {p: p if p.is_absolute() else cwd / p for p in paths}
+        found = self.uploads.fingerprints(list(absolute.values()), self.max_bytes)
+        kept = [(p, f) for p, f in zip(paths, found, strict=True) if self._usable(p, f)]
+        paths, prints = [p for p, _ in kept], [f for _, f in kept]
+        digests = [f.sha256 for f in prints]
+        fingerprints = dict(zip(paths, prints, strict=True))
         results: list[Ingested] = []
         planned: list[NewVersion] = []
         uploads: list[tuple[str, Path]] = []
@@ -217,7 +187,7 @@ class Planner:
                                         job.job_id, path.name))
                 continue
             stored = self._stored_copy(seen[1]) if seen else None
-            version = self._plan(path, digest, seen[0] if seen else None, stored,
+            version = self._plan(path, fingerprints[path], seen[0] if seen else None, stored,
                                  relative.get(path, path.name))
             if stored is None:
                 uploads.append((version.object_key, path))
@@ -235,7 +205,8 @@ class Planner:
             claimed[digest] = result
             results.append(result)
         if uploads:
-            self.objects.put_files(uploads, max_bytes=self.max_bytes)
+            self.uploads.store(self.objects, [(key, absolute[path]) for key, path in uploads],
+                               self.max_bytes)
         for version in planned:
             self.store.create_job(version)
             if version.job_id in secrets:
@@ -245,19 +216,19 @@ class Planner:
         self._publish(planned)
         return results
 
-    def _digest(self, path: Path) -> str | None:
-        """The file's sha256, or None (and the file skipped, said why) when it is no longer a
-        regular file one can open without following a link (swapped for a link or a FIFO since
-        the walk). A file gone or unreadable raises, as before: the caller says which."""
-        try:
-            return sha256_of(path, self.max_bytes)
-        except OSError as error:
-            if error.errno not in (errno.ELOOP, errno.EINVAL):
-                raise
-            reason = "a symbolic link" if error.errno == errno.ELOOP else "not a regular file"
-            log.warning("skipped %s: %s", path, reason)
-            self.skipped.append((path, reason))
-            return None
+    def _usable(self, path: Path, found: Fingerprint | OSError) -> bool:
+        """True for a fingerprint; False (and the file skipped, said why) when the file is no
+        longer a regular file one can open without following a link (swapped for a link or a
+        FIFO since the walk). A file gone or unreadable raises, as before: the caller says
+        which."""
+        if not isinstance(found, OSError):
+            return True
+        if found.errno not in (errno.ELOOP, errno.EINVAL):
+            raise found
+        reason = "a symbolic link" if found.errno == errno.ELOOP else "not a regular file"
+        log.warning("skipped %s: %s", path, reason)
+        self.skipped.append((path, reason))
+        return False
 
     def _publish(self, planned: Sequence[NewVersion]) -> None:
         """Events first (durable), then the split messages, then the outbox flag."""
@@ -298,15 +269,15 @@ class Planner:
         """The upload key of identical bytes already stored, if it is still there."""
         return job.object_key if self.objects.head(job.object_key) is not None else None
 
-    def _plan(self, path: Path, digest: str, failed_before: Document | None,
+    def _plan(self, path: Path, found: Fingerprint, failed_before: Document | None,
               stored_key: str | None = None, source_path: str | None = None) -> NewVersion:
-        source_key = str(path.resolve())
+        digest, source_key = found.sha256, found.source_key
         previous = self.store.find_document_by_source(source_key) or failed_before
         document_id = previous.document_id if previous else str(uuid7())
         job_id = str(uuid7())
         return NewVersion(
             document_id=document_id, job_id=job_id, source_name=path.name,
-            source_key=source_key, sha256=digest, bytes=path.lstat().st_size,
+            source_key=source_key, sha256=digest, bytes=found.bytes,
             # Identical bytes taken again (a retry of a failed job): the same version, a new job.
             version=(previous.version if previous and previous.sha256 == digest
                      else previous.version + 1 if previous else 1),

@@ -17,6 +17,7 @@ from extract import run_choices
 from infra.local.jobstore import SqliteJobStore
 from infra.local.queue import SqliteQueue
 from infra.settings import Settings
+from ingest.fingerprint import UploadWork
 from ingest.planner import Ingested, Planner
 from lake.writer import ParquetEventWriter
 
@@ -45,9 +46,11 @@ class BackgroundIngest:
                  after_batch: Callable[[SqliteJobStore, list[Ingested]], None] | None = None,
                  fields: tuple[str, str] | None = None,
                  on_finished: Callable[[], None] | None = None,
-                 on_batch: Callable[[], None] | None = None):
+                 on_batch: Callable[[], None] | None = None,
+                 uploads: UploadWork | None = None):
         """``after_batch`` runs on the ingest thread, with its store, after each batch is planned
-        (``run --fields`` asks for fields there, so extraction starts with the first documents)."""
+        (``run --fields`` asks for fields there, so extraction starts with the first documents).
+        ``uploads``: where each batch's files are hashed and stored (``Planner``)."""
         self._settings = settings
         self._objects = objects
         self._writer = writer
@@ -59,6 +62,7 @@ class BackgroundIngest:
         self._fields = fields  # (schema, strategy): kept with each job as it is created
         self._on_finished = on_finished  # called on the ingest thread when it ends
         self._on_batch = on_batch  # called on the ingest thread when a batch's splits are sent
+        self._uploads = uploads
         self.skipped: list[tuple[Path, str]] = []
         self._stop = threading.Event()
         self._results: list[Ingested] = []
@@ -76,7 +80,8 @@ class BackgroundIngest:
         queue = SqliteQueue(home / "queue.db", max_receives=self._settings.max_receives)
         planner = Planner(store, self._objects, queue, self._writer.write, batch_size=BATCH,
                           run_choices=run_choices.record(self._settings.extract_config()),
-                          fields=self._fields, max_bytes=self._settings.max_file_bytes)
+                          fields=self._fields, max_bytes=self._settings.max_file_bytes,
+                          uploads=self._uploads)
         self.skipped = planner.skipped  # files no longer regular when their turn came
         # Keyed by Path once, each batch given only its own entries (normalising the whole
         # mapping per batch was quadratic in the number of files).

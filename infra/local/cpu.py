@@ -75,20 +75,41 @@ class ProcessPoolRunner:
         for _ in range(self.workers):
             pool.schedule(self.warm_up)
 
-    async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
+    def _schedule(self, fn: Callable[..., T], args: tuple, timeout_s: float | None):
         pool = self._get_pool()
         try:
-            future = pool.schedule(fn, args=args, timeout=timeout_s)
+            return pool, pool.schedule(fn, args=args, timeout=timeout_s)
         except RuntimeError:  # pebble: "the pool is not active" between the check and the call
             self._discard(pool)
-            future = self._get_pool().schedule(fn, args=args, timeout=timeout_s)
+            pool = self._get_pool()
+            return pool, pool.schedule(fn, args=args, timeout=timeout_s)
+
+    def _failed(self, pool: ProcessPool, fn: Callable, timeout_s: float | None,
+                error: BaseException) -> BaseException:
+        """The error a caller gets for a call the pool (not the call itself) failed."""
+        if isinstance(error, TimeoutError):
+            return WorkerTimeout(f"{fn.__name__} ran past {timeout_s:g} s")
+        if isinstance(error, ProcessExpired):
+            return TransientError(f"the worker process died (exit code {error.exitcode})",
+                                  error_type="worker_crashed")
+        self._discard(pool)  # BrokenProcessPool: the pool itself broke; start again, retry
+        return TransientError(f"the process pool broke: {error}", error_type="worker_crashed")
+
+    def call(self, fn: Callable[..., T], *args: Any, timeout_s: float | None = None) -> T:
+        """``run`` for a caller on a thread of its own (ingest's), blocking until the call ends;
+        without ``timeout_s``, the call has no time limit."""
+        pool, future = self._schedule(fn, args, timeout_s)
+        try:
+            return future.result()
+        except (TimeoutError, ProcessExpired, BrokenProcessPool) as error:
+            raise self._failed(pool, fn, timeout_s, error) from None
+
+    async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
+        pool, future = self._schedule(fn, args, timeout_s)
         try:
             return await asyncio.wrap_future(future)
-        except TimeoutError:
-            raise WorkerTimeout(f"{fn.__name__} ran past {timeout_s:g} s") from None
-        except ProcessExpired as error:
-            raise TransientError(f"the worker process died (exit code {error.exitcode})",
-                                 error_type="worker_crashed") from None
+        except (TimeoutError, ProcessExpired, BrokenProcessPool) as error:
+            raise self._failed(pool, fn, timeout_s, error) from None
         except asyncio.CancelledError:
             # Our caller cancelled: wrap_future has cancelled the call too (pebble kills its
             # process). A call cancelled by anyone else is a retry, never a dead worker task.
@@ -96,10 +117,6 @@ class ProcessPoolRunner:
             if task is not None and task.cancelling():
                 raise
             raise TransientError(f"{fn.__name__} was cancelled", error_type="cancelled") from None
-        except BrokenProcessPool as error:  # the pool itself broke: start again, retry
-            self._discard(pool)
-            raise TransientError(f"the process pool broke: {error}",
-                                 error_type="worker_crashed") from None
         # Anything else was raised by the call itself (pypdfium2's PdfiumError, a
         # NotImplementedError, a RecursionError are RuntimeErrors too): it is that call's error,
         # never a reason to stop the pool and the calls running beside it.

@@ -49,6 +49,7 @@ from infra.local.cpu_lanes import LanedCpu
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
 from infra.local.pacing import PollPacer
+from infra.local.pooled_uploads import PooledUploads
 from infra.local.private_home import make_private
 from infra.local.publisher import publish_once, run_publisher
 from infra.local.queue import SqliteQueue
@@ -178,7 +179,8 @@ class LocalRuntime:
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write,
                        max_bytes=self.settings.max_file_bytes,
-                       run_choices=run_choices.record(self.settings.extract_config()))
+                       run_choices=run_choices.record(self.settings.extract_config()),
+                       uploads=PooledUploads(self.cpu))
 
     def ingest_in_background(self, files, *, retry_failed: bool = False, passwords=None,
                              after_batch=None, source_paths=None,
@@ -189,7 +191,8 @@ class LocalRuntime:
                                 retry_failed=retry_failed, passwords=passwords,
                                 source_paths=source_paths, after_batch=after_batch,
                                 fields=fields, on_finished=self.nudge_from_thread,
-                                on_batch=self.wake_receiver_from_thread).start()
+                                on_batch=self.wake_receiver_from_thread,
+                                uploads=PooledUploads(self.cpu)).start()
 
     def recover(self, *, erase_passwords: bool = True) -> dict[str, int]:
         """Undo what a crash left behind; safe to run at any time (duplicates are no-ops).

@@ -1,0 +1,92 @@
+"""Ingest's file work (hashing, storing uploads) runs in a worker process in the local runtime:
+the main process decides and records only, and a file's facts are the same as before."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from extract.errors import TransientError
+from infra.local.pooled_uploads import PooledUploads
+from lake.layout import upload_key
+
+
+def _refuse_in_this_process(monkeypatch):
+    """Make hashing and copying raise if this (the main) process does them: a worker process,
+    forked from the fork server, does not see the patch."""
+    import infra.local.durable
+    import ingest.fingerprint
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the main process read an upload's bytes")
+
+    monkeypatch.setattr(ingest.fingerprint, "fingerprint", refuse)
+    monkeypatch.setattr(infra.local.durable, "copy_many", refuse)
+
+
+def test_a_runtime_ingest_hashes_and_stores_in_a_worker_with_the_files_facts(
+        tmp_path, settings, monkeypatch):
+    from infra.local.runtime import LocalRuntime
+
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "a.pdf").write_bytes(b"%PDF-1.4 first\n")
+    (room / "b.pdf").write_bytes(b"%PDF-1.4 second, longer\n")
+    (tmp_path / "link-to-room").symlink_to(room)
+    monkeypatch.chdir(tmp_path)  # relative paths: the worker's working folder is not this one
+    runtime = LocalRuntime(settings)
+    try:
+        _refuse_in_this_process(monkeypatch)
+        planner = runtime.planner()
+        results = planner.ingest_many([os.path.join("link-to-room", "a.pdf"),
+                                       os.path.join("room", "b.pdf")])
+        documents = [runtime.store.get_document(r.document_id) for r in results]
+    finally:
+        runtime.close()
+    assert [r.outcome.value for r in results] == ["new", "new"]
+    for result, document, name in zip(results, documents, ("a.pdf", "b.pdf"), strict=True):
+        data = (room / name).read_bytes()
+        assert document.sha256 == hashlib.sha256(data).hexdigest()
+        assert document.bytes == len(data)
+        assert document.source_key == str(room.resolve() / name)  # the real path, absolute
+        assert runtime.objects.get(upload_key(result.document_id, result.job_id)) == data
+
+
+def test_a_file_gone_before_its_turn_stops_ingest_with_its_error(tmp_path, settings):
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings)
+    try:
+        with pytest.raises(FileNotFoundError):
+            runtime.planner().ingest_many([tmp_path / "never-there.pdf"])
+    finally:
+        runtime.close()
+
+
+class _DeadLane:
+    """A CPU runner whose process dies on every call (what ``ProcessPoolRunner.call`` raises)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def call(self, fn, *args, timeout_s=None):
+        self.calls += 1
+        raise TransientError("the worker process died (exit code -9)", error_type="worker_crashed")
+
+
+def test_work_the_lane_cannot_finish_is_done_on_ingest_thread(tmp_path):
+    from infra.local.objectstore import FolderObjectStore
+
+    source = tmp_path / "a.pdf"
+    source.write_bytes(b"%PDF-1.4 body\n")
+    objects = FolderObjectStore(tmp_path / "objects")
+    lane = _DeadLane()
+    uploads = PooledUploads(lane)
+    (found,) = uploads.fingerprints([source], None)
+    uploads.store(objects, [("uploads/x/a.pdf", source)], None)
+    uploads.close()
+    assert lane.calls == 2
+    assert found.sha256 == hashlib.sha256(b"%PDF-1.4 body\n").hexdigest() and found.bytes == 14
+    assert objects.get("uploads/x/a.pdf") == b"%PDF-1.4 body\n"
