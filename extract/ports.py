@@ -258,6 +258,11 @@ class JobStore(Protocol):
 
     def mark_indexed(self, job_id: str, at: datetime) -> bool: ...
 
+    def mark_indexed_many(self, job_ids: Sequence[str], at: datetime) -> None:
+        """``mark_indexed`` for each of several jobs (an index batch's), in one write where the
+        store has one (SQLite: one transaction, not a commit a job)."""
+        ...
+
     def mark_index_failed(self, job_id: str, error: str) -> bool:
         """The indexer gave up on this job: it stays succeeded, its text unsearchable."""
         ...

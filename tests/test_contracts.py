@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -293,6 +293,11 @@ def test_job_store_outbox_flags(job_store):
     job_store.mark_index_sent(["j"])
     assert job_store.unsent_index_jobs() == []
     assert [j.job_id for j in job_store.jobs_to_index()] == ["j"]
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    job_store.mark_indexed_many(["j", "no-such-job"], when)
+    assert job_store.jobs_to_index() == [] and job_store.get_job("j").indexed_at == when
+    job_store.mark_indexed_many(["j"], utc_now())  # marked once: the first time stays
+    assert job_store.get_job("j").indexed_at == when
 
 
 def test_job_store_records_units_read_while_planning_done_with_the_plan(job_store):

@@ -46,6 +46,20 @@ def test_delete_acknowledges_and_a_stale_receipt_is_ignored(tmp_path):
     assert queue.depth("work") == queue.depth("work").__class__(0, 0, 0)
 
 
+def test_delete_many_acks_a_batch_and_ignores_its_stale_receipts(tmp_path):
+    queue, clock = make_queue(tmp_path)
+    queue.send_batch("work", ["a", "b", "c"])
+    a, b = queue.receive("work", max_messages=2, visibility_timeout_s=30)
+    (c,) = queue.receive("work", visibility_timeout_s=10)
+    clock.now += 11  # c's receipt goes stale: another worker holds it now
+    (fresh_c,) = queue.receive("work", max_messages=3, visibility_timeout_s=10)
+    queue.delete_many([a, b, c])
+    assert queue.depth("work").in_flight == 1  # only the message another worker holds is left
+    queue.delete_many([fresh_c])
+    queue.delete_many([])
+    assert queue.depth("work") == queue.depth("work").__class__(0, 0, 0)
+
+
 def test_change_visibility_brings_a_message_back_early(tmp_path):
     queue, clock = make_queue(tmp_path)
     queue.send("work", "a")

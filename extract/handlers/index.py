@@ -106,9 +106,7 @@ async def index_together(ctx: HandlerContext,
             delivery.emit(DocumentIndexed, pages=count, chars=chars)
         release_slot()
         await commit_together(ctx.sink, [delivery for delivery, _ in indexing])
-    at = utc_now()
-    for job_id in [*settled, *(stored[2] for _, stored in indexing)]:
-        ctx.store.mark_indexed(job_id, at)
+    ctx.store.mark_indexed_many([*settled, *(stored[2] for _, stored in indexing)], utc_now())
     if settled or indexing:
         ctx.notify()
     return alone

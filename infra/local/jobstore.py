@@ -287,6 +287,11 @@ class SqliteJobStore(SqliteClaims):
         )
         return cursor.rowcount == 1
 
+    def mark_indexed_many(self, job_ids: Sequence[str], at: datetime) -> None:
+        with transaction(self._db) as db:
+            db.executemany("UPDATE jobs SET indexed_at = ? WHERE job_id = ? AND indexed_at IS NULL",
+                           [(at.isoformat(), job_id) for job_id in job_ids])
+
     def mark_index_failed(self, job_id: str, error: str) -> bool:
         cursor = self._db.execute(
             "UPDATE jobs SET index_error = ? WHERE job_id = ? AND indexed_at IS NULL",

@@ -512,22 +512,26 @@ class LocalRuntime:
             outcomes, left = dict.fromkeys(range(len(batch)), Outcome.RETRY), []
         finally:
             heartbeat.cancel()
-        for position, outcome in outcomes.items():
-            self._settle(batch[position], outcome)
+        self._settle_all([(batch[position], outcome) for position, outcome in outcomes.items()])
         for position in left:
             inbox.put_nowait((batch[position],))
 
-    def _settle(self, received: ReceivedMessage, outcome: Outcome) -> None:
-        """Ack a handled message, or hand it back for a retry after a backoff."""
-        self.stats.messages += 1
-        if outcome is Outcome.ACK:
-            self.queue.delete(received)
-        else:
-            self.stats.retries += 1
-            # Back off before the retry rather than waiting out the whole timeout.
-            backoff = min(2.0 ** received.receive_count, self.settings.visibility_timeout_s)
-            backoff *= random.uniform(0.5, 1.0)  # jitter: retries of a burst spread out
-            self.queue.change_visibility(received, backoff)
+    def _settle_all(self, settled: list[tuple[ReceivedMessage, Outcome]]) -> None:
+        """Ack the handled messages (a batch's in one write), hand the others back."""
+        self.queue.delete_many([received for received, outcome in settled
+                                if outcome is Outcome.ACK])
+        for received, outcome in settled:
+            self.stats.messages += 1
+            if outcome is not Outcome.ACK:
+                self._retry(received)
+
+    def _retry(self, received: ReceivedMessage) -> None:
+        """Hand a message back for a retry after a backoff."""
+        self.stats.retries += 1
+        # Back off before the retry rather than waiting out the whole timeout.
+        backoff = min(2.0 ** received.receive_count, self.settings.visibility_timeout_s)
+        backoff *= random.uniform(0.5, 1.0)  # jitter: retries of a burst spread out
+        self.queue.change_visibility(received, backoff)
 
     async def _heartbeat(self, batch: Batch) -> None:
         """Keep a long-running message hidden: extend its visibility at half the timeout, up to

@@ -368,6 +368,10 @@ class DynamoJobStore(DynamoClaims):
                             condition="attribute_exists(pk) AND attribute_not_exists(indexed_at)",
                             values=attr_values(at=at.isoformat()))
 
+    def mark_indexed_many(self, job_ids: Sequence[str], at: datetime) -> None:
+        for job_id in job_ids:  # each a conditional write of its own (no batch form has one)
+            self.mark_indexed(job_id, at)
+
     def mark_index_failed(self, job_id: str, error: str) -> bool:
         return self._update(job_key(job_id), "SET index_error = :e REMOVE gsi_to_index",
                             condition="attribute_exists(pk) AND attribute_not_exists(indexed_at)",
