@@ -61,9 +61,12 @@ NO_PROGRESS = "no_progress"
 class ChangeFeed(Protocol):
     """A job store that numbers its changes, so a poller can ask for what changed only."""
 
-    def active_jobs_changed(self, after: int | None) -> tuple[list[JobProgress], int]:
+    def active_jobs_changed(self, after: int | None, *,
+                            unplanned_quiet_below_s: float | None = None
+                            ) -> tuple[list[JobProgress], int]:
         """Active jobs changed after position ``after`` (all when None), and the position the
-        next call asks from."""
+        next call asks from. With ``unplanned_quiet_below_s``, queued jobs with no units, no
+        error and a stall clock at most that many seconds are left out (``quiet_unplanned``)."""
         ...
 
 
@@ -171,15 +174,18 @@ async def poll_once(ctx: HandlerContext, *, now: datetime | None = None,
     now = now or utc_now()
     feed = ctx.store if isinstance(ctx.store, ChangeFeed) else None
     quick = not full and feed is not None and cursor is not None and cursor.position is not None
-    position = None
-    if feed is not None and (quick or cursor is not None):
-        active, position = feed.active_jobs_changed(cursor.position if quick else None)
-    else:
-        active = ctx.store.active_jobs()
     if quick:
         elapsed_s = 0.0
+    backlog = queue_backlog(ctx) if elapsed_s > 0 else None
+    position = None
+    if feed is not None and (quick or cursor is not None):
+        active, position = feed.active_jobs_changed(
+            cursor.position if quick else None,
+            unplanned_quiet_below_s=quiet_unplanned(ctx, backlog))
+    else:
+        active = ctx.store.active_jobs()
     if elapsed_s > 0 and active:
-        active = _count_stalls(ctx, active, elapsed_s, now)
+        active = _count_stalls(ctx, active, elapsed_s, now, backlog or {})
     decided = [d for d in (decide(p, ctx.config.no_progress_timeout_s, now) for p in active)
                if d]
     applied = []
@@ -206,10 +212,26 @@ def remove_decrypted_copy(ctx: HandlerContext, document_id: str, job_id: str) ->
     return ctx.objects.delete_prefix(decrypted_key(document_id, job_id))
 
 
-def _count_stalls(ctx: HandlerContext, active: list[JobProgress],
-                  elapsed_s: float, now: datetime) -> list[JobProgress]:
-    backlog = {queue: ctx.queue.depth(queue).visible > 0
-               for queue in (*PLANNING_QUEUES, *UNIT_QUEUES)}
+def queue_backlog(ctx: HandlerContext) -> dict[str, bool]:
+    """Which of the queues a job waits its turn on have visible messages (``waiting_its_turn``)."""
+    return {queue: ctx.queue.depth(queue).visible > 0
+            for queue in (*PLANNING_QUEUES, *UNIT_QUEUES)}
+
+
+def quiet_unplanned(ctx: HandlerContext, backlog: dict[str, bool] | None) -> float | None:
+    """The stall clock under which a pass may leave out queued jobs with no units and no error
+    (None: it reads them all). Such a job has no decision (``decide``: no error, no unit, a stall
+    clock under the limit), and this pass adds no stall to it: no time is counted (``backlog``
+    None: a quick or first pass), or it waits its turn behind a planning queue's backlog. A drop
+    of two thousand files is two thousand such jobs, read with their unit counts on every full
+    pass until each was split (a tenth of the main process's CPU), for no decision at all."""
+    if backlog is None or any(backlog.get(queue, False) for queue in PLANNING_QUEUES):
+        return ctx.config.no_progress_timeout_s
+    return None
+
+
+def _count_stalls(ctx: HandlerContext, active: list[JobProgress], elapsed_s: float,
+                  now: datetime, backlog: dict[str, bool]) -> list[JobProgress]:
     stalled = [p for p in active
                if not waiting_its_turn(p, backlog) and not scheduled(p.job, now)]
     if not stalled:

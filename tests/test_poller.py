@@ -289,3 +289,31 @@ async def test_a_woken_pass_reads_only_the_jobs_that_changed_since_the_last(tmp_
     assert harness.store.active_jobs_changed(cursor.position)[0] == []  # nothing moved since
     # A full pass still reads them all (and counts the stall clock of those not waiting).
     assert len(harness.store.active_jobs_changed(None)[0]) == 9
+
+
+async def test_a_full_pass_leaves_out_unplanned_jobs_that_cannot_have_a_decision(tmp_path,
+                                                                                pdf_factory):
+    """Behind a planning backlog, a queued job with no units, no error and a stall clock under
+    the limit has no decision and gains no stall: a full pass does not read it. A job with an
+    error, or with a stall clock already over the limit, is read and failed as before; once the
+    backlog is gone, the quiet job's clock runs again."""
+    from extract.poller import PollCursor
+
+    harness = Harness(tmp_path, no_progress_timeout_s=0.5)
+    quiet, erred, stalled = (harness.planner.ingest(pdf_factory(f"{n}.pdf", 2)).job_id
+                             for n in "abc")
+    harness.store.set_job_error(erred, "worker_error")
+    harness.store.add_stall([(stalled, 0.9, harness.store.get_job(stalled).last_progress_at)])
+    read = harness.store.active_jobs_changed(None, unplanned_quiet_below_s=0.5)[0]
+    assert {p.job.job_id for p in read} == {erred, stalled}
+
+    cursor = PollCursor()
+    decided = await poll_once(harness.ctx, cursor=cursor, full=True, elapsed_s=0.3)
+    assert {(d.job_id, d.new, d.reason) for d in decided} == {
+        (erred, JobStatus.FAILED, "worker_error"), (stalled, JobStatus.FAILED, NO_PROGRESS)}
+    assert harness.store.get_job(quiet).status is JobStatus.QUEUED
+    assert harness.store.get_job(quiet).stalled_s == 0.0
+
+    harness.receive(SPLIT_QUEUE)  # taken by a worker that hangs: no backlog, the clock runs
+    assert await poll_once(harness.ctx, cursor=cursor, full=True, elapsed_s=0.3) == []
+    assert harness.store.get_job(quiet).stalled_s == 0.3

@@ -183,13 +183,22 @@ class SqliteJobStore(SqliteClaims):
     def active_jobs(self) -> list[JobProgress]:
         return self._active("", ())[0]
 
-    def active_jobs_changed(self, after: int | None) -> tuple[list[JobProgress], int]:
+    def active_jobs_changed(self, after: int | None, *,
+                            unplanned_quiet_below_s: float | None = None
+                            ) -> tuple[list[JobProgress], int]:
         """The active jobs changed since position ``after`` (every active job when None), and
         the position to ask from next time. The position is read first: a change committed in
-        between has a later number, so the next pass reads it (perhaps twice, never not)."""
-        if after is None:
-            return self._active("", ())
-        return self._active(" AND j.change_seq > ?", (after,))
+        between has a later number, so the next pass reads it (perhaps twice, never not).
+        ``unplanned_quiet_below_s``: leave out queued jobs with no units, no error and a stall
+        clock at most this (``ChangeFeed``)."""
+        where, args = "", ()
+        if after is not None:
+            where, args = " AND j.change_seq > ?", (after,)
+        if unplanned_quiet_below_s is not None:
+            where += (" AND NOT (j.status = 'queued' AND j.units IS NULL AND j.error IS NULL"
+                      " AND j.stalled_s <= ?)")
+            args = (*args, unplanned_quiet_below_s)
+        return self._active(where, args)
 
     def change_position(self) -> int:
         """The number of the store's latest change to a job's progress or settlement: equal
