@@ -21,8 +21,31 @@ MODEL_CHOICES = ("primary_model", "fallback_model", "fallback_provider", "render
 """``ModelConfig`` fields a job keeps (never a key or an endpoint)."""
 
 
+_REMEMBERED = 64
+"""Configs whose ``record`` and ``apply`` are remembered (by identity: a config is never changed
+in place, only copied). A split batch handles sixteen jobs of one run; each applied the same
+JSON over the same settings and recorded the result again (0.1 ms a job in the main process)."""
+_RECORDS: dict[int, tuple[ExtractConfig, str]] = {}
+_APPLIED: dict[tuple[int, str], tuple[ExtractConfig, ExtractConfig]] = {}
+
+
+def _remember(memo: dict, key: object, config: ExtractConfig, value: object) -> None:
+    if len(memo) >= _REMEMBERED:
+        memo.clear()
+    memo[key] = (config, value)  # the config kept alive: its id is not reused meanwhile
+
+
 def record(config: ExtractConfig) -> str:
     """The choices of ``config`` as the JSON a job keeps."""
+    known = _RECORDS.get(id(config))
+    if known is not None and known[0] is config:
+        return known[1]
+    recorded = _record(config)
+    _remember(_RECORDS, id(config), config, recorded)
+    return recorded
+
+
+def _record(config: ExtractConfig) -> str:
     choices = {name: getattr(config, name) for name in CONFIG_CHOICES}
     choices["models"] = {name: getattr(config.models, name) for name in MODEL_CHOICES}
     return json.dumps(choices, sort_keys=True, separators=(",", ":"))
@@ -33,6 +56,15 @@ def apply(config: ExtractConfig, recorded: str | None) -> ExtractConfig:
     recorded none (created by an older build) or the same ones."""
     if not recorded:
         return config
+    known = _APPLIED.get((id(config), recorded))
+    if known is not None and known[0] is config:
+        return known[1]
+    applied = _apply(config, recorded)
+    _remember(_APPLIED, (id(config), recorded), config, applied)
+    return applied
+
+
+def _apply(config: ExtractConfig, recorded: str) -> ExtractConfig:
     choices = json.loads(recorded)
     models = {k: v for k, v in choices.pop("models", {}).items() if k in MODEL_CHOICES}
     update = {k: v for k, v in choices.items() if k in CONFIG_CHOICES}
