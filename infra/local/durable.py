@@ -60,24 +60,67 @@ def write_bytes(path: Path, data: bytes) -> None:
     write_many([(path, data, None)])
 
 
+OPEN_AT_ONCE = 64
+"""Files written before their fsyncs: the first fsync commits the filesystem's journal with the
+others' blocks and names in it (ext4's ordered mode), so the rest find little left to do. Six
+pages of a document: 0.19 to 0.20 ms of CPU a page written this way against 0.27 to 0.34 ms
+each fsynced before the next is written. Bounded, so a batch of thousands keeps few open."""
+
+
+def _create(temporary: Path) -> int:
+    """A new file, 0600 whatever the umask (see ``make_dirs``)."""
+    return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view):]
+
+
+def _staged_durably(items: Sequence, fill: Callable[[object, int], None],
+                    target: Callable[[object], Path]) -> list[tuple[Path, Path]]:
+    """Each item written by ``fill(item, fd)`` to a new temporary file beside ``target(item)``,
+    ``OPEN_AT_ONCE`` files at a time written first and fsynced after; returns (temporary, final)
+    pairs. On an error, nothing of the batch is left behind."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for start in range(0, len(items), OPEN_AT_ONCE):
+            opened: list[int] = []
+            try:
+                for item in items[start:start + OPEN_AT_ONCE]:
+                    path = target(item)
+                    temporary = _temporary(path)
+                    descriptor = _create(temporary)
+                    opened.append(descriptor)
+                    staged.append((temporary, path))
+                    fill(item, descriptor)
+                for descriptor in opened:
+                    os.fsync(descriptor)
+            finally:
+                for descriptor in opened:
+                    os.close(descriptor)
+    except BaseException:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
+        raise
+    return staged
+
+
 def write_many(files: Sequence[tuple[Path, bytes, Callable[[int], None] | None]]) -> None:
     """Write several files durably for the price of one folder fsync per folder: each is written
     and fsynced under a temporary name (``before_publish(fd)`` may tag it, e.g. with an xattr),
     then all are renamed, then each folder is fsynced once."""
     folders = dict.fromkeys(path.parent for path, _, _ in files)
     make_many_dirs(folders)
-    staged = []
-    for path, data, before_publish in files:
-        temporary = _temporary(path)
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        with open(descriptor, "wb") as handle:  # 0600 whatever the umask (see make_dirs)
-            handle.write(data)
-            handle.flush()
-            if before_publish is not None:
-                before_publish(handle.fileno())
-            os.fsync(handle.fileno())
-        staged.append((temporary, path))
-    for temporary, path in staged:
+
+    def fill(item, descriptor: int) -> None:
+        _, data, before_publish = item
+        _write_all(descriptor, data)
+        if before_publish is not None:
+            before_publish(descriptor)
+
+    for temporary, path in _staged_durably(files, fill, lambda item: item[0]):
         os.replace(temporary, path)
     for folder in folders:
         fsync_dir(folder)
@@ -98,12 +141,9 @@ def copy_many(copies: Sequence[tuple[Path, Path]], *, max_bytes: int | None = No
     leaves none of the batch stored, and raises its error."""
     folders = dict.fromkeys(path.parent for _, path in copies)
     make_many_dirs(folders)
-    staged: list[tuple[Path, Path]] = []
+    staged = _staged_durably(copies, lambda item, fd: _copy_into(item[0], fd, max_bytes),
+                             lambda item: item[1])
     try:
-        for source, path in copies:
-            temporary = _temporary(path)
-            staged.append((temporary, path))
-            _copy_to(source, temporary, max_bytes)
         for temporary, path in staged:
             os.replace(temporary, path)
     except BaseException:
@@ -114,28 +154,21 @@ def copy_many(copies: Sequence[tuple[Path, Path]], *, max_bytes: int | None = No
         fsync_dir(folder)
 
 
-def _copy_to(source: Path, temporary: Path, max_bytes: int | None) -> None:
-    """Copy ``source`` (a regular file, no link followed) to a new ``temporary``, fsynced."""
+def _copy_into(source: Path, target_fd: int, max_bytes: int | None) -> None:
+    """Copy ``source`` (a regular file, no link followed) into ``target_fd`` (not fsynced)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     source_fd = os.open(source, flags)
     try:
         if not stat.S_ISREG(os.fstat(source_fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(source))
-        target_fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            remaining = None if max_bytes is None else max_bytes + 1
-            while remaining is None or remaining > 0:
-                chunk = os.read(source_fd, COPY_CHUNK if remaining is None
-                                else min(COPY_CHUNK, remaining))
-                if not chunk:
-                    break
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(target_fd, view):]
-                if remaining is not None:
-                    remaining -= len(chunk)
-            os.fsync(target_fd)
-        finally:
-            os.close(target_fd)
+        remaining = None if max_bytes is None else max_bytes + 1
+        while remaining is None or remaining > 0:
+            chunk = os.read(source_fd, COPY_CHUNK if remaining is None
+                            else min(COPY_CHUNK, remaining))
+            if not chunk:
+                break
+            _write_all(target_fd, chunk)
+            if remaining is not None:
+                remaining -= len(chunk)
     finally:
         os.close(source_fd)
