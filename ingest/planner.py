@@ -166,7 +166,7 @@ class Planner:
         relative = {Path(p): name for p, name in (source_paths or {}).items()}
         cwd = Path.cwd()  # the uploads' work may run in a process whose working folder differs
         absolute = {p: p if p.is_absolute() else cwd / p for p in paths}
-        found = self.uploads.fingerprints(list(absolute.values()), self.max_bytes)
+        found = self.uploads.fingerprints([absolute[p] for p in paths], self.max_bytes)
         kept = [(p, f) for p, f in zip(paths, found, strict=True) if self._usable(p, f)]
         paths, prints = [p for p, _ in kept], [f for _, f in kept]
         digests = [f.sha256 for f in prints]

@@ -90,3 +90,37 @@ def test_work_the_lane_cannot_finish_is_done_on_ingest_thread(tmp_path):
     assert lane.calls == 2
     assert found.sha256 == hashlib.sha256(b"%PDF-1.4 body\n").hexdigest() and found.bytes == 14
     assert objects.get("uploads/x/a.pdf") == b"%PDF-1.4 body\n"
+
+
+def test_ingest_after_a_run_closed_its_pools_still_stores_and_close_stops_the_lane(
+        tmp_path, settings):
+    """A run's end closes its process pools while ingest may still finish the batch in hand:
+    that batch is stored all the same, and closing the runtime stops the lane it started."""
+    from infra.local.runtime import LocalRuntime
+
+    source = tmp_path / "late.pdf"
+    source.write_bytes(b"%PDF-1.4 late\n")
+    runtime = LocalRuntime(settings)
+    planner = runtime.planner()
+    runtime.cpu.close()  # what the end of ``process`` does
+    (result,) = planner.ingest_many([source])
+    key = upload_key(result.document_id, result.job_id)
+    assert runtime.objects.get(key) == b"%PDF-1.4 late\n"
+    assert runtime.cpu.uploads._pool is not None  # started again for that batch
+    runtime.close()
+    assert runtime.cpu.uploads._pool is None
+
+
+def test_a_file_named_twice_in_one_batch_is_one_job(tmp_path, settings):
+    from infra.local.runtime import LocalRuntime
+
+    source = tmp_path / "twice.pdf"
+    source.write_bytes(b"%PDF-1.4 twice\n")
+    runtime = LocalRuntime(settings)
+    try:
+        first, second = runtime.planner().ingest_many([source, source])
+        jobs = runtime.store.list_jobs()
+    finally:
+        runtime.close()
+    assert (first.outcome.value, second.outcome.value) == ("new", "unchanged")
+    assert first.job_id == second.job_id and [j.job_id for j in jobs] == [first.job_id]

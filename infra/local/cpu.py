@@ -15,6 +15,7 @@ import logging
 import multiprocessing
 import threading
 from collections.abc import Callable
+from concurrent.futures import CancelledError as FutureCancelled
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
@@ -101,7 +102,12 @@ class ProcessPoolRunner:
         pool, future = self._schedule(fn, args, timeout_s)
         try:
             return future.result()
+        except FutureCancelled:  # the pool was stopped (its run ended) before the call was done
+            raise TransientError(f"{fn.__name__} was cancelled: its pool stopped",
+                                 error_type="cancelled") from None
         except (TimeoutError, ProcessExpired, BrokenProcessPool) as error:
+            if isinstance(error, TimeoutError) and timeout_s is None:
+                raise  # no time limit was set: the call's own error
             raise self._failed(pool, fn, timeout_s, error) from None
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:

@@ -318,7 +318,9 @@ class LocalRuntime:
     def close(self) -> None:
         """Close this runtime's databases (job store, queue, search index) now, not when the
         collector gets to them: the last connection to close removes SQLite's side files
-        (``-wal``, ``-shm``), and that should happen before the command returns."""
+        (``-wal``, ``-shm``), and that should happen before the command returns. Its worker
+        processes go too: ingest may have started the uploads lane again after a run stopped."""
+        self.cpu.close()
         for database in (self.index, self.queue, self.store):
             with contextlib.suppress(Exception):
                 database.close()
