@@ -12,7 +12,8 @@ is left to a call of its own, so that small documents never wait behind a large 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from extract.context import Delivery, HandlerContext, commit_together, release_slot
 from extract.errors import TerminalError
@@ -22,6 +23,8 @@ from extract.state import Job, JobStatus
 from lake.events import DocumentIndexed, utc_now
 from lake.layout import page_number_of, pages_prefix
 
+T = TypeVar("T")
+
 INDEX_TIMEOUT_S = 600.0
 MAX_PAGES_TOGETHER = 200
 """The most pages of a job indexed together with others; a job with more is indexed on its own
@@ -30,6 +33,9 @@ wait behind it."""
 
 StoredJob = tuple[list[str], str, str, str]
 """A job's page keys, its document id, its id and its source name: what indexing it reads."""
+ListedJob = tuple[int, str, str, str]
+"""A job whose page keys are listed where it is indexed: the pages it read, its document id, its
+id and its source name."""
 
 
 def index_stored_jobs(index: SearchIndex, objects: ObjectStore,
@@ -44,6 +50,21 @@ def index_stored_jobs(index: SearchIndex, objects: ObjectStore,
     counts = index.replace_documents(documents)
     return [(count, sum(len(text) for _, text in pages))
             for count, (_, _, _, pages) in zip(counts, documents, strict=True)]
+
+
+def index_listed_jobs(index: SearchIndex, objects: ObjectStore,
+                      jobs: Sequence[ListedJob]) -> list[tuple[int, int] | None]:
+    """``index_stored_jobs`` for jobs whose pages are listed here, where they are read (a worker
+    process), not by the main process: a job with a page lost (fewer stored than it read) is
+    left out, None, for its own message to fail alone (``missing_pages``); the others are
+    indexed in one transaction."""
+    listed: list[StoredJob | None] = []
+    for pages, document_id, job_id, source_name in jobs:
+        keys = objects.list(pages_prefix(document_id, job_id))
+        listed.append((keys, document_id, job_id, source_name) if len(keys) == pages else None)
+    complete = [job for job in listed if job is not None]
+    counts = iter(index_stored_jobs(index, objects, complete) if complete else [])
+    return [None if job is None else next(counts) for job in listed]
 
 
 async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Delivery) -> None:
@@ -62,7 +83,8 @@ async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Del
     if not _all_stored(job, keys):
         raise TerminalError(f"{len(keys)} pages stored, {job.pages} expected",
                             error_type="missing_pages")
-    [(count, chars)] = await _index(ctx, [(keys, job.document_id, job.job_id, job.source_name)])
+    [(count, chars)] = await _index(ctx, index_stored_jobs,
+                                    [(keys, job.document_id, job.job_id, job.source_name)])
     delivery.emit(DocumentIndexed, pages=count, chars=chars)
     release_slot()  # indexed: what is left only waits for the events' flush
     await delivery.commit()
@@ -81,7 +103,7 @@ async def index_together(ctx: HandlerContext,
     jobs = {job.job_id: job for job in ctx.store.list_jobs([m.job_id for m, _ in deliveries])}
     alone: list[IndexMessage] = []
     settled: list[str] = []  # nothing to index (not the latest version, or no index)
-    indexing: list[tuple[Delivery, StoredJob]] = []
+    indexing: list[tuple[IndexMessage, Delivery, ListedJob]] = []
     seen: set[str] = set()
     for message, delivery in deliveries:
         job = jobs.get(message.job_id)
@@ -95,19 +117,24 @@ async def index_together(ctx: HandlerContext,
         document = ctx.store.get_document(job.document_id)
         if ctx.index is None or document is None or document.latest_job_id != job.job_id:
             settled.append(job.job_id)
-        elif not _all_stored(job, keys := ctx.objects.list(
-                pages_prefix(job.document_id, job.job_id))):
-            alone.append(message)
         else:
-            indexing.append((delivery, (keys, job.document_id, job.job_id, job.source_name)))
+            indexing.append((message, delivery,
+                             (job.pages, job.document_id, job.job_id, job.source_name)))
+    indexed: list[tuple[Delivery, str]] = []
     if indexing:
-        results = await _index(ctx, [stored for _, stored in indexing])
-        for (delivery, _), (count, chars) in zip(indexing, results, strict=True):
+        results = await _index(ctx, index_listed_jobs, [listed for *_, listed in indexing])
+        for (message, delivery, listed), result in zip(indexing, results, strict=True):
+            if result is None:  # a page lost: its own message fails it, alone
+                alone.append(message)
+                continue
+            count, chars = result
             delivery.emit(DocumentIndexed, pages=count, chars=chars)
+            indexed.append((delivery, listed[2]))
+    if indexed:
         release_slot()
-        await commit_together(ctx.sink, [delivery for delivery, _ in indexing])
-    ctx.store.mark_indexed_many([*settled, *(stored[2] for _, stored in indexing)], utc_now())
-    if settled or indexing:
+        await commit_together(ctx.sink, [delivery for delivery, _ in indexed])
+    ctx.store.mark_indexed_many([*settled, *(job_id for _, job_id in indexed)], utc_now())
+    if settled or indexed:
         ctx.notify()
     return alone
 
@@ -117,11 +144,13 @@ def _all_stored(job: Job, keys: list[str]) -> bool:
     return job.pages is None or len(keys) == job.pages
 
 
-async def _index(ctx: HandlerContext, jobs: list[StoredJob]) -> list[tuple[int, int]]:
+async def _index(ctx: HandlerContext, index_jobs: Callable[..., list[T]],
+                 jobs: Sequence[object]) -> list[T]:
     """Tokenising a large document (a workbook of 250,000 rows takes seconds) must not hold the
-    event loop and every other message: in a worker process where the ports allow it (the
-    pages are read there too), else on a thread."""
+    event loop and every other message: ``index_jobs`` (``index_stored_jobs`` or
+    ``index_listed_jobs``) runs in a worker process where the ports allow it (the pages are read
+    there too), else on a thread."""
     if ctx.worker_index is not None and ctx.worker_objects is not None:
-        return await ctx.cpu.run(index_stored_jobs, ctx.worker_index, ctx.worker_objects, jobs,
+        return await ctx.cpu.run(index_jobs, ctx.worker_index, ctx.worker_objects, list(jobs),
                                  timeout_s=max(ctx.config.read_timeout_s, INDEX_TIMEOUT_S))
-    return await asyncio.to_thread(index_stored_jobs, ctx.index, ctx.objects, jobs)
+    return await asyncio.to_thread(index_jobs, ctx.index, ctx.objects, list(jobs))
