@@ -63,7 +63,7 @@ def write_bytes(path: Path, data: bytes) -> None:
 OPEN_AT_ONCE = 64
 """Files written before their fsyncs: the first fsync commits the filesystem's journal with the
 others' blocks and names in it (ext4's ordered mode), so the rest find little left to do. Six
-pages of a document: 0.19 to 0.20 ms of CPU a page written this way against 0.27 to 0.34 ms
+pages of a document: 0.17 to 0.22 ms of CPU a page written this way against 0.25 to 0.36 ms
 each fsynced before the next is written. Bounded, so a batch of thousands keeps few open."""
 
 
