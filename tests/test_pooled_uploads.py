@@ -85,7 +85,7 @@ def test_work_the_lane_cannot_finish_is_done_on_ingest_thread(tmp_path):
     lane = _DeadLane()
     uploads = PooledUploads(lane)
     (found,) = uploads.fingerprints([source], None)
-    uploads.store(objects, [("uploads/x/a.pdf", source)], None)
+    uploads.store(objects, [("uploads/x/a.pdf", source)], 1024)
     uploads.close()
     assert lane.calls == 2
     assert found.sha256 == hashlib.sha256(b"%PDF-1.4 body\n").hexdigest() and found.bytes == 14
@@ -124,3 +124,20 @@ def test_a_file_named_twice_in_one_batch_is_one_job(tmp_path, settings):
         runtime.close()
     assert (first.outcome.value, second.outcome.value) == ("new", "unchanged")
     assert first.job_id == second.job_id and [j.job_id for j in jobs] == [first.job_id]
+
+
+def test_a_size_limit_above_what_a_worker_may_write_stores_on_ingest_thread(tmp_path):
+    """Worker processes may write no file over ``MAX_WORKER_FILE_BYTES``: with a larger limit
+    (or none) the uploads are copied on ingest's own thread, never refused by the worker."""
+    from infra.local.cpu import MAX_WORKER_FILE_BYTES
+    from infra.local.objectstore import FolderObjectStore
+
+    source = tmp_path / "a.pdf"
+    source.write_bytes(b"%PDF-1.4 big limit\n")
+    objects = FolderObjectStore(tmp_path / "objects")
+    lane = _DeadLane()
+    uploads = PooledUploads(lane)
+    uploads.store(objects, [("uploads/x/a.pdf", source)], MAX_WORKER_FILE_BYTES + 1)
+    uploads.store(objects, [("uploads/y/a.pdf", source)], None)
+    assert lane.calls == 0
+    assert objects.get("uploads/x/a.pdf") == objects.get("uploads/y/a.pdf") == source.read_bytes()

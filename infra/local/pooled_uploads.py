@@ -19,6 +19,7 @@ from pathlib import Path
 
 from extract.errors import TransientError
 from extract.ports import ObjectStore
+from infra.local.cpu import MAX_WORKER_FILE_BYTES
 from infra.local.cpu_lanes import LanedCpu
 from ingest.fingerprint import Fingerprint, ThreadedUploads, fingerprint_files, store_uploads
 
@@ -43,6 +44,11 @@ class PooledUploads:
 
     def store(self, objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
               max_bytes: int | None) -> None:
+        if max_bytes is None or max_bytes >= MAX_WORKER_FILE_BYTES:
+            # A worker may write no file that large (``RLIMIT_FSIZE``): a home whose size limit
+            # is above it copies its uploads here, as before.
+            self._here.store(objects, uploads, max_bytes)
+            return
         try:
             self._cpu.call(store_uploads, objects, list(uploads), max_bytes)
         except TransientError as error:
