@@ -12,18 +12,16 @@ is left to a call of its own, so that small documents never wait behind a large 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from extract.context import Delivery, HandlerContext, commit_together, release_slot
 from extract.errors import TerminalError
 from extract.messages import IndexMessage
 from extract.ports import ObjectStore, SearchIndex
-from extract.state import Job, JobStatus
+from extract.state import JobStatus
 from lake.events import DocumentIndexed, utc_now
 from lake.layout import page_number_of, pages_prefix
-
-T = TypeVar("T")
 
 INDEX_TIMEOUT_S = 600.0
 MAX_PAGES_TOGETHER = 200
@@ -33,9 +31,15 @@ wait behind it."""
 
 StoredJob = tuple[list[str], str, str, str]
 """A job's page keys, its document id, its id and its source name: what indexing it reads."""
-ListedJob = tuple[int, str, str, str]
-"""A job whose page keys are listed where it is indexed: the pages it read, its document id, its
-id and its source name."""
+ListedJob = tuple[int | None, str, str, str]
+"""A job whose page keys are listed where it is indexed: the pages it read (None: not known),
+its document id, its id and its source name."""
+
+
+class Lost(NamedTuple):
+    """A job not indexed: the pages found stored are not as many as it read (a page lost)."""
+
+    stored: int
 
 
 def index_stored_jobs(index: SearchIndex, objects: ObjectStore,
@@ -53,18 +57,19 @@ def index_stored_jobs(index: SearchIndex, objects: ObjectStore,
 
 
 def index_listed_jobs(index: SearchIndex, objects: ObjectStore,
-                      jobs: Sequence[ListedJob]) -> list[tuple[int, int] | None]:
+                      jobs: Sequence[ListedJob]) -> list[tuple[int, int] | Lost]:
     """``index_stored_jobs`` for jobs whose pages are listed here, where they are read (a worker
-    process), not by the main process: a job with a page lost (fewer stored than it read) is
-    left out, None, for its own message to fail alone (``missing_pages``); the others are
-    indexed in one transaction."""
-    listed: list[StoredJob | None] = []
+    process), not by the main process: a job with a page lost (not as many stored as it read)
+    is left out, ``Lost``, for its message to fail ``missing_pages``; the others are indexed in
+    one transaction."""
+    listed: list[StoredJob | Lost] = []
     for pages, document_id, job_id, source_name in jobs:
         keys = objects.list(pages_prefix(document_id, job_id))
-        listed.append((keys, document_id, job_id, source_name) if len(keys) == pages else None)
-    complete = [job for job in listed if job is not None]
+        listed.append((keys, document_id, job_id, source_name)
+                      if pages is None or len(keys) == pages else Lost(len(keys)))
+    complete = [job for job in listed if not isinstance(job, Lost)]
     counts = iter(index_stored_jobs(index, objects, complete) if complete else [])
-    return [None if job is None else next(counts) for job in listed]
+    return [job if isinstance(job, Lost) else next(counts) for job in listed]
 
 
 async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Delivery) -> None:
@@ -79,12 +84,11 @@ async def handle_index(ctx: HandlerContext, message: IndexMessage, delivery: Del
         ctx.notify()
         return
 
-    keys = ctx.objects.list(pages_prefix(job.document_id, job.job_id))
-    if not _all_stored(job, keys):
-        raise TerminalError(f"{len(keys)} pages stored, {job.pages} expected",
+    [result] = await _index(ctx, [(job.pages, job.document_id, job.job_id, job.source_name)])
+    if isinstance(result, Lost):
+        raise TerminalError(f"{result.stored} pages stored, {job.pages} expected",
                             error_type="missing_pages")
-    [(count, chars)] = await _index(ctx, index_stored_jobs,
-                                    [(keys, job.document_id, job.job_id, job.source_name)])
+    count, chars = result
     delivery.emit(DocumentIndexed, pages=count, chars=chars)
     release_slot()  # indexed: what is left only waits for the events' flush
     await delivery.commit()
@@ -122,9 +126,9 @@ async def index_together(ctx: HandlerContext,
                              (job.pages, job.document_id, job.job_id, job.source_name)))
     indexed: list[tuple[Delivery, str]] = []
     if indexing:
-        results = await _index(ctx, index_listed_jobs, [listed for *_, listed in indexing])
+        results = await _index(ctx, [listed for *_, listed in indexing])
         for (message, delivery, listed), result in zip(indexing, results, strict=True):
-            if result is None:  # a page lost: its own message fails it, alone
+            if isinstance(result, Lost):  # its own message fails it, alone
                 alone.append(message)
                 continue
             count, chars = result
@@ -139,18 +143,11 @@ async def index_together(ctx: HandlerContext,
     return alone
 
 
-def _all_stored(job: Job, keys: list[str]) -> bool:
-    """As many pages stored as the job read (a lost page fails its indexing, never half)."""
-    return job.pages is None or len(keys) == job.pages
-
-
-async def _index(ctx: HandlerContext, index_jobs: Callable[..., list[T]],
-                 jobs: Sequence[object]) -> list[T]:
-    """Tokenising a large document (a workbook of 250,000 rows takes seconds) must not hold the
-    event loop and every other message: ``index_jobs`` (``index_stored_jobs`` or
-    ``index_listed_jobs``) runs in a worker process where the ports allow it (the pages are read
-    there too), else on a thread."""
+async def _index(ctx: HandlerContext, jobs: list[ListedJob]) -> list[tuple[int, int] | Lost]:
+    """Listing a job's pages and tokenising them (a workbook of 250,000 rows takes seconds) must
+    not hold the event loop and every other message: in a worker process where the ports allow
+    it (the pages are read there too), else on a thread."""
     if ctx.worker_index is not None and ctx.worker_objects is not None:
-        return await ctx.cpu.run(index_jobs, ctx.worker_index, ctx.worker_objects, list(jobs),
+        return await ctx.cpu.run(index_listed_jobs, ctx.worker_index, ctx.worker_objects, jobs,
                                  timeout_s=max(ctx.config.read_timeout_s, INDEX_TIMEOUT_S))
-    return await asyncio.to_thread(index_jobs, ctx.index, ctx.objects, list(jobs))
+    return await asyncio.to_thread(index_listed_jobs, ctx.index, ctx.objects, jobs)
