@@ -46,15 +46,10 @@ def open_regular(path: Path) -> int:
     return descriptor
 
 
-def sha256_of(path: Path, max_bytes: int | None = None) -> str:
-    """The sha256 of the file's bytes, or of its first ``max_bytes + 1`` bytes when it is longer
-    (what is stored of a file over the size limit: enough to fail it ``file_too_large``, never
-    the whole of a sparse terabyte)."""
-    return fingerprint(path, max_bytes).sha256
-
-
 def fingerprint(path: Path, max_bytes: int | None = None) -> Fingerprint:
-    """``path``'s ``Fingerprint``; the size is the open file's own, so it is the file hashed."""
+    """``path``'s ``Fingerprint``; the size is the open file's own, so it is the file hashed.
+    A file longer than ``max_bytes`` is hashed to its first ``max_bytes + 1`` bytes (what is
+    stored of it: enough to fail it ``file_too_large``, never the whole of a sparse terabyte)."""
     digest = hashlib.sha256()
     remaining = None if max_bytes is None else max_bytes + 1
     with os.fdopen(open_regular(path), "rb") as handle:
