@@ -307,6 +307,7 @@ def warm_models(settings) -> None:
 def run_load(spec: LoadSpec, home: Path) -> dict:
     """Run ``spec`` in ``home`` (its lake keeps the events) and return the figures."""
     from infra.local.runtime import LocalRuntime
+    from infra.local.settled_watch import SettledWatch
     from infra.settings import Settings
     from lake.catalog import query
     from lake.compaction import compact_after_run
@@ -333,11 +334,15 @@ def run_load(spec: LoadSpec, home: Path) -> dict:
     else:
         ingest = PacedIngest(settings, runtime.objects, runtime.writer, files, spec.rate).start()
 
-    def done() -> bool:
+    watch: list[SettledWatch] = []
+
+    def done() -> bool:  # ``doclake run``'s stop test, once every document is in
         if not ingest.finished:
             return False
-        ids = ([i.job_id for i in ingest.result()] if spec.rate is None else ingest.ids)
-        return runtime.store.settled_count(ids) == len(set(ids))
+        if not watch:
+            ids = ([i.job_id for i in ingest.result()] if spec.rate is None else ingest.ids)
+            watch.append(SettledWatch(runtime.store, ids))
+        return watch[0]()
 
     lag = LoopLag()
 

@@ -26,6 +26,7 @@ from rich.progress import (
 
 from extract.state import Job, JobStatus
 from infra.cli.render.output import terminal_safe
+from infra.local.settled_watch import SettledWatch
 from ingest.planner import Ingested, IngestOutcome
 
 
@@ -199,29 +200,16 @@ class _Bar:
         documents = progress.add_task("documents", total=len(report.pending), rate="")
         pages = progress.add_task("pages", total=None, rate="")
         started = time.perf_counter()
-        pending = set(report.pending)
-        follow = hasattr(store, "settled_changed")  # a store that numbers its changes
-        state: dict[str, float | int | None] = {"position": None, "shown": 0.0}
+        watch = SettledWatch(store, report.pending)
+        state: dict[str, float] = {"shown": 0.0}
 
         def done() -> bool:
-            # Asked after every poll pass. A store that numbers its changes is asked only for
-            # the jobs settled since the last time (counting two thousand jobs after every pass
-            # was a tenth of the run's main-process CPU); others count the run's jobs.
-            if follow and state["position"] is not None:
-                settled_ids, state["position"] = store.settled_changed(state["position"])
-                pending.difference_update(settled_ids)
-            elif follow:
-                state["position"] = store.change_position()  # read before the count
-                unsettled = {j.job_id for j in store.list_jobs(list(pending)) if not j.settled}
-                pending.intersection_update(unsettled)
-            elif store.settled_count(report.pending) == len(set(report.pending)):
-                pending.clear()
-            finished = not pending
+            finished = watch()  # asked after every poll pass: follows the store's changes
             if not progress.disable:  # the bar: redrawn a few times a second at most
                 now = time.perf_counter()
-                if finished or now - float(state["shown"] or 0.0) >= 0.25:
+                if finished or now - state["shown"] >= 0.25:
                     state["shown"] = now
-                    progress.update(documents, completed=len(set(report.pending)) - len(pending))
+                    progress.update(documents, completed=watch.settled)
                     total, read = store.page_progress(report.pending)
                     elapsed = now - started
                     rate = (read - report.pages_before) / elapsed if elapsed > 0 else 0.0
