@@ -148,6 +148,7 @@ def test_folder_store_put_files_fsyncs_a_shared_parent_once(tmp_path, monkeypatc
     synced: list[Path] = []
     real = durable.fsync_dir
     monkeypatch.setattr(durable, "fsync_dir", lambda folder: (synced.append(folder), real(folder)))
+    monkeypatch.setattr(durable, "_syncfs", lambda: None)  # a system without syncfs
     store = FolderObjectStore(tmp_path / "objects")
     store.put("uploads/.keep", b"")  # uploads/ exists already, as after a home's first batch
     synced.clear()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from support.helpers import Harness, handle_together, watch_batches
 
 import extract.readers.text as text_module
@@ -164,3 +165,46 @@ def test_a_batch_of_files_that_are_not_pdfs_is_handed_back_one_by_one(settings, 
     assert {(j.status, j.units, j.detected_format) for j in jobs} == {
         (JobStatus.SUCCEEDED, 1, "csv")}
     assert (runtime.stats.messages, runtime.stats.retries) == (18, 0)  # 9 splits, 9 indexings
+
+
+def test_the_batch_stores_every_documents_pages_in_one_write_after_reading_all(tmp_path,
+                                                                               pdf_factory):
+    """The worker call holds each document's pages until every document is read, then writes
+    them in one durable batch; a document that raises stores nothing and leaves the others'."""
+    from infra.local.objectstore import FolderObjectStore
+
+    writes: list[list[str]] = []
+
+    class Recording(FolderObjectStore):
+        def put_many(self, objects):
+            writes.append([key for key, _, _ in objects])
+            super().put_many(objects)
+
+    store = Recording(tmp_path / "objects")
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n1 0 obj garbage\n%%EOF\n")
+    documents = [(pdf_factory("a.pdf", 2), None, 20, 100, "da", "ja"),
+                 (broken, None, 20, 100, "dx", "jx"),
+                 (pdf_factory("b.pdf", 4), None, 20, 100, "db", "jb")]
+
+    results = text_module.count_and_read_first_pages_of_each(documents, store)
+
+    assert results[1] is None
+    assert [pages for pages, _ in (results[0], results[2])] == [2, 4]
+    assert all(stored for r in (results[0], results[2]) for _, _, _, stored in r[1])
+    assert len(writes) == 1 and len(writes[0]) == 6
+    assert store.list("pages/da/ja/") + store.list("pages/db/jb/") == sorted(writes[0])
+
+
+def test_a_batch_whose_store_fails_reports_no_page_stored(tmp_path, pdf_factory):
+    """The held pages' write fails (a full disk): the call raises, so no page is reported stored
+    and every message of the batch goes back to be split alone."""
+    from infra.local.objectstore import FolderObjectStore
+
+    class Full(FolderObjectStore):
+        def put_many(self, objects):
+            raise OSError(28, "No space left on device")
+
+    documents = [(pdf_factory("a.pdf", 2), None, 20, 100, "da", "ja")]
+    with pytest.raises(OSError, match="No space"):
+        text_module.count_and_read_first_pages_of_each(documents, Full(tmp_path / "objects"))

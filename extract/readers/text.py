@@ -57,17 +57,41 @@ def count_and_read_first_pages_of_each(documents: Sequence[FirstPagesOf], store:
                                                  | None]:
     """``count_and_read_first_pages`` for several documents in one worker call (the splits of
     PDFs received together), each with nothing stored before. None for a document that raised:
-    its own split, handled alone, says why; the others are not disturbed."""
+    its own split, handled alone, says why; the others are not disturbed.
+
+    Every document's pages are stored together once all are read (``_StoredTogether``): one
+    durable batch of a hundred pages costs a third of sixteen of six (``durable.write_many``).
+    A store that fails fails the call, and each message goes back to be split alone."""
     results: list[tuple[int, list[tuple[int, str, float, bool]]] | None] = []
+    together = _StoredTogether(store) if store is not None else None
     for path, password, first_pages, max_pages, document_id, job_id in documents:
         try:
             results.append(count_and_read_first_pages(path, password, first_pages, max_pages,
-                                                      store, document_id, job_id))
+                                                      together, document_id, job_id))
         except Exception as error:  # noqa: BLE001 - reported by the document's own split
             log.info("the split of %s, read with others, failed (%r); it is split alone",
                      path, error)
             results.append(None)
+    if together is not None:
+        together.store_all()
     return results
+
+
+class _StoredTogether:
+    """An object store's ``put_many`` held back: the objects are written by ``store_all``, in
+    one batch, before the caller reports any of them stored."""
+
+    def __init__(self, store: Any):
+        self._store = store
+        self._objects: list[tuple[str, bytes, dict[str, str] | None]] = []
+
+    def put_many(self, objects: Sequence[tuple[str, bytes, dict[str, str] | None]]) -> None:
+        self._objects.extend(objects)
+
+    def store_all(self) -> None:
+        if self._objects:
+            self._store.put_many(self._objects)
+            self._objects = []
 
 
 def read_and_store_text_layer(path: Path, page_numbers: Sequence[int], password: str | None,

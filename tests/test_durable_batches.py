@@ -1,0 +1,116 @@
+"""A large batch of files is made durable by two syncs of its filesystem around the renames.
+
+``infra.local.durable._published``: the contents synced before any final name exists (a crash
+then leaves only temporaries, which no listing shows), the renames and new folders synced after;
+no file or folder fsynced one by one. A small batch keeps the fsyncs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from infra.local import durable
+from infra.local.objectstore import FolderObjectStore
+
+
+def _finals(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file() and not p.name.startswith("."))
+
+
+def _temporaries(root: Path) -> list[Path]:
+    return [p for p in root.rglob(".*.tmp")]
+
+
+@pytest.fixture
+def recorded(monkeypatch, tmp_path):
+    """Each filesystem sync, with the final names and temporaries that existed when it ran;
+    each fsync of a folder or a file."""
+    if durable._syncfs() is None:
+        pytest.skip("no syncfs here (not Linux 5.8 or later): batches are fsynced file by file")
+    root = tmp_path / "objects"
+    calls: list[tuple[list[str], int]] = []
+    real_sync = durable.sync_filesystems
+
+    def sync(folders):
+        folders = list(folders)
+        calls.append((_finals(root), len(_temporaries(root))))
+        real_sync(folders)
+
+    fsynced: list[object] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(durable, "sync_filesystems", sync)
+    monkeypatch.setattr(durable, "fsync_dir", lambda folder: fsynced.append(folder))
+    monkeypatch.setattr(durable.os, "fsync", lambda fd: (fsynced.append(fd), real_fsync(fd)))
+    return root, calls, fsynced
+
+
+def _pages(documents: int, pages: int = 6) -> list[tuple[str, bytes, dict[str, str]]]:
+    return [(f"pages/d{d}/j/{n:05d}.md", f"page {n} of {d}".encode(), {"chars": "9"})
+            for d in range(documents) for n in range(1, pages + 1)]
+
+
+def test_a_large_batch_is_synced_before_and_after_its_renames(recorded):
+    root, calls, fsynced = recorded
+    store = FolderObjectStore(root)
+    objects = _pages(16)
+    store.put_many(objects)
+    assert len(calls) == 2
+    before, after = calls
+    assert before == ([], len(objects))  # every content synced while no final name existed
+    assert after == (sorted(k for k, _, _ in objects), 0)  # the renames synced after
+    assert fsynced == []  # no file or folder fsynced one by one
+    assert store.get("pages/d7/j/00003.md") == b"page 3 of 7"
+    assert store.head("pages/d7/j/00003.md") == {"chars": "9"}
+    assert oct((root / "pages" / "d7").stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_a_small_batch_keeps_an_fsync_a_file(recorded):
+    root, calls, fsynced = recorded
+    FolderObjectStore(root).put_many(_pages(1))
+    assert calls == []
+    assert len(fsynced) >= 6 + 1  # six files, and at least their folder
+
+
+def test_a_failed_sync_leaves_no_final_name_and_no_temporary(recorded, monkeypatch):
+    root, _, _ = recorded
+
+    def failing(descriptor: int) -> int:
+        return -1
+
+    monkeypatch.setattr(durable, "_syncfs", lambda: failing)  # the recorder calls the real one
+    store = FolderObjectStore(root)
+    with pytest.raises(OSError, match="syncfs"):
+        store.put_many(_pages(16))
+    assert _finals(root) == []
+    assert _temporaries(root) == []
+
+
+def test_a_large_copy_batch_with_a_source_gone_stores_none(recorded, tmp_path):
+    root, calls, _ = recorded
+    sources = []
+    for n in range(20):
+        source = tmp_path / f"in{n}.pdf"
+        source.write_bytes(b"%PDF-1.7 " + bytes([n]))
+        sources.append((f"uploads/d{n}/j", source))
+    sources[13][1].unlink()
+    with pytest.raises(FileNotFoundError):
+        FolderObjectStore(root).put_files(sources)
+    assert _finals(root) == [] and _temporaries(root) == []
+    sources[13][1].write_bytes(b"%PDF-1.7 back")
+    FolderObjectStore(root).put_files(sources)
+    assert FolderObjectStore(root).get("uploads/d13/j") == b"%PDF-1.7 back"
+    assert calls[-1][0] == sorted(k for k, _ in sources)
+
+
+def test_no_syncfs_before_linux_5_8(monkeypatch):
+    probe = durable._syncfs.__wrapped__
+    monkeypatch.setattr(durable.os, "uname", lambda: os.uname_result(
+        ("Linux", "host", "5.4.0-150-generic", "#1", "x86_64")))
+    assert probe() is None
+    monkeypatch.setattr(durable.os, "uname", lambda: os.uname_result(
+        ("Darwin", "host", "23.1.0", "#1", "arm64")))
+    assert probe() is None
