@@ -29,8 +29,9 @@ def _temporaries(root: Path) -> list[Path]:
 def recorded(monkeypatch, tmp_path):
     """Each filesystem sync, with the final names and temporaries that existed when it ran;
     each fsync of a folder or a file."""
-    if durable._syncfs() is None:
-        pytest.skip("no syncfs here (not Linux 5.8 or later): batches are fsynced file by file")
+    if not durable._syncfs_for([tmp_path]):
+        pytest.skip("no syncfs here (not Linux 5.8 or later, or a filesystem not known to "
+                    "honour it): batches are fsynced file by file")
     root = tmp_path / "objects"
     calls: list[tuple[list[str], int]] = []
     real_sync = durable.sync_filesystems
@@ -114,3 +115,27 @@ def test_no_syncfs_before_linux_5_8(monkeypatch):
     monkeypatch.setattr(durable.os, "uname", lambda: os.uname_result(
         ("Darwin", "host", "23.1.0", "#1", "arm64")))
     assert probe() is None
+
+
+def test_a_filesystem_not_known_to_honour_syncfs_keeps_the_fsyncs(monkeypatch):
+    """A FUSE mount (which may return from ``syncfs`` without asking its server) is judged by
+    the longest mount point holding the folder; a folder not made yet by its nearest parent."""
+    monkeypatch.setattr(durable, "_mounts", lambda: [("/mnt/remote", "fuse.sshfs"),
+                                                     ("/", "ext4")])
+    judge = durable._honours_syncfs.__wrapped__
+    assert judge(1, "/mnt/remote/home/objects") is False
+    assert judge(1, "/mnt/remote") is False
+    assert judge(1, "/mnt/remotely/objects") is True  # another folder, on the root's ext4
+    assert judge(1, "/srv/home") is True
+    monkeypatch.setattr(durable, "_mounts", lambda: [])
+    assert judge(1, "/srv/home") is False  # no mount table: fsyncs
+
+
+def test_a_large_batch_on_such_a_filesystem_is_fsynced_file_by_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(durable, "_honours_syncfs", lambda device, existing: False)
+    synced: list[object] = []
+    monkeypatch.setattr(durable, "sync_filesystems", lambda folders: synced.append(folders))
+    store = FolderObjectStore(tmp_path / "objects" / "not" / "made" / "yet")
+    store.put_many(_pages(16))
+    assert synced == []
+    assert store.get("pages/d3/j/00002.md") == b"page 2 of 3"

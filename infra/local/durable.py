@@ -12,6 +12,7 @@ import ctypes
 import errno
 import functools
 import os
+import re
 import stat
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -115,8 +116,8 @@ SYNC_FILESYSTEM_FROM = 16
 """Files in one batch from which it is made durable by two ``syncfs`` of its filesystem (the
 files written, synced, renamed, synced again) instead of an fsync a file and a folder: 96 pages
 of 16 documents cost 0.06 to 0.08 ms of CPU a page and 0.08 to 0.1 ms of wall against 0.14 to
-0.19 and 0.28 to 0.41 (``benchmarks``-style runs in the issue 23 note). ``syncfs`` writes back
-the whole filesystem, so a smaller batch, where an fsync a file is cheap, keeps the fsyncs."""
+0.19 and 0.28 to 0.41 on ext4 (batches of sixteen six-page documents, issue 23). ``syncfs``
+writes back the whole filesystem, so a small batch, where an fsync a file is cheap, keeps them."""
 
 
 @functools.cache
@@ -142,6 +143,53 @@ def _syncfs() -> Callable[[int], int] | None:
     return function
 
 
+SYNCFS_FILESYSTEMS = frozenset({"ext4", "ext3", "xfs", "btrfs", "f2fs", "zfs", "tmpfs"})
+"""Filesystems whose ``syncfs`` makes every file on them durable (``sync_fs`` writes back and
+commits the journal; tmpfs holds nothing across a power loss either way). Elsewhere (FUSE before
+Linux 5.15 returns from ``syncfs`` without asking its server; NFS, overlays) a batch keeps an
+fsync a file, which every filesystem honours."""
+
+
+def _mounts() -> list[tuple[str, str]]:
+    """(mount point, filesystem type) of every mount this process sees, longest point first."""
+    mounts = []
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as table:
+            for line in table:
+                fields = line.split()
+                if len(fields) >= 3:  # spaces and such in a point are octal escapes (\040)
+                    point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
+                    mounts.append((point, fields[2]))
+    except OSError:
+        return []
+    return sorted(mounts, key=lambda mount: -len(mount[0]))
+
+
+@functools.lru_cache(maxsize=64)
+def _honours_syncfs(device: int, existing: str) -> bool:
+    """Whether the filesystem ``device`` (which holds the folder ``existing``) is one of
+    ``SYNCFS_FILESYSTEMS``, by the longest mount point that holds the folder."""
+    for point, kind in _mounts():
+        if existing == point or existing.startswith(point.rstrip("/") + "/"):
+            return kind in SYNCFS_FILESYSTEMS
+    return False
+
+
+def _syncfs_for(folders: Iterable[Path]) -> bool:
+    """True when ``syncfs`` exists and every filesystem the folders are (to be made) on honours
+    it; a folder not made yet is judged by its nearest existing parent."""
+    if _syncfs() is None:
+        return False
+    for folder in folders:
+        existing = folder
+        while not existing.exists() and existing.parent != existing:
+            existing = existing.parent
+        real = os.path.realpath(existing)
+        if not _honours_syncfs(os.stat(real).st_dev, real):
+            return False
+    return True
+
+
 def sync_filesystems(folders: Iterable[Path]) -> None:
     """``syncfs`` once for each filesystem holding one of ``folders``: every file and folder
     entry written there before the call is durable after it, or this raises."""
@@ -165,10 +213,11 @@ def _published(items: Sequence, fill: Callable[[object, int], None],
     """Each item written by ``fill(item, fd)`` under a temporary name beside ``target(item)``,
     then renamed to it, durably: every final name holds all of its file or is absent, after a
     crash at any point. A batch of ``SYNC_FILESYSTEM_FROM`` files or more is made durable by two
-    ``syncfs`` (the temporaries, then the renames and new folders); a smaller one, or a system
-    without ``syncfs``, by an fsync a file and one a folder. On an error no temporary is left."""
+    ``syncfs`` (the temporaries, then the renames and new folders); a smaller one, or one on a
+    filesystem not known to honour ``syncfs`` (``SYNCFS_FILESYSTEMS``), by an fsync a file and
+    one a folder. On an error no temporary is left."""
     folders = dict.fromkeys(target(item).parent for item in items)
-    whole = len(items) >= SYNC_FILESYSTEM_FROM and _syncfs() is not None
+    whole = len(items) >= SYNC_FILESYSTEM_FROM and _syncfs_for(folders)
     make_many_dirs(folders, sync=not whole)
     if whole:
         staged: list[tuple[Path, Path]] = []
