@@ -147,3 +147,26 @@ def test_a_job_ending_reads_only_its_own_document(tmp_path):
                                    failure_reason="corrupt", at=utc_now())
     assert reopened._db.execute("SELECT status FROM documents WHERE document_id = 'd'"
                                 ).fetchone()[0] == "failed"
+
+
+def test_the_outbox_look_ups_and_the_stop_test_read_only_their_own_index(tmp_path):
+    """The poller's look-ups of index and fields messages not yet sent, and a run's stop test,
+    read their partial or change-number index, never every job of a status: SQLite's planner,
+    left to itself, read all succeeded jobs through ``jobs_status`` on every pass."""
+    store = new_store(tmp_path)
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    store.unsent_index_jobs()
+    store.unsent_fields_jobs()
+    store.settled_changed(0)
+    store._db.set_trace_callback(None)
+    expected = {"unsent_index": "jobs_index_unsent", "fields_unsent": "jobs_fields_unsent",
+                "change_seq": "jobs_change_seq"}
+    selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")
+               and "FROM jobs" in s and "max(change_seq)" not in s]
+    assert len(selects) == 3, selects
+    for statement in selects:
+        plan = " ".join(row["detail"] for row in
+                        store._db.execute(f"EXPLAIN QUERY PLAN {statement}"))
+        assert "jobs_status " not in plan + " ", plan
+        assert any(index in plan for index in expected.values()), plan

@@ -328,7 +328,8 @@ class SqliteJobStore(SqliteClaims):
 
     def unsent_index_jobs(self) -> list[Job]:
         rows = self._db.execute(
-            "SELECT * FROM jobs WHERE status = 'succeeded' AND indexed_at IS NULL "
+            "SELECT * FROM jobs INDEXED BY jobs_index_unsent"
+            " WHERE status = 'succeeded' AND indexed_at IS NULL "
             "AND index_error IS NULL AND index_sent_at IS NULL ORDER BY finished_at"
         ).fetchall()
         return [job_from_row(r) for r in rows]
@@ -377,7 +378,7 @@ class SqliteJobStore(SqliteClaims):
         them all after every poll."""
         position = self.change_position()
         rows = self._db.execute(
-            "SELECT job_id FROM jobs WHERE change_seq > ?"
+            "SELECT job_id FROM jobs INDEXED BY jobs_change_seq WHERE change_seq > ?"
             " AND (fields_strategy IS NULL OR fields_published_at IS NOT NULL)"
             " AND (status = 'failed' OR (status = 'succeeded'"
             "      AND (indexed_at IS NOT NULL OR index_error IS NOT NULL)))", (after,)).fetchall()

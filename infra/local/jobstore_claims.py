@@ -156,7 +156,8 @@ class SqliteClaims:
 
     def unsent_fields_jobs(self) -> list[Job]:
         rows = self._db.execute(
-            "SELECT * FROM jobs WHERE fields_strategy IS NOT NULL AND fields_sent_at IS NULL "
+            "SELECT * FROM jobs INDEXED BY jobs_fields_unsent"
+            " WHERE fields_strategy IS NOT NULL AND fields_sent_at IS NULL "
             "AND fields_published_at IS NULL AND status IN ('succeeded', 'failed') "
             "ORDER BY finished_at"
         ).fetchall()
