@@ -122,17 +122,18 @@ def test_a_filesystem_not_known_to_honour_syncfs_keeps_the_fsyncs(monkeypatch):
     the longest mount point holding the folder; a folder not made yet by its nearest parent."""
     monkeypatch.setattr(durable, "_mounts", lambda: [("/mnt/remote", "fuse.sshfs"),
                                                      ("/", "ext4")])
-    judge = durable._honours_syncfs.__wrapped__
-    assert judge(1, "/mnt/remote/home/objects") is False
-    assert judge(1, "/mnt/remote") is False
-    assert judge(1, "/mnt/remotely/objects") is True  # another folder, on the root's ext4
-    assert judge(1, "/srv/home") is True
+    judge = durable._mount_honours_syncfs
+    assert judge("/mnt/remote/home/objects") is False
+    assert judge("/mnt/remote") is False
+    assert judge("/mnt/remotely/objects") is True  # another folder, on the root's ext4
+    assert judge("/srv/home") is True
     monkeypatch.setattr(durable, "_mounts", lambda: [])
-    assert judge(1, "/srv/home") is False  # no mount table: fsyncs
+    assert judge("/srv/home") is False  # no mount table: fsyncs
 
 
 def test_a_large_batch_on_such_a_filesystem_is_fsynced_file_by_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(durable, "_honours_syncfs", lambda device, existing: False)
+    monkeypatch.setattr(durable, "_mount_honours_syncfs", lambda folder: False)
+    monkeypatch.setattr(durable, "_honoured", {})  # judged anew, not from this process's cache
     synced: list[object] = []
     monkeypatch.setattr(durable, "sync_filesystems", lambda folders: synced.append(folders))
     store = FolderObjectStore(tmp_path / "objects" / "not" / "made" / "yet")

@@ -165,14 +165,17 @@ def _mounts() -> list[tuple[str, str]]:
     return sorted(mounts, key=lambda mount: -len(mount[0]))
 
 
-@functools.lru_cache(maxsize=64)
-def _honours_syncfs(device: int, existing: str) -> bool:
-    """Whether the filesystem ``device`` (which holds the folder ``existing``) is one of
-    ``SYNCFS_FILESYSTEMS``, by the longest mount point that holds the folder."""
+def _mount_honours_syncfs(folder: str) -> bool:
+    """Whether the filesystem of ``folder`` (a real path) is one of ``SYNCFS_FILESYSTEMS``, by
+    the longest mount point that holds it."""
     for point, kind in _mounts():
-        if existing == point or existing.startswith(point.rstrip("/") + "/"):
+        if folder == point or folder.startswith(point.rstrip("/") + "/"):
             return kind in SYNCFS_FILESYSTEMS
     return False
+
+
+_honoured: dict[int, bool] = {}
+"""``_mount_honours_syncfs`` by device, once a process: a batch asks for each of its folders."""
 
 
 def _syncfs_for(folders: Iterable[Path]) -> bool:
@@ -184,8 +187,10 @@ def _syncfs_for(folders: Iterable[Path]) -> bool:
         existing = folder
         while not existing.exists() and existing.parent != existing:
             existing = existing.parent
-        real = os.path.realpath(existing)
-        if not _honours_syncfs(os.stat(real).st_dev, real):
+        device = os.stat(existing).st_dev
+        if device not in _honoured:
+            _honoured[device] = _mount_honours_syncfs(os.path.realpath(existing))
+        if not _honoured[device]:
             return False
     return True
 
