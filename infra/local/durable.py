@@ -84,10 +84,12 @@ def _write_all(descriptor: int, data: bytes) -> None:
 
 
 def _staged_durably(items: Sequence, fill: Callable[[object, int], None],
-                    target: Callable[[object], Path]) -> list[tuple[Path, Path]]:
+                    target: Callable[[object], Path], *, fsync: bool = True
+                    ) -> list[tuple[Path, Path]]:
     """Each item written by ``fill(item, fd)`` to a new temporary file beside ``target(item)``,
-    ``OPEN_AT_ONCE`` files at a time written first and fsynced after; returns (temporary, final)
-    pairs. On an error, nothing of the batch is left behind."""
+    ``OPEN_AT_ONCE`` files at a time written first and fsynced after (``fsync=False``: not
+    fsynced, the caller syncs the filesystem); returns (temporary, final) pairs. On an error,
+    nothing of the batch is left behind."""
     staged: list[tuple[Path, Path]] = []
     try:
         for start in range(0, len(items), OPEN_AT_ONCE):
@@ -100,7 +102,7 @@ def _staged_durably(items: Sequence, fill: Callable[[object, int], None],
                     opened.append(descriptor)
                     staged.append((temporary, path))
                     fill(item, descriptor)
-                for descriptor in opened:
+                for descriptor in opened if fsync else ():
                     os.fsync(descriptor)
             finally:
                 for descriptor in opened:
@@ -125,7 +127,8 @@ def _syncfs() -> Callable[[int], int] | None:
     """libc's ``syncfs(2)``, where it reports write-back errors (Linux 5.8 and later: before,
     it returned 0 whatever happened, and durability would rest on a call that cannot fail);
     None elsewhere (another system, or no such symbol), and the batch is fsynced file by file."""
-    system, release = os.uname().sysname, os.uname().release
+    uname = os.uname()
+    system, release = uname.sysname, uname.release
     if system != "Linux":
         return None
     try:
@@ -224,26 +227,10 @@ def _published(items: Sequence, fill: Callable[[object, int], None],
     folders = dict.fromkeys(target(item).parent for item in items)
     whole = len(items) >= SYNC_FILESYSTEM_FROM and _syncfs_for(folders)
     make_many_dirs(folders, sync=not whole)
-    if whole:
-        staged: list[tuple[Path, Path]] = []
-        try:
-            for item in items:
-                path = target(item)
-                temporary = _temporary(path)
-                descriptor = _create(temporary)
-                staged.append((temporary, path))
-                try:
-                    fill(item, descriptor)
-                finally:
-                    os.close(descriptor)
-            sync_filesystems(folders)  # the contents durable before any final name exists
-        except BaseException:
-            for temporary, _ in staged:
-                temporary.unlink(missing_ok=True)
-            raise
-    else:
-        staged = _staged_durably(items, fill, target)
+    staged = _staged_durably(items, fill, target, fsync=not whole)
     try:
+        if whole:
+            sync_filesystems(folders)  # the contents durable before any final name exists
         for temporary, path in staged:
             os.replace(temporary, path)
     except BaseException:
