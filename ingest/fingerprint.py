@@ -9,10 +9,8 @@ hashes on a few threads of its own (``ThreadedUploads``), as before.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
-import stat
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from extract.ports import ObjectStore
+from lake.files import open_regular
 
 CHUNK = 1024 * 1024
 IO_THREADS = 8  # files hashed at once: the disk, not the CPU, is what they wait on
@@ -33,17 +32,6 @@ class Fingerprint:
     sha256: str
     bytes: int
     source_key: str
-
-
-def open_regular(path: Path) -> int:
-    """A descriptor on ``path`` opened without following a link at its last component, or
-    ``OSError`` when it is a link or anything but a regular file (a FIFO would block a read,
-    a device would never end): the walk checked the same, and this closes the gap between."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    return descriptor
 
 
 def fingerprint(path: Path, max_bytes: int | None = None) -> Fingerprint:

@@ -2,18 +2,22 @@
 
 The writer and compaction both need them; they live below both so that neither imports the
 other for them (compaction used to import ``open_lake`` from the writer, which starts
-compactions, a circle).
+compactions, a circle). The home's other file writers (``infra.local.durable``, ingest's
+hashing) take their primitives from here too: one copy of each rule.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-__all__ = ["fsync_directory", "fsync_file", "is_local", "local_root", "open_lake"]
+__all__ = ["fsync_directory", "fsync_file", "is_local", "local_root", "open_lake",
+           "open_regular"]
 
 
 def is_local(uri: str) -> bool:
@@ -58,3 +62,14 @@ def fsync_directory(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A descriptor on ``path`` opened without following a link at its last component, or
+    ``OSError`` when it is a link or anything but a regular file (a FIFO would block a read,
+    a device would never end): a walk that checked the same leaves a gap this closes."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return descriptor

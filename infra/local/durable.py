@@ -9,16 +9,14 @@ rule for both.
 from __future__ import annotations
 
 import ctypes
-import errno
 import functools
 import os
 import re
-import stat
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from lake.files import fsync_directory
+from lake.files import fsync_directory, open_regular
 
 COPY_CHUNK = 1024 * 1024
 
@@ -277,11 +275,8 @@ def copy_many(copies: Sequence[tuple[Path, Path]], *, max_bytes: int | None = No
 
 def _copy_into(source: Path, target_fd: int, max_bytes: int | None) -> None:
     """Copy ``source`` (a regular file, no link followed) into ``target_fd`` (not fsynced)."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    source_fd = os.open(source, flags)
+    source_fd = open_regular(source)
     try:
-        if not stat.S_ISREG(os.fstat(source_fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(source))
         remaining = None if max_bytes is None else max_bytes + 1
         while remaining is None or remaining > 0:
             chunk = os.read(source_fd, COPY_CHUNK if remaining is None
