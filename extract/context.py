@@ -99,6 +99,10 @@ class ReadScope:
     delivery: Delivery
     unit_id: str
     save_page: Callable[[PageText], Awaitable[None]]
+    answered: Callable[[], None] = lambda: None
+    """Called by a reader that pays per call once every call of the unit is answered: what is
+    left (the ledger rows' commit, storing the pages) only waits, so the read handler frees
+    the unit's slot (``release_slot``) for the next unit's calls."""
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import time
 
 import pytest
 from support.fake_gemini import Call, FakeGemini, answer, blocked_prompt, error
@@ -257,3 +258,48 @@ async def test_a_cancelled_call_is_on_the_ledger():
     assert "cancelled in flight" in event.detail
     # Cancelled after the request left: its input is estimated ("Transcribe": 3 tokens).
     assert (event.input_tokens, event.tokens_estimated) == (3, True) and event.cost_usd > 0
+
+
+class TimedSink:
+    """A sink whose commit takes a while, as a group commit does, and says when each row of the
+    ledger became durable (monotonic time, like the fake's arrivals)."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self.durable: list[tuple[float, object]] = []
+
+    async def commit(self, events) -> None:
+        await asyncio.sleep(self.delay_s)
+        self.durable += [(time.monotonic(), e) for e in events]
+
+
+async def test_a_held_answer_is_durable_before_the_next_call_is_sent():
+    """A page reader's ledger holds an answered row (its slot is freed meanwhile), but a blocked
+    answer's row is written before the fallback model is asked: a crash during the second call
+    can never lose the first one's payment."""
+
+    def respond(call: Call):
+        return blocked_prompt() if call.model == PRIMARY else answer("# Read by the fallback\n")
+
+    with FakeGemini(respond) as fake:
+        models = build_models(config(fake))
+        sink = TimedSink(0.05)
+        ledger = Ledger(sink, hold_answers=True)
+        result = await models.call(Prompt("Transcribe", (Image(PNG, "image/png"),)),
+                                   CallSite("read_page", page_number=1), ledger)
+        assert result.model == f"gemini:{FALLBACK}"
+        (primary_at, primary), = [(t, e) for t, e in sink.durable if e.model == PRIMARY]
+        assert primary.outcome == "blocked"
+        (asked,) = [c for c in fake.calls if c.model == FALLBACK]
+        assert primary_at < asked.at, "the blocked answer's row was durable before the fallback"
+        assert [e.model for _, e in sink.durable] == [PRIMARY], "the fallback's row is held"
+        await ledger.durable()
+        assert [e.model for _, e in sink.durable] == [PRIMARY, FALLBACK]
+
+
+async def test_a_ledger_without_hold_answers_waits_for_every_row():
+    with FakeGemini(lambda call: answer("# Page\n")) as fake:
+        sink = TimedSink(0.0)
+        await build_models(config(fake)).call(Prompt("Transcribe", (Image(PNG, "image/png"),)),
+                                              CallSite("read_page"), Ledger(sink))
+    assert [e.outcome for _, e in sink.durable] == ["ok"]

@@ -3,10 +3,13 @@ whose one page keeps failing is retried for that page only (the others are not p
 
 from __future__ import annotations
 
+import asyncio
+
 from support.fake_gemini import Call, FakeGemini, answer, error
 from support.helpers import Harness
 from test_handlers import _split_and_read
 
+from extract.context import SLOT_RELEASE
 from extract.handling import Outcome, handle_message
 from extract.messages import READ_QUEUE
 from extract.models import ModelConfig
@@ -52,3 +55,47 @@ async def test_a_failing_page_is_retried_alone_and_the_others_paid_once(tmp_path
     assert {c.attempt for c in calls if c.outcome == "ok" and c.page_number != failing} == {1}
     reads = {e.page_number: e.reader for e in harness.sink.of_type("page_read")}
     assert set(reads.values()) == {"gemini:gemini-2.5-flash"}
+
+
+async def test_the_slot_is_freed_once_every_call_is_answered_not_after_the_ledger(
+        tmp_path, pdf_factory):
+    """A model unit frees its reader's slot when its calls are answered: the ledger rows'
+    group commit and the page writes only wait, and the next unit's calls go out meanwhile. The
+    order that keeps every payment is unchanged: each page's row is durable before the page is
+    stored, and the message is acknowledged after both."""
+    log: list[tuple] = []
+
+    def respond(call: Call):
+        log.append(("asked", call.n))
+        return answer("# A page\n")
+
+    with FakeGemini(respond) as fake:
+        harness = Harness(tmp_path, reader="gemini",
+                          models=ModelConfig(gemini_api_key="k", gemini_base_url=fake.url))
+        ingested = await _split_and_read(harness, pdf_factory("a.pdf", 3))
+        (message,) = harness.receive(READ_QUEUE)
+        real_commit, real_put_many = harness.sink.commit, harness.objects.put_many
+
+        async def slow_commit(events):
+            await asyncio.sleep(0.1)  # the group commit's wait
+            await real_commit(events)
+            log.extend(("durable", e.page_number) for e in events if e.event_type == "model_call")
+
+        def put_many(objects):
+            real_put_many(objects)
+            log.extend(("stored", int(key.rsplit("/", 1)[-1].split(".")[0])) for key, _, _ in objects)
+
+        harness.sink.commit, harness.objects.put_many = slow_commit, put_many
+        token = SLOT_RELEASE.set(lambda: log.append(("released",)))
+        try:
+            assert await handle_message(harness.ctx, message) is Outcome.ACK
+        finally:
+            SLOT_RELEASE.reset(token)
+
+    released = log.index(("released",))
+    assert [e for e in log[:released] if e[0] == "asked"] == [("asked", n) for n in (1, 2, 3)]
+    assert not [e for e in log[:released] if e[0] in ("durable", "stored")], log
+    for page in (1, 2, 3):
+        assert log.index(("durable", page)) < log.index(("stored", page)), log
+    stored = harness.objects.list(f"pages/{ingested.document_id}/{ingested.job_id}/")
+    assert len(stored) == 3

@@ -74,7 +74,8 @@ async def _read_unit(ctx: HandlerContext, job: Job, unit: Unit, delivery: Delive
         # The job's own reader and models (its run's choices), and the document's own password
         # (kept by ingest) before the run's --password.
         unit_ctx = dataclasses.replace(job_context(ctx, job),
-                                       scope=ReadScope(delivery, unit.unit_id, save_page))
+                                       scope=ReadScope(delivery, unit.unit_id, save_page,
+                                                       answered=release_slot))
         chain = unit_ctx.reader_chain()
         async with local_copy(ctx.objects, pdf_key(job)) as path:
             pages = await chain.read(unit_ctx, path, missing)

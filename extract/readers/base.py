@@ -13,6 +13,7 @@ readers do not import ``extract.context`` (which imports the readers to resolve 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,8 +72,9 @@ class Envelope(Protocol):
 
 
 class ReaderScope(Protocol):
-    """The unit being read (``extract.context.ReadScope``): its envelope, and ``save_page``,
-    which stores one page the moment it is read."""
+    """The unit being read (``extract.context.ReadScope``): its envelope, ``save_page``, which
+    stores one page the moment it is read, and ``answered``, called once every paid call of
+    the unit is answered (what is left only waits: the handler frees the unit's slot)."""
 
     @property
     def delivery(self) -> Envelope: ...
@@ -80,6 +82,8 @@ class ReaderScope(Protocol):
     def unit_id(self) -> str: ...
     @property
     def save_page(self) -> Callable[[PageText], Awaitable[None]]: ...
+    @property
+    def answered(self) -> Callable[[], None]: ...
 
 
 class ReaderContext(Protocol):
@@ -102,6 +106,14 @@ class PageReader(Protocol):
                    pages: Sequence[int]) -> list[PageText]: ...
 
 
+def _not_last(ctx: ReaderContext) -> ReaderContext:
+    """``ctx`` whose read scope's ``answered`` does nothing (a reader before the chain's last)."""
+    scope = getattr(ctx, "scope", None)
+    if scope is None or not dataclasses.is_dataclass(ctx):
+        return ctx
+    return dataclasses.replace(ctx, scope=dataclasses.replace(scope, answered=lambda: None))
+
+
 class ReaderChain:
     """Readers tried in order; each later one reads only the pages still without text."""
 
@@ -111,10 +123,13 @@ class ReaderChain:
     async def read(self, ctx: ReaderContext, path: Path, pages: Sequence[int]) -> list[PageText]:
         results: dict[int, PageText] = {}
         wanted = list(pages)
-        for reader in self.readers:
+        for position, reader in enumerate(self.readers):
             if not wanted:
                 break
-            for page in await reader.read(ctx, path, wanted):
+            # Only the last reader may say that the unit's costly work is over (its scope's
+            # ``answered``): a later reader would read the pages left without text.
+            reader_ctx = ctx if position == len(self.readers) - 1 else _not_last(ctx)
+            for page in await reader.read(reader_ctx, path, wanted):
                 results[page.number] = page
             wanted = [n for n in wanted if not results[n].usable]
         return [results[n] for n in pages]

@@ -87,11 +87,13 @@ class _VisionReader:
             render_for_model, path, list(pages), ctx.config.password_value, config.render_dpi,
             config.render_max_pixels, config.render_grayscale, config.render_format,
             timeout_s=ctx.config.read_timeout_s)
-        ledger = Ledger(ctx.sink)
         scope = ctx.scope
         gate = asyncio.Semaphore(config.pages_in_flight)
+        unanswered = len(rendered)
+        all_answered = asyncio.Event()
 
         async def read_one(number: int, image: Image) -> PageText:
+            nonlocal unanswered
             site = CallSite(purpose="read_page", page_number=number)
             if scope is not None:
                 delivery = scope.delivery
@@ -99,23 +101,51 @@ class _VisionReader:
                                 job_id=delivery.job_id, unit_id=scope.unit_id,
                                 attempt=delivery.attempt, worker=delivery.worker,
                                 page_number=number)
-            async with gate:
-                started = time.perf_counter()
-                answer = await models.call(Prompt(PAGE_PROMPT, (image,)), site, ledger)
+            # A unit's reader holds its answered rows until its slot is free (``Ledger``).
+            ledger = Ledger(ctx.sink, hold_answers=scope is not None)
+            try:
+                async with gate:
+                    started = time.perf_counter()
+                    answer = await models.call(Prompt(PAGE_PROMPT, (image,)), site, ledger)
+            finally:
+                unanswered -= 1
+                if unanswered == 0:
+                    all_answered.set()
+                # Durable before the page is stored, or before its failure is raised: a crash
+                # can lose a page's text, never a payment. Shielded: a cancelled read still
+                # hands its rows to the group commit.
+                await asyncio.shield(ledger.durable())
             page = PageText(number, normalise(answer.text), answer.model,
                             (time.perf_counter() - started) * 1000)
             if scope is not None:
                 await scope.save_page(page)
             return page
 
-        results = await asyncio.gather(
+        reads = asyncio.gather(
             *(read_one(page.number, Image(page.image, page.mime_type)) for page in rendered),
             return_exceptions=True)
+        if scope is not None and rendered:
+            await _first_of(all_answered, reads)
+            # Every paid call is answered: storing the pages and their ledger rows only waits.
+            scope.answered()
+        results = await reads
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             # The pages that were read are stored already; the message is retried for the rest.
             raise errors[0]
         return [r for r in results if isinstance(r, PageText)]
+
+
+async def _first_of(event: asyncio.Event, work: asyncio.Future) -> None:
+    """Wait until ``event`` is set or ``work`` is done; cancelling the wait cancels ``work``."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait((waiter, work), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        work.cancel()
+        raise
+    finally:
+        waiter.cancel()
 
 
 class GeminiReader(_VisionReader):

@@ -89,10 +89,11 @@ class TallyLedger(Ledger):
         self.output_tokens = 0
         self.cost_usd = 0.0
 
-    async def record(self, site: CallSite, **fields: Any) -> ModelCalled:
+    async def record(self, site: CallSite, *, answered: bool = False,
+                     **fields: Any) -> ModelCalled:
         if self.note:
             fields["detail"] = "; ".join(filter(None, (fields.get("detail"), self.note)))[:500]
-        event = await super().record(site, **fields)
+        event = await super().record(site, answered=answered, **fields)
         self.calls += 1
         self.input_tokens += event.input_tokens
         self.output_tokens += event.output_tokens
