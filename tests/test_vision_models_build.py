@@ -138,3 +138,38 @@ def test_a_run_makes_its_model_client_before_its_first_unit_starts(settings, pdf
     (first_start,) = query(settings.lake,
                            "SELECT epoch_ms(min(started_at)) AS t FROM units").to_pylist()
     assert len(made) == 1 and made[0] * 1000 < first_start["t"], (made, first_start)
+
+
+@dataclass(frozen=True)
+class Scope:
+    answered: object
+    delivery: object = None
+    unit_id: str = "u1"
+    save_page: object = None
+
+
+class SaysAnswered:
+    """A reader that says its calls are answered, and leaves the pages it is told to leave."""
+
+    def __init__(self, name: str, leaves: set[int], said: list[str]):
+        self.name, self.leaves, self.said = name, leaves, said
+
+    async def read(self, ctx, path, pages):
+        from extract.readers.base import PageText
+
+        ctx.scope.answered()
+        self.said.append(self.name)
+        return [PageText(n, "" if n in self.leaves else f"page {n}\n", self.name, 0.0)
+                for n in pages]
+
+
+async def test_only_the_chains_last_reader_may_free_the_units_slot(tmp_path):
+    """``answered`` frees the unit's slot: a reader before the chain's last must not, since the
+    next reader still reads the pages it left without text."""
+    freed: list[str] = []
+    said: list[str] = []
+    ctx = Ctx(config=context(tmp_path).config, scope=Scope(answered=lambda: freed.append("x")))
+    chain = ReaderChain([SaysAnswered("first", {2}, said), SaysAnswered("last", set(), said)])
+    pages = await chain.read(ctx, tmp_path / "a.pdf", [1, 2])
+    assert [p.reader for p in pages] == ["first", "last"]
+    assert said == ["first", "last"] and freed == ["x"], "freed once, by the last reader"
