@@ -176,12 +176,13 @@ class Ledger:
     written before the answer is used, so a crash can lose a page's text but never a payment.
 
     A ledger made with ``hold_answers`` (the page reader's) keeps the row of an answered call
-    (``answered=True``) in hand instead of waiting for it: the reader makes it durable with
-    ``durable()`` before it stores the page or gives up on it, after its unit has freed its
-    reader's slot, so the next unit's model call does not wait for this one's group commit (22 ms
-    a call, 9 % of a burst's reading time). The order the rule asks for is kept: the row is
-    durable before the page is stored, and before this ledger's next call is sent (``sending``).
-    Rows of failed calls are written at once, as before: a retry's backoff can last seconds."""
+    (``answered=True``) in hand instead of waiting for it inside the model client: the reader
+    hands it to the group commit with ``durable()`` as soon as the call returns, and frees its
+    unit's slot while the commit runs, so the next unit's model call does not wait for this
+    one's commit (22 ms a call, 9 % of a burst's reading time). The order the rule asks for is
+    kept: the row is durable before the page is stored or its failure raised, and before this
+    ledger's next call is sent (``sending``). Rows of failed calls are written at once, as
+    before: a retry's backoff can last seconds."""
 
     def __init__(self, sink: EventSink, *, hold_answers: bool = False):
         self.sink = sink
