@@ -4,6 +4,7 @@ whose one page keeps failing is retried for that page only (the others are not p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from support.fake_gemini import Call, FakeGemini, answer, error
 from support.helpers import Harness
@@ -99,3 +100,39 @@ async def test_the_slot_is_freed_once_every_call_is_answered_not_after_the_ledge
         assert log.index(("durable", page)) < log.index(("stored", page)), log
     stored = harness.objects.list(f"pages/{ingested.document_id}/{ingested.job_id}/")
     assert len(stored) == 3
+
+
+async def test_a_unit_cancelled_with_a_call_in_flight_keeps_its_slot_and_every_payment(
+        tmp_path, pdf_factory):
+    """The stage's deadline cancels a unit whose third call hangs: the slot is never freed
+    while a call is in flight, the two pages answered are stored after their rows, and the
+    hanging call is on the ledger too (cancelled in flight, its input tokens estimated)."""
+    released: list[str] = []
+
+    with FakeGemini(lambda call: answer("# A page\n"),
+                    delay=lambda call: 30.0 if call.n == 3 else 0.0) as fake:
+        harness = Harness(tmp_path, reader="gemini",
+                          models=ModelConfig(gemini_api_key="k", gemini_base_url=fake.url))
+        ingested = await _split_and_read(harness, pdf_factory("a.pdf", 3))
+        (message,) = harness.receive(READ_QUEUE)
+        token = SLOT_RELEASE.set(lambda: released.append("released"))
+        try:
+            handling = asyncio.ensure_future(handle_message(harness.ctx, message))
+            deadline = asyncio.get_running_loop().time() + 30
+            while fake.count() < 3 or len(harness.objects.list("pages/")) < 2:
+                assert asyncio.get_running_loop().time() < deadline, "the calls never went out"
+                await asyncio.sleep(0.02)
+            assert released == [], "a call is still in flight: the slot is held"
+            handling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await handling
+        finally:
+            SLOT_RELEASE.reset(token)
+
+    calls = harness.sink.of_type("model_call")
+    assert sorted(c.outcome for c in calls) == ["ok", "ok", "timeout"], calls
+    (hung,) = [c for c in calls if c.outcome == "timeout"]
+    assert hung.tokens_estimated and "cancelled" in (hung.detail or "")
+    stored = harness.objects.list(f"pages/{ingested.document_id}/{ingested.job_id}/")
+    assert len(stored) == 2
+    assert hung.page_number not in {int(k.rsplit("/", 1)[-1].split(".")[0]) for k in stored}

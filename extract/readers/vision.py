@@ -14,6 +14,7 @@ the same client (``extract.models.simulated``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -137,12 +138,17 @@ class _VisionReader:
 
 
 async def _first_of(event: asyncio.Event, work: asyncio.Future) -> None:
-    """Wait until ``event`` is set or ``work`` is done; cancelling the wait cancels ``work``."""
+    """Wait until ``event`` is set or ``work`` is done. Cancelling the wait cancels ``work`` and
+    waits for it to end, as awaiting ``work`` itself would: its calls put their cancelled rows
+    on the ledger first (``asyncio.wait`` alone would leave them running, and a run that ends
+    meanwhile would lose those rows)."""
     waiter = asyncio.ensure_future(event.wait())
     try:
         await asyncio.wait((waiter, work), return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         work.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await work
         raise
     finally:
         waiter.cancel()
