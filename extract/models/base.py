@@ -181,8 +181,8 @@ class Ledger:
     unit's slot while the commit runs, so the next unit's model call does not wait for this
     one's commit (22 ms a call, 9 % of a burst's reading time). The order the rule asks for is
     kept: the row is durable before the page is stored or its failure raised, and before this
-    ledger's next call is sent (``sending``). Rows of failed calls are written at once, as
-    before: a retry's backoff can last seconds."""
+    ledger's next call is sent (``ModelClient`` calls ``durable()`` first). Rows of failed
+    calls are written at once, as before: a retry's backoff can last seconds."""
 
     def __init__(self, sink: EventSink, *, hold_answers: bool = False):
         self.sink = sink
@@ -200,10 +200,6 @@ class Ledger:
         else:
             await self.sink.commit([*self._take_held(), event])
         return event
-
-    async def sending(self) -> None:
-        """A call is about to be sent: the rows held so far are made durable first."""
-        await self.durable()
 
     async def durable(self) -> None:
         """Commit the rows held back (``hold_answers``); a no-op when there are none."""
@@ -277,7 +273,7 @@ class ModelClient:
 
     async def _attempt(self, prompt: Prompt, site: CallSite, ledger: Ledger,
                        number: int) -> Reply:
-        await ledger.sending()
+        await ledger.durable()  # rows held from an earlier answer, before a new call is sent
         permit = await self.limiter.acquire()
         started = time.perf_counter()
         self.stats.calls += 1
