@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from support.homes import jobs_created
+
 from lake.catalog import query
 
 ENV = {"DOCLAKE_SIMULATED_LATENCY_SCALE": "0.5", "DOCLAKE_SIMULATED_TIMEOUT_RATE": "0",
@@ -42,7 +44,7 @@ def test_a_killed_simulated_run_resumed_by_a_plain_worker_reads_every_page_by_th
              home=home),
         env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while _stored(home) < 15:
+    while _stored(home) < 15 or jobs_created(home) < 4:
         assert process.poll() is None, "the run ended before the kill point"
         assert time.monotonic() < deadline, "kill point never reached"
         time.sleep(0.02)
