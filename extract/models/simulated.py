@@ -63,6 +63,7 @@ class Arrival:
     model: str
     status: int
     outcome: str
+    hold_s: float | None = None  # the latency drawn for an answered call: the server's own hold
 
 
 @dataclass
@@ -84,8 +85,9 @@ class SimulatedGemini:
         after = self.config.simulated_brownout_after_s
         return after is not None and after <= now < after + self.config.simulated_brownout_for_s
 
-    def _log(self, now: float, model: str, status: int, outcome: str) -> None:
-        self.arrivals.append(Arrival(now, model, status, outcome))
+    def _log(self, now: float, model: str, status: int, outcome: str,
+             hold_s: float | None = None) -> None:
+        self.arrivals.append(Arrival(now, model, status, outcome, hold_s))
 
     async def __call__(self, method: str, path: str, body: bytes) -> Reply:
         now = time.monotonic() - self.started
@@ -124,10 +126,10 @@ class SimulatedGemini:
             self._log(now, model, 200, "timeout")
             await asyncio.sleep(config.model_timeout_s * self.scale * 1.5)
             return 200, _answer("", input_tokens, 0, "STOP"), {}
-        await asyncio.sleep(self.rng.lognormvariate(LATENCY_MU, config.simulated_latency_sigma)
-                            * self.scale)
+        hold = self.rng.lognormvariate(LATENCY_MU, config.simulated_latency_sigma) * self.scale
+        await asyncio.sleep(hold)
         if fault == "blocked":
-            self._log(now, model, 200, "blocked")
+            self._log(now, model, 200, "blocked", hold)
             if self.rng.random() < 0.5:
                 return 200, {"promptFeedback": {"blockReason": "OTHER"},
                              "usageMetadata": {"promptTokenCount": input_tokens,
@@ -135,7 +137,7 @@ class SimulatedGemini:
                              "modelVersion": model}, {}
             return 200, _answer("", input_tokens, 0, "SAFETY"), {}
         if fault == "empty":
-            self._log(now, model, 200, "empty")
+            self._log(now, model, 200, "empty", hold)
             return 200, _answer("", input_tokens, 0, "STOP"), {}
         generation = request.get("generationConfig") or {}
         schema = generation.get("responseJsonSchema") or generation.get("responseSchema")
@@ -143,7 +145,7 @@ class SimulatedGemini:
         # turn is the same request for every document, and should not always choose alike.
         text = (json.dumps(structured_answer(schema, f"{digest}:{self.rng.random()}"))
                 if schema is not None else _page_text(digest))
-        self._log(now, model, 200, "ok")
+        self._log(now, model, 200, "ok", hold)
         return 200, _answer(text, input_tokens, max(1, len(text) // 4), "STOP", model), {}
 
 
