@@ -45,6 +45,12 @@ class Settings(BaseSettings, ModelConfig):
                                          "two flush starts while no waiting handler holds a "
                                          "worker slot (fuller batches, fewer files; an idle run "
                                          "flushes at once).")
+    event_saturated_flush_s: float = Field(0.3, ge=0, description="The same, the poller's "
+                                           "commits included, while every worker slot is taken "
+                                           "or CPU calls wait for a process: what those events "
+                                           "hold back would wait anyway, so a long run writes "
+                                           "fewer, fuller files; the shorter wait is back the "
+                                           "moment that ends.")
     max_file_bytes: int = Field(512 * 1024 * 1024, ge=1, description="Largest accepted file.")
     max_pages: int = Field(10_000, ge=1, description="Most pages accepted in one document.")
     split_timeout_s: float = Field(60.0, gt=0, description="Time limit to open and count pages.")

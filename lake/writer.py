@@ -353,6 +353,18 @@ class GroupCommitter:
         assert pending.done is not None
         await asyncio.shield(pending.done)
 
+    def set_relaxed_delay(self, seconds: float) -> None:
+        """Change ``relaxed_delay_s`` from now on. A relaxed batch already waiting is planned
+        again when the wait gets shorter: a runtime shortens it the moment a worker falls idle,
+        and the batch may hold the messages that worker would take."""
+        shorter = seconds < self.relaxed_delay_s
+        self.relaxed_delay_s = seconds
+        pending = self._pending
+        if shorter and self._timer is not None and pending is not None and pending.relaxed:
+            self._timer.cancel()
+            self._timer = None
+            self._arm()
+
     def _arm(self) -> None:
         """Plan the next flush: at once while the bucket has a token, else when it refills."""
         if self._flushing is not None or self._timer is not None or self._pending is None:

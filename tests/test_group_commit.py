@@ -159,3 +159,28 @@ async def test_a_commit_holding_a_slot_brings_a_relaxed_batch_forward():
     await asyncio.wait_for(waiting, timeout=1)
     assert writer.batches == [1, 3] and loop.time() - started < 1.0
     await committer.close()
+
+
+async def test_a_shorter_relaxed_delay_brings_a_waiting_batch_forward():
+    """The runtime lengthens the relaxed wait while every worker slot is taken and shortens it
+    the moment one is free: a batch already waiting under the long wait goes out then."""
+    writer = SlowWriter()
+    committer = GroupCommitter(writer, max_delay_s=0.001, burst=10, relaxed_delay_s=0.1)
+    loop = asyncio.get_running_loop()
+    committer.set_relaxed_delay(5.0)  # saturated
+    await asyncio.create_task(_commit_relaxed(committer, _events(1, "first-")))
+    waiting = asyncio.create_task(_commit_relaxed(committer, _events(2, "relaxed-")))
+    await asyncio.sleep(0.3)
+    assert writer.batches == [1]  # held: the long wait is in force
+    committer.set_relaxed_delay(5.0)  # unchanged: nothing is planned again
+    started = loop.time()
+    committer.set_relaxed_delay(0.1)  # a slot is free
+    await asyncio.wait_for(waiting, timeout=2)
+    assert writer.batches == [1, 2] and loop.time() - started < 1.0
+    planned = asyncio.create_task(_commit_relaxed(committer, _events(1, "next-")))
+    await asyncio.sleep(0)  # planned under the short wait
+    started = loop.time()
+    committer.set_relaxed_delay(5.0)  # lengthening never delays a batch already planned
+    await asyncio.wait_for(planned, timeout=2)
+    assert writer.batches == [1, 2, 1] and loop.time() - started < 1.0
+    await committer.close()

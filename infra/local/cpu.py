@@ -67,6 +67,9 @@ class ProcessPoolRunner:
         self.warm_up = warm_up or _warm_up  # what ``warm`` runs in each process
         self._pool: ProcessPool | None = None
         self._lock = threading.Lock()
+        # ``run`` calls not yet returned (the event loop's; ingest's ``call`` is not counted):
+        # above ``workers``, calls wait for a process (the runtime's ``_note_saturation``).
+        self.in_flight = 0
 
     def _get_pool(self) -> ProcessPool:
         with self._lock:
@@ -118,6 +121,13 @@ class ProcessPoolRunner:
             raise self._failed(pool, fn, timeout_s, error) from None
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
+        self.in_flight += 1
+        try:
+            return await self._run(fn, *args, timeout_s=timeout_s)
+        finally:
+            self.in_flight -= 1
+
+    async def _run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         pool, future = self._schedule(fn, args, timeout_s)
         try:
             return await asyncio.wrap_future(future)

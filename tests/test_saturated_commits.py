@@ -1,0 +1,80 @@
+"""While the runtime is saturated its relaxed commits, and the poller's, gather for longer.
+
+Saturated: every worker slot taken, or the documents lane with calls waiting for a process. A
+message such a commit holds back would wait anyway, so fewer, fuller flushes cost nothing; the
+moment it ends the shorter wait is back. The committer's own behaviour (a shorter wait brings a
+waiting batch forward) is in ``test_group_commit``; here the runtime's wiring and the count the
+signal is made of.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from support import cpu_tasks
+
+import infra.local.runtime as runtime_module
+from infra.local.cpu import ProcessPoolRunner
+from infra.local.runtime import LocalRuntime, _PollerClock
+from lake.writer import RELAXED_COMMIT, GroupCommitter
+
+
+class NoWrites:
+    def write(self, events) -> None:  # never called: nothing is committed here
+        raise AssertionError("no flush expected")
+
+
+def test_saturation_switches_the_committers_relaxed_wait_both_ways(settings):
+    settings = settings.model_copy(update={"event_relaxed_flush_s": 0.1,
+                                           "event_saturated_flush_s": 0.7})
+    runtime = LocalRuntime(settings)
+    try:
+        runtime._committer = GroupCommitter(NoWrites(), relaxed_delay_s=0.1)
+        runtime._saturated = False
+        runtime._note_saturation(True)
+        assert runtime._committer.relaxed_delay_s == 0.7
+        runtime._note_saturation(False)
+        assert runtime._committer.relaxed_delay_s == 0.1
+    finally:
+        runtime.close()
+
+
+def test_the_pollers_commits_are_relaxed_only_while_saturated(settings, monkeypatch):
+    seen: list[bool] = []
+
+    async def poll_once(ctx, **kwargs):
+        seen.append(RELAXED_COMMIT.get())
+        return []
+
+    monkeypatch.setattr(runtime_module, "poll_once", poll_once)
+    runtime = LocalRuntime(settings)
+    try:
+        clock = _PollerClock(settings.poll_interval_s)
+
+        async def two_passes() -> bool:
+            runtime._saturated = True
+            await runtime._poll(None, clock)
+            runtime._saturated = False
+            await runtime._poll(None, clock)
+            return RELAXED_COMMIT.get()
+
+        assert asyncio.run(two_passes()) is False  # the pass's own setting does not leak
+        assert seen == [True, False]
+    finally:
+        runtime.close()
+
+
+async def test_the_pool_counts_calls_in_flight_including_those_waiting_and_those_that_fail():
+    runner = ProcessPoolRunner(1)
+    try:
+        calls = [asyncio.ensure_future(runner.run(cpu_tasks.sleep_for, 0.3, timeout_s=30))
+                 for _ in range(3)]
+        await asyncio.sleep(0.05)
+        assert runner.in_flight == 3 > runner.workers  # two wait for the one process
+        await asyncio.gather(*calls)
+        assert runner.in_flight == 0
+        failed = asyncio.ensure_future(runner.run(cpu_tasks.die, timeout_s=30))
+        await asyncio.gather(failed, return_exceptions=True)
+        assert runner.in_flight == 0
+    finally:
+        runner.close()
