@@ -361,7 +361,7 @@ class LocalRuntime:
         # last pass (``extract.poller``); every interval, a full one counts stalls.
         full = clock.full_due()
         # The poller holds no slot: while the runtime is saturated its commits gather with the
-        # relaxed ones (each pass's job events were a flush of their own, a third of a run's).
+        # relaxed ones (each pass's job events were a flush of their own: half a text run's).
         relaxed = RELAXED_COMMIT.set(self._saturated)
         try:
             with self.stats.stages.timing("poll"):
