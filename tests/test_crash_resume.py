@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.homes import jobs_created
+from support.homes import jobs_created, units_done
 
 from lake.catalog import query
 
@@ -34,17 +34,9 @@ def _stored_pages(home: Path) -> dict[str, tuple[int, int]]:
     return {str(p): (p.stat().st_ino, p.stat().st_mtime_ns) for p in root.rglob("*.md")}
 
 
-def _units_done(home: Path) -> int:
-    try:
-        with sqlite3.connect(home / "jobs.db", timeout=5) as db:
-            return db.execute("SELECT count(*) FROM units WHERE status = 'done'").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
 KILL_POINTS = {
     "while_ingesting": lambda home: (home / "jobs.db").exists(),
-    "after_a_few_units": lambda home: _units_done(home) >= 3,
+    "after_a_few_units": lambda home: units_done(home) >= 3,
     "mid_read": lambda home: len(_stored_pages(home)) >= 150,
 }
 
@@ -120,7 +112,7 @@ def test_down_longer_than_the_no_progress_limit_then_resume_succeeds(tmp_path, p
                                start_new_session=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while _units_done(home) < 5 or jobs_created(home) < len(DOCS):
+    while units_done(home) < 5 or jobs_created(home) < len(DOCS):
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.01)
     os.killpg(process.pid, signal.SIGKILL)
@@ -144,11 +136,11 @@ def test_sigterm_again_and_again_sends_nothing_to_the_dead_letter_queue(tmp_path
     env = {**os.environ, **ENV, "DOCLAKE_MAX_RECEIVES": "2"}
     command = _doclake("run", str(tmp_path / "docs"), home=home)
     for _ in range(5):
-        before = _units_done(home)
+        before = units_done(home)
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
-        while _units_done(home) < before + 2 and process.poll() is None:
+        while units_done(home) < before + 2 and process.poll() is None:
             assert time.monotonic() < deadline
             time.sleep(0.01)
         if process.poll() is not None:
@@ -176,7 +168,7 @@ def test_sigterm_stops_gracefully_and_nothing_is_left_in_flight(tmp_path, pdf_fa
     process = subprocess.Popen(_doclake("run", str(tmp_path / "docs"), home=home), env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while _units_done(home) < 3:
+    while units_done(home) < 3:
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.01)
     process.send_signal(signal.SIGTERM)
