@@ -97,20 +97,32 @@ FROM per_job
 
 # Where the C workers' time went, for ``worker_time``: the moments each unit of the run was
 # planned (its read message sent), started and finished, and each job created and finished.
-TIMELINE_SQL = """
+_JOBS_TIMELINE = """
 WITH run_jobs AS ({run_jobs})
 SELECT 'created' AS kind, epoch_ms(created_at) AS at_ms FROM run_jobs
 UNION ALL SELECT 'settled', epoch_ms(finished_at) FROM run_jobs
 UNION ALL SELECT 'planned', epoch_ms(min(p.occurred_at))
   FROM ev_unit_planned AS p JOIN run_jobs AS r ON r.job_id = p.job_id
   GROUP BY p.job_id, p.unit_id
+"""
+TIMELINE_SQL = _JOBS_TIMELINE + """
 UNION ALL SELECT 'start', epoch_ms(u.started_at) FROM units AS u JOIN run_jobs AS r USING (job_id)
 UNION ALL SELECT 'finish', epoch_ms(u.finished_at) FROM units AS u JOIN run_jobs AS r USING (job_id)
 """
+# The same with the model's calls as the C slots (``--cap model``: more units in progress than
+# C, at most C of them in a call). A call's row is written once it is answered, so it started
+# ``latency_ms`` before.
+CALLS_TIMELINE_SQL = _JOBS_TIMELINE + """
+UNION ALL SELECT 'start', epoch_ms(m.occurred_at) - m.latency_ms
+  FROM model_calls AS m JOIN run_jobs AS r USING (job_id)
+UNION ALL SELECT 'finish', epoch_ms(m.occurred_at) FROM model_calls AS m JOIN run_jobs AS r USING (job_id)
+"""
 
 
-def worker_time(lake: str, run_id: str, concurrency: int, model_s: float) -> dict:
-    """Shares of the C read workers' time over the drain (C x drain_s) from the lake's timeline.
+def worker_time(lake: str, run_id: str, concurrency: int, model_s: float,
+                timeline: str = TIMELINE_SQL) -> dict:
+    """Shares of the C read workers' time over the drain (C x drain_s) from the lake's timeline
+    (``TIMELINE_SQL``: units hold the C slots; ``CALLS_TIMELINE_SQL``: model calls do).
 
     Busy: a unit in progress, split into the model's calls (``model_calls``) and the rest of
     the unit (rendering, storing, events). Idle, by phase: ``start`` until all C are first busy
@@ -123,7 +135,7 @@ def worker_time(lake: str, run_id: str, concurrency: int, model_s: float) -> dic
 
     rank = {"finish": 0, "planned": 1, "start": 2, "created": 3, "settled": 4}
     events = sorted(((r["at_ms"] / 1000.0, r["kind"]) for r in query(
-        lake, for_run(TIMELINE_SQL, run_id)).to_pylist()), key=lambda e: (e[0], rank[e[1]]))
+        lake, for_run(timeline, run_id)).to_pylist()), key=lambda e: (e[0], rank[e[1]]))
     first = min(t for t, k in events if k == "created")
     end = max(t for t, k in events if k == "settled")
     last_start = max(t for t, k in events if k == "start")
@@ -255,7 +267,8 @@ class LoadSpec:
     poll_interval_s: float = 1.0
     faults: bool = False
     seed: int = 14
-    cap: str = "read"  # read: C readers + STAGE_SLOTS for the rest; all: C for every stage
+    cap: str = "read"  # read: C readers + STAGE_SLOTS for the rest; all: C for every stage;
+    # model: C model calls in flight, readers ahead of them (``cap_model``)
     sigma: float | None = None  # the simulated latency's sigma; None: the write-up's fit
 
     @property
@@ -314,6 +327,19 @@ def cap_reads(settings, concurrency: int):
                                        "read_concurrency": concurrency})
 
 
+def cap_model(settings, concurrency: int):
+    """Settings that cap the model's calls in flight at ``concurrency`` (``model_max_in_flight``,
+    the ceiling of the AIMD limit every call waits on) and let ``cpu_workers`` more reads run
+    (at least 2): a local run whose scarce resource is the model's quota, not its readers. A read
+    holds its reader's slot from its render to its answer, and on AWS the whole handler holds the
+    function's concurrency (``cap_reads``); here the next units render while C calls are in
+    flight and wait at the limit, which hands a freed call slot to the first of them at once."""
+    readers = concurrency + max(2, settings.cpu_workers)
+    return settings.model_copy(update={"concurrency": readers + STAGE_SLOTS,
+                                       "read_concurrency": readers,
+                                       "model_max_in_flight": concurrency})
+
+
 def warm_models(settings) -> SimulatedGemini:
     """Import the model SDK and start the simulated provider before the first arrival: a cold
     start (about 3 s here, mostly importing google-genai) is a constant that a scaled-down burst
@@ -348,6 +374,8 @@ def run_load(spec: LoadSpec, home: Path) -> dict:
                         simulated_seed=spec.seed, **no_faults, **sigma)
     if spec.cap == "read":
         settings = cap_reads(settings, spec.concurrency)
+    elif spec.cap == "model":
+        settings = cap_model(settings, spec.concurrency)
     runtime = LocalRuntime(settings)
     runtime.cpu.warm()
     server = warm_models(settings)
@@ -396,7 +424,8 @@ def run_load(spec: LoadSpec, home: Path) -> dict:
         figures.update({k: v if v is None else round(v, 4) for k, v in bound.items()})
     model_s = (row["model_call_mean_s"] or 0.0) * row["documents"]
     figures.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in {
-        **worker_time(settings.lake, run_id, spec.concurrency, model_s),
+        **worker_time(settings.lake, run_id, spec.concurrency, model_s,
+                      CALLS_TIMELINE_SQL if spec.cap == "model" else TIMELINE_SQL),
         **lag.figures()}.items()})
     figures["stage_seconds"] = {k: v["seconds"] for k, v in stats.stages.as_dict().items()}
     return figures

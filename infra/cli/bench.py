@@ -102,7 +102,9 @@ def burst(
     rate: Annotated[float | None, typer.Option(help="Sustained mode: documents per second, "
                     "arriving steadily, instead of a burst.")] = None,
     cap: Annotated[str, typer.Option(help="read: C readers, splitting and indexing on workers "
-                   "of their own (as on AWS); all: C workers for every stage.")] = "read",
+                   "of their own (as on AWS); all: C workers for every stage; model: C model "
+                   "calls in flight, the next reads rendering beside them (a local run whose "
+                   "model quota is C).")] = "read",
     faults: Annotated[bool, typer.Option(help="Keep the simulated provider's errors, timeouts "
                       "and blocks.")] = False,
     poll_interval: Annotated[float, typer.Option(help="Poller period, seconds.")] = 1.0,
@@ -118,8 +120,8 @@ def burst(
     from infra.cli.render.output import print_object, resolve_format
 
     output_format = resolve_format(output_format)
-    if cap not in ("read", "all"):
-        raise typer.BadParameter("--cap is read or all")
+    if cap not in ("read", "all", "model"):
+        raise typer.BadParameter("--cap is read, all or model")
     spec = LoadSpec(docs=docs, concurrency=concurrency, service_s=service_time, pages=pages,
                     rate=rate, poll_interval_s=poll_interval, faults=faults, cap=cap,
                     sigma=latency_sigma)
