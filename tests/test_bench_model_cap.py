@@ -10,7 +10,7 @@ while more than C units are in progress.
 from __future__ import annotations
 
 from infra.bench import load
-from infra.bench.load import LoadSpec, cap_model, run_load
+from infra.bench.load import LoadSpec, cap_model, run_load, slot_shares
 from lake.catalog import query
 
 UNITS_SQL = """
@@ -62,3 +62,18 @@ def test_a_model_capped_burst_holds_at_most_c_calls_while_more_units_run(tmp_pat
     assert most_at_once([(u["started_ms"], u["finished_ms"]) for u in units]) > 2
     # The figures count the calls as the C slots: their time is the model's, nothing else.
     assert abs(figures["share_unit_other"]) < 0.01
+
+
+def test_a_units_second_call_does_not_count_as_another_unit_taken():
+    # One slot; units A and B planned at 0. A makes two calls (1-2 s, 2.5-3 s), B one (4-5 s).
+    events = [(0.0, "created"), (0.0, "created"), (0.0, "planned"), (0.0, "planned"),
+              (1.0, "taken"), (1.0, "start"), (2.0, "finish"), (2.5, "start"), (3.0, "finish"),
+              (4.0, "taken"), (4.0, "start"), (5.0, "finish"), (5.0, "settled"),
+              (5.0, "settled")]
+    shares = slot_shares(events, concurrency=1, model_s=2.5)  # the three calls
+    assert shares["all_busy_after_s"] == 1.0
+    assert shares["share_idle_start_waiting"] == 1.0 / 5
+    # Both gaps (2-2.5 s inside A, 3-4 s before B) had a unit waiting: B, all along.
+    assert shares["share_idle_gaps_waiting"] == 1.5 / 5
+    assert shares["share_idle_gaps_unplanned"] == 0
+    assert shares["share_unit_other"] == 0

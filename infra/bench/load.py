@@ -98,24 +98,32 @@ FROM per_job
 # Where the C workers' time went, for ``worker_time``: the moments each unit of the run was
 # planned (its read message sent), started and finished, and each job created and finished.
 _JOBS_TIMELINE = """
-WITH run_jobs AS ({run_jobs})
 SELECT 'created' AS kind, epoch_ms(created_at) AS at_ms FROM run_jobs
 UNION ALL SELECT 'settled', epoch_ms(finished_at) FROM run_jobs
 UNION ALL SELECT 'planned', epoch_ms(min(p.occurred_at))
   FROM ev_unit_planned AS p JOIN run_jobs AS r ON r.job_id = p.job_id
   GROUP BY p.job_id, p.unit_id
 """
-TIMELINE_SQL = _JOBS_TIMELINE + """
+# A unit is taken (no longer waiting) when it starts; a slot is busy from 'start' to 'finish'.
+TIMELINE_SQL = "WITH run_jobs AS ({run_jobs})" + _JOBS_TIMELINE + """
+UNION ALL SELECT 'taken', epoch_ms(u.started_at) FROM units AS u JOIN run_jobs AS r USING (job_id)
 UNION ALL SELECT 'start', epoch_ms(u.started_at) FROM units AS u JOIN run_jobs AS r USING (job_id)
 UNION ALL SELECT 'finish', epoch_ms(u.finished_at) FROM units AS u JOIN run_jobs AS r USING (job_id)
 """
 # The same with the model's calls as the C slots (``--cap model``: more units in progress than
 # C, at most C of them in a call). A call's row is written once it is answered, so it started
-# ``latency_ms`` before.
-CALLS_TIMELINE_SQL = _JOBS_TIMELINE + """
-UNION ALL SELECT 'start', epoch_ms(m.occurred_at) - m.latency_ms
+# ``latency_ms`` before; a unit is taken at its first call (a unit of five pages makes five, a
+# retry one more).
+CALLS_TIMELINE_SQL = """
+WITH run_jobs AS ({run_jobs}), calls AS (
+  SELECT m.job_id, m.unit_id, epoch_ms(m.occurred_at) - m.latency_ms AS started_ms,
+         epoch_ms(m.occurred_at) AS finished_ms
   FROM model_calls AS m JOIN run_jobs AS r USING (job_id)
-UNION ALL SELECT 'finish', epoch_ms(m.occurred_at) FROM model_calls AS m JOIN run_jobs AS r USING (job_id)
+)""" + _JOBS_TIMELINE + """
+UNION ALL SELECT 'taken', min(started_ms) FROM calls WHERE unit_id IS NOT NULL
+  GROUP BY job_id, unit_id
+UNION ALL SELECT 'start', started_ms FROM calls
+UNION ALL SELECT 'finish', finished_ms FROM calls
 """
 
 
@@ -133,9 +141,17 @@ def worker_time(lake: str, run_id: str, concurrency: int, model_s: float,
     to give); ``publish`` to the last job's success."""
     from lake.catalog import query
 
-    rank = {"finish": 0, "planned": 1, "start": 2, "created": 3, "settled": 4}
-    events = sorted(((r["at_ms"] / 1000.0, r["kind"]) for r in query(
-        lake, for_run(timeline, run_id)).to_pylist()), key=lambda e: (e[0], rank[e[1]]))
+    events = [(r["at_ms"] / 1000.0, r["kind"])
+              for r in query(lake, for_run(timeline, run_id)).to_pylist()]
+    return slot_shares(events, concurrency, model_s)
+
+
+def slot_shares(events: list[tuple[float, str]], concurrency: int, model_s: float) -> dict:
+    """``worker_time``'s figures from its timeline: (seconds, kind) pairs in any order, kinds
+    'created', 'planned', 'taken' (a planned unit no longer waits), 'start' and 'finish' (a slot
+    busy between them, several times for one unit where calls are the slots) and 'settled'."""
+    rank = {"finish": 0, "planned": 1, "taken": 2, "start": 2, "created": 3, "settled": 4}
+    events = sorted(events, key=lambda e: (e[0], rank[e[1]]))
     first = min(t for t, k in events if k == "created")
     end = max(t for t, k in events if k == "settled")
     last_start = max(t for t, k in events if k == "start")
@@ -161,8 +177,10 @@ def worker_time(lake: str, run_id: str, concurrency: int, model_s: float,
             before = at
         if kind == "planned":
             waiting += 1
+        elif kind == "taken":
+            waiting -= 1
         elif kind == "start":
-            waiting, busy = waiting - 1, busy + 1
+            busy += 1
         elif kind == "finish":
             busy -= 1
         if full_at is None and busy >= concurrency:
