@@ -55,6 +55,7 @@ from infra.local.publisher import publish_once, run_publisher
 from infra.local.queue import SqliteQueue
 from infra.local.search import Fts5SearchIndex
 from infra.local.stages import StageTimes, TimedCpu, TimedObjects, TimedSink
+from infra.local.startup_objects import freeze_startup_objects
 from infra.settings import Settings
 from ingest.planner import Planner
 from lake.schema import warm_arrow_in_background
@@ -240,6 +241,7 @@ class LocalRuntime:
         Raises ``RuntimeFailure`` if a part of the runtime keeps failing after restarts: a run
         stops with a clear error rather than waiting forever.
         """
+        freeze_startup_objects()
         settings = self.settings
         cpu = self.cpu
         committer = self._committer = GroupCommitter(
