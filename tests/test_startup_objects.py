@@ -21,6 +21,7 @@ def test_a_run_freezes_what_exists_before_it_and_a_second_run_does_not(settings)
         assert frozen > 10_000  # the imports' objects, at least
         made_after = [[n] for n in range(1_000)]  # containers: tracked by the collector
         asyncio.run(runtime.process(lambda: True))
-        assert gc.get_freeze_count() == frozen, f"{len(made_after)} new objects frozen too"
+        # Not one more: frozen objects freed meanwhile leave the count, nothing joins it.
+        assert gc.get_freeze_count() <= frozen, f"{len(made_after)} new objects frozen too"
     finally:
         runtime.close()
