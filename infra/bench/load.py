@@ -353,9 +353,7 @@ def cap_model(settings, concurrency: int):
     function's concurrency (``cap_reads``); here the next units render while C calls are in
     flight and wait at the limit, which hands a freed call slot to the first of them at once."""
     readers = concurrency + max(2, settings.cpu_workers)
-    return settings.model_copy(update={"concurrency": readers + STAGE_SLOTS,
-                                       "read_concurrency": readers,
-                                       "model_max_in_flight": concurrency})
+    return cap_reads(settings, readers).model_copy(update={"model_max_in_flight": concurrency})
 
 
 def warm_models(settings) -> SimulatedGemini:
