@@ -10,13 +10,13 @@ while more than C units are in progress.
 from __future__ import annotations
 
 from infra.bench import load
-from infra.bench.load import LoadSpec, cap_model, run_load, slot_shares
+from infra.bench.load import LoadSpec, cap_model, for_run, run_load, slot_shares
 from lake.catalog import query
 
 UNITS_SQL = """
+WITH run_jobs AS ({run_jobs})
 SELECT epoch_ms(u.started_at) AS started_ms, epoch_ms(u.finished_at) AS finished_ms
-FROM units AS u JOIN documents AS d USING (document_id)
-WHERE d.source_name LIKE '{run_id}-%'
+FROM units AS u JOIN run_jobs AS r USING (job_id)
 """
 
 
@@ -55,7 +55,7 @@ def test_a_model_capped_burst_holds_at_most_c_calls_while_more_units_run(tmp_pat
     calls = [(a.at, a.at + a.hold_s) for a in server.arrivals[seen:] if a.hold_s is not None]
     assert len(calls) == 16
     assert most_at_once(calls) <= 2  # the limit: never a third call at the provider
-    units = query(str(tmp_path / "lake"), UNITS_SQL.format(run_id=figures["run_id"])).to_pylist()
+    units = query(str(tmp_path / "lake"), for_run(UNITS_SQL, figures["run_id"])).to_pylist()
     assert len(units) == 16
     # Reads ahead of the calls: a unit is in progress from its claim (before its render) to
     # its pages stored, so more than C of them run at once while C calls are in flight.
