@@ -13,13 +13,17 @@ its traceback. Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 USAGE = 2  # the exit code of a usage error, as for click's own
 
@@ -92,20 +96,17 @@ def _as_user_error(error: Exception) -> UserError | None:
     return None
 
 
-class LazyConsole:
-    """A rich ``Console`` made on first use: rich costs ~40 ms to import, and a command that
-    prints only data (``doclake sql``) never needs it. Module-level consoles are these."""
+@functools.cache
+def stderr_console() -> Console:
+    """The one rich ``Console`` on stderr that warnings and progress go to, made on first use.
 
-    def __init__(self, **options: Any) -> None:
-        self._options = options
-        self._console = None
+    rich costs about 40 ms to import and a command that prints only data (``doclake sql``)
+    never needs it, so it is built here on demand rather than at import. It is a real
+    ``Console``, never a proxy: rich's ``Live`` and ``Progress`` use it as a context manager and
+    look methods up on its type, which a forwarding wrapper does not satisfy."""
+    from rich.console import Console
 
-    def __getattr__(self, name: str) -> Any:
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(**self._options)
-        return getattr(self._console, name)
+    return Console(stderr=True, highlight=False)
 
 
 def report(error: UserError) -> None:

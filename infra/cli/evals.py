@@ -16,13 +16,12 @@ from typing import Annotated
 
 import typer
 
-from infra.cli.errors import LazyConsole, UserError, at_least
+from infra.cli.errors import UserError, at_least, stderr_console
 from infra.cli.home import Access, open_settings
 from infra.cli.render.output import FormatOption, print_object, print_records, resolve_format
 
 evals_app = typer.Typer(no_args_is_help=True, help="Label documents, score field accuracy over "
                         "live traffic, read failures, export fine-tuning sets.")
-console = LazyConsole(stderr=True, highlight=False)
 
 
 def _wiring():
@@ -122,9 +121,9 @@ def import_labels(
     print_object(summary if output_format != "json" else {**summary, "unmatched_examples":
                                                            examples}, output_format)
     for example in examples if output_format != "json" else []:
-        console.print(f"unmatched {example['where']}: {example['key']} ({example['why']})")
+        stderr_console().print(f"unmatched {example['where']}: {example['key']} ({example['why']})")
     if report.replaced_other_labeller:
-        console.print(f"warning: {report.replaced_other_labeller} labels replace another "
+        stderr_console().print(f"warning: {report.replaced_other_labeller} labels replace another "
                       "labeller's answer; to measure a second reviewer instead, run `doclake "
                       "evals agreement FILE`")
     if report.read and not report.imported and not report.unchanged:
@@ -218,10 +217,10 @@ def _gate(run, fail_under: float | None) -> None:
     below = [g for g in run.groups if 100 * g.overall.score.f1 < fail_under]
     if not run.groups or below:
         for g in below:
-            console.print(f"FAIL: {g.strategy} {g.model_version} F1 "
+            stderr_console().print(f"FAIL: {g.strategy} {g.model_version} F1 "
                           f"{100 * g.overall.score.f1:.2f} < {fail_under:g}")
         if not run.groups:
-            console.print("FAIL: nothing was scored")
+            stderr_console().print("FAIL: nothing was scored")
         raise typer.Exit(1)
 
 
@@ -232,12 +231,12 @@ def _print_score(run, output_format: str) -> None:
     for c in run.comparisons:
         ci = f" [{100 * c.difference_ci[0]:+.2f}, {100 * c.difference_ci[1]:+.2f}]" \
             if c.difference_ci else ""
-        console.print(f"{c.b[1]} {c.b[0]} minus {c.a[1]} {c.a[0]} on {c.documents} documents: "
+        stderr_console().print(f"{c.b[1]} {c.b[0]} minus {c.a[1]} {c.a[0]} on {c.documents} documents: "
                       f"F1 {100 * c.difference:+.2f}{ci}")
     for warning in run.warnings:
-        console.print(f"warning: {warning}")
+        stderr_console().print(f"warning: {warning}")
     if not run.scored:
-        console.print("nothing scored: no labelled document has a result in the window "
+        stderr_console().print("nothing scored: no labelled document has a result in the window "
                       "(import labels with `doclake evals import-labels`)")
 
 
@@ -339,10 +338,10 @@ def failures(
     rows = found.failures(run.scored, page_reader(settings), field=field)
     if out is not None:
         out.write_text(found.markdown(rows), encoding="utf-8")
-        console.print(f"wrote {len(rows)} failures to {out}")
+        stderr_console().print(f"wrote {len(rows)} failures to {out}")
     print_records(found.COLUMNS, found.rows(rows[:limit]), output_format)
     if len(rows) > limit:
-        console.print(f"{len(rows) - limit} more not shown (--limit, or --out for all)")
+        stderr_console().print(f"{len(rows) - limit} more not shown (--limit, or --out for all)")
 
 
 @evals_app.command("export-finetune")
@@ -388,7 +387,7 @@ def export_finetune(
     manifest = write_set(examples, out, file_format, validation_percent=validation_percent,
                          skipped=skipped)
     for warning in manifest.warnings:
-        console.print(f"warning: {warning}")
+        stderr_console().print(f"warning: {warning}")
     print_object({**manifest.counts, "manifest": str(out.with_name(f"{out.stem}.manifest.json"))},
                  resolve_format(None))
 
@@ -405,7 +404,7 @@ def report(
     settings = open_settings(home, Access.READ)
     written = write_weekly_report(settings.lake, out, _now(), normalizers=_wiring().normalizers(),
                                   training_sets=_wiring().training_sets())
-    console.print("wrote " + " and ".join(written.values()))
+    stderr_console().print("wrote " + " and ".join(written.values()))
 
 
 @evals_app.command()
@@ -433,4 +432,4 @@ def sample(
     picked = stratified(candidates, n, seed)
     written = write_sheet(out, picked, lambda row: _wiring().schema_fields(
         row.get("schema_name") or "nda"), blind=blind)
-    console.print(f"wrote {written} documents of {len(candidates)} candidates to {out}")
+    stderr_console().print(f"wrote {written} documents of {len(candidates)} candidates to {out}")

@@ -24,7 +24,7 @@ import typer
 from infra.cli.aws import aws_app
 from infra.cli.bench import bench_app
 from infra.cli.dashboard import dashboard as dashboard_command
-from infra.cli.errors import DoclakeGroup, LazyConsole, UserError, at_least, set_debug
+from infra.cli.errors import DoclakeGroup, UserError, at_least, set_debug, stderr_console
 from infra.cli.evals import evals_app
 from infra.cli.fields import fields_app
 from infra.cli.home import Access, open_settings
@@ -53,7 +53,6 @@ app.add_typer(fields_app, name="fields")
 app.command("serve")(serve_command)
 app.command("dashboard")(dashboard_command)
 app.add_typer(evals_app, name="evals")
-console = LazyConsole(stderr=True, highlight=False)
 
 INTERRUPTED = 130  # the shell's convention for a run stopped by a signal
 
@@ -121,10 +120,10 @@ def run(
         raise UserError(str(error), "check the path; nothing was ingested") from None
     sources = walk.files
     if (skipped := walk.skipped_summary()) is not None:
-        console.print(f"[yellow]warning:[/yellow] {terminal_safe(skipped)}")
+        stderr_console().print(f"[yellow]warning:[/yellow] {terminal_safe(skipped)}")
     files = [file for file, _ in sources]
     if not files:
-        console.print(f"[yellow]warning:[/yellow] no files in {', '.join(map(str, paths))}; "
+        stderr_console().print(f"[yellow]warning:[/yellow] no files in {', '.join(map(str, paths))}; "
                       "nothing to do (hidden files are skipped)")
         return
     per_file = _per_file_passwords(passwords, files, paths)
@@ -150,7 +149,7 @@ def run(
         after_batch=request_fields if schema_name is not None else None,
         fields=(schema_name, strategy) if schema_name is not None else None)
     state: dict = {}
-    with progress_bar(console) as bar:
+    with progress_bar(stderr_console()) as bar:
 
         def done() -> bool:
             if not ingest.finished:
@@ -213,7 +212,7 @@ def _per_file_passwords(table_path: Path | None, files: list[Path],
     found, unmatched = passwords_for(files, roots, table)
     if unmatched:
         shown = ", ".join(unmatched[:5]) + (" ..." if len(unmatched) > 5 else "")
-        console.print(f"[yellow]warning:[/yellow] --passwords names {len(unmatched)} file(s) not "
+        stderr_console().print(f"[yellow]warning:[/yellow] --passwords names {len(unmatched)} file(s) not "
                       f"among those given: {shown}")
     return found
 
@@ -369,7 +368,7 @@ def search(
                         '"non-solicitation"')
     hits = Fts5SearchIndex(settings.home / "search.db").search(text, limit=limit)
     if not hits and output_format == "table":
-        console.print("no match")
+        stderr_console().print("no match")
         return
     print_records(("document", "page", "snippet", "document_id", "job_id"),
                   ((h.source_name, h.page_number, " ".join(h.snippet.split()), h.document_id, h.job_id)

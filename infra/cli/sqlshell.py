@@ -13,10 +13,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from infra.cli.errors import LazyConsole, UserError
+from infra.cli.errors import UserError, stderr_console
 from infra.cli.render.output import print_records
-
-stderr = LazyConsole(stderr=True, highlight=False)
 
 HISTORY = Path("~/.doclake_history").expanduser()
 PROMPT, MORE = "doclake> ", "    ...> "
@@ -79,7 +77,7 @@ def _run_one(con, statement: str):
 
 
 def _report(error: Exception) -> None:
-    stderr.print(f"[red]error:[/red] {error}", soft_wrap=True)
+    stderr_console().print(f"[red]error:[/red] {error}", soft_wrap=True)
 
 
 def interactive(con, output_format: str) -> None:
@@ -87,7 +85,7 @@ def interactive(con, output_format: str) -> None:
     tty = sys.stdin.isatty()
     if tty:
         _enable_readline()
-        stderr.print("doclake sql: DuckDB over the lake's views. End statements with ';'; "
+        stderr_console().print("doclake sql: DuckDB over the lake's views. End statements with ';'; "
                      ".tables, .schema TABLE, .help; Ctrl-D to quit.", markup=False)
     buffer: list[str] = []
     for line in _lines(tty, lambda: MORE if buffer else PROMPT):
@@ -154,12 +152,12 @@ def _dot_command(line: str, output_format: str) -> bool:
         print_tables(output_format)
     elif command == ".schema" and argument:
         if not print_schema(argument, output_format):
-            stderr.print(f"no table {argument!r}; .tables lists them", markup=False)
+            stderr_console().print(f"no table {argument!r}; .tables lists them", markup=False)
     elif command == ".schema":
         for doc in schema_doc.tables():
             print_schema(doc.name, output_format)
     else:
-        stderr.print(HELP, markup=False)
+        stderr_console().print(HELP, markup=False)
     return True
 
 
