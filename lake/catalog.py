@@ -558,7 +558,13 @@ def confine(con, lake_root: str | None) -> None:
     ``ATTACH``) and one statement could turn extension autoinstall back on. Here external access
     is off except for the lake's own folder (``allowed_directories``; none for a lake in S3,
     read through Arrow datasets registered in the connection), and ``lock_configuration`` makes
-    every later ``SET`` of these an error. Needs DuckDB 1.3 or later."""
+    every later ``SET`` of these an error. Needs DuckDB 1.3 or later.
+
+    ``allowed_directories`` allows writing as well as reading, and DuckDB adds its temporary
+    directory (``<cwd>/.tmp`` for an in-memory database) to it: the temporary directory is
+    switched off (a query larger than memory fails instead of spilling), and ``doclake sql``
+    refuses every statement that is not a read before it runs (``infra.cli.sql_guard``)."""
+    con.execute("SET temp_directory = ''")
     if lake_root is not None:
         folders = {os.path.join(path, "") for path in
                    (os.path.abspath(lake_root), os.path.realpath(lake_root))}

@@ -34,8 +34,13 @@ QUIET = frozenset({"CREATE", "CREATE_FUNC", "DROP", "ALTER", "SET", "VARIABLE_SE
 
 def statements(con, text: str) -> list[tuple[str, bool]]:
     """``(statement, prints)`` for each statement in ``text``; comments and empty statements are
-    not statements."""
-    return [(s.query, s.type.name not in QUIET) for s in con.extract_statements(text)]
+    not statements. Raises ``sql_guard.WriteRefused`` before anything runs when one of them is
+    not a read."""
+    from infra.cli import sql_guard
+
+    parsed = con.extract_statements(text)
+    sql_guard.check(con, parsed)
+    return [(s.query, s.type.name not in QUIET) for s in parsed]
 
 
 def run_script(con, text: str, output_format: str) -> bool:
@@ -103,8 +108,14 @@ def interactive(con, output_format: str) -> None:
 
 
 def _run_interactive(con, text: str, output_format: str) -> None:
-    with contextlib.suppress(UserError):  # only comments or ';': nothing to run, as at any prompt
+    from infra.cli.sql_guard import WriteRefused
+
+    try:
         run_script(con, text, output_format)
+    except WriteRefused as refused:  # said, and the prompt goes on
+        stderr.print(f"error: {refused.message}\nhint: {refused.hint}", markup=False)
+    except UserError:  # only comments or ';': nothing to run, as at any prompt
+        pass
 
 
 def _lines(tty: bool, prompt) -> Iterator[str]:
