@@ -19,10 +19,13 @@ Every value that matters is also in a numeric column computed from the events (`
 ``latency_ms``, ``processing_ms``, ``job_latency.seconds``), and ``date_diff`` is taken in
 milliseconds at most (finer units are refused below).
 
-Partitions: every view carries ``dt`` straight from the ``raw_<type>`` partition key (a string in
-Glue, cast to DATE in ``ev_<type>``), windows are partitioned by it and joins equate it, so a
-``WHERE dt = ...`` on any view reaches partition projection (``lake.views``; checked on the
-transpiled SQL by ``tests/test_partitions.py``).
+Partitions: every view carries ``dt`` straight from the ``raw_<type>`` partition key (a DATE in
+Glue, ``lake.glue.PARTITION_TYPE``), windows are partitioned by it and joins equate it, so a
+``WHERE dt >= DATE '...'`` on any view reaches partition projection as a range on the key
+(``lake.views``; checked on the transpiled SQL by ``tests/test_partitions.py``).
+
+``setup_statements`` is the whole set-up as SQL (database, raw tables, views), the one list both
+``doclake lake views --dialect athena`` prints and ``doclake aws`` runs.
 
 A view can then be created without running Athena at all: ``view_table_input`` builds the Glue
 ``TableInput`` Athena itself writes for a view (``VIRTUAL_VIEW`` with a base64 "Presto View"
@@ -45,10 +48,17 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
 from lake.events import EVENT_TYPES, SCHEMA_VERSION
-from lake.glue import check_name
+from lake.glue import (
+    DEFAULT_PROJECTION_START,
+    check_name,
+    create_table_statements,
+    database_input,
+    lake_uri,
+)
 from lake.views import DERIVED_VIEWS, dedup_sql, dedup_view, events_sql
 
 CATALOG = "awsdatacatalog"
+DEFAULT_DATABASE = "doclake"
 PRESTO_VIEW_PREFIX = "/* Presto View: "
 PRESTO_VIEW_SUFFIX = " */"
 
@@ -114,6 +124,76 @@ def create_view_statements(database: str | None = None) -> list[str]:
     qualifier = f"{check_name(database)}." if database else ""
     return [f"CREATE OR REPLACE VIEW {qualifier}{check_name(name)} AS\n{sql}"
             for name, sql in athena_views().items()]
+
+
+def _qualified(sql: str, database: str) -> str:
+    """A view's Trino SQL with every table it reads named in ``database`` (CTEs excepted), so
+    the statement means the same whatever database the client's session is in."""
+    tree = sqlglot.parse_one(sql, read="trino", error_level=ErrorLevel.RAISE)
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        if not table.args.get("db") and table.name not in ctes:
+            table.set("db", exp.to_identifier(database))
+    return tree.sql(dialect="trino", pretty=True)
+
+
+def create_database_statement(database: str = DEFAULT_DATABASE) -> str:
+    """Athena's ``CREATE DATABASE IF NOT EXISTS``, with the comment and ``schema_version`` that
+    ``lake.glue.database_input`` gives the Glue API."""
+    wanted = database_input(database)
+    properties = ", ".join(f"'{k}'='{v}'" for k, v in wanted["Parameters"].items())
+    return (f"CREATE DATABASE IF NOT EXISTS {wanted['Name']}\n"
+            f"COMMENT '{wanted['Description']}'\n"
+            f"WITH DBPROPERTIES ({properties})")
+
+
+def setup_statements(bucket: str, prefix: str = "", *, database: str = DEFAULT_DATABASE,
+                     projection_start: str = DEFAULT_PROJECTION_START) -> list[str]:
+    """Every statement that sets the lake up in Athena, in the order they must run, each
+    without its ``;``: ``CREATE DATABASE``, one ``CREATE EXTERNAL TABLE`` per event type
+    (partition projection on ``dt``, a DATE), then every view, each reading only what came
+    before it. Every name is qualified with ``database``: no statement depends on the
+    session's current database. ``doclake lake views --dialect athena`` prints exactly these
+    (``setup_script``); ``doclake aws`` runs exactly these. No statement holds a ``;`` and no
+    line of one starts with ``--`` (``script_statements`` relies on both)."""
+    check_name(database)
+    statements = [create_database_statement(database)]
+    statements += create_table_statements(bucket, prefix, database=database,
+                                          projection_start=projection_start)
+    statements += [f"CREATE OR REPLACE VIEW {database}.{check_name(name)} AS\n"
+                   f"{_qualified(sql, database)}" for name, sql in athena_views().items()]
+    return statements
+
+
+def setup_script(bucket: str, prefix: str = "", *, database: str = DEFAULT_DATABASE,
+                 projection_start: str = DEFAULT_PROJECTION_START) -> str:
+    """``setup_statements`` as one printable script: a header of ``--`` lines saying what it
+    creates and how to run it, then each statement followed by ``;`` and a blank line."""
+    statements = setup_statements(bucket, prefix, database=database,
+                                  projection_start=projection_start)
+    tables = sum(s.startswith("CREATE EXTERNAL TABLE") for s in statements)
+    views = sum(s.startswith("CREATE OR REPLACE VIEW") for s in statements)
+    header = [
+        f"-- doclake: the Athena set-up of the lake {lake_uri(bucket, prefix)}",
+        f"-- event schema version {SCHEMA_VERSION}; {len(statements)} statements, in the order "
+        "they must run:",
+        f"--   1 CREATE DATABASE ({database}), {tables} CREATE EXTERNAL TABLE (raw_<event type>, "
+        f"partition projection on dt from {projection_start}), {views} CREATE OR REPLACE VIEW.",
+        "-- Athena runs one statement per query: drop these -- lines, split on ';' at the end "
+        "of a line,",
+        "-- and run each statement after the one before it has succeeded (docs/athena.md shows "
+        "the loop).",
+        "-- Running it again is safe: IF NOT EXISTS keeps the tables, OR REPLACE rewrites the "
+        "views.",
+    ]
+    return "\n".join(header) + "\n\n" + "".join(f"{s};\n\n" for s in statements)
+
+
+def script_statements(script: str) -> list[str]:
+    """The statements of a ``setup_script``: its ``--`` lines dropped, split on a ``;`` that
+    ends a line (the loop docs/athena.md shows, as a function)."""
+    body = "\n".join(line for line in script.splitlines() if not line.startswith("--"))
+    return [s.strip() for s in body.split(";\n") if s.strip()]
 
 
 # --- column types ------------------------------------------------------------------------------

@@ -26,6 +26,12 @@ from lake.schema import columns
 from lake.views import raw_view
 
 PARTITION_KEY = "dt"
+PARTITION_TYPE = "date"
+"""The partition key is a DATE in Glue, not a string: a filter ``dt >= DATE '...'`` on any view
+then reaches the table as a range on the key itself, which partition projection turns into the
+list of days to read (Trino's ``DateProjection`` filters its projected values by the query's
+domain on the column; a ``CAST(dt AS DATE)`` over a string key gives it no domain). Projection
+of type ``date`` accepts a DATE column; the folder names stay ``dt=YYYY-MM-DD``."""
 DT_FORMAT_JAVA = "yyyy-MM-dd"  # lake.layout.event_partition's %Y-%m-%d, in Java's spelling
 DEFAULT_PROJECTION_START = "2025-01-01"
 """First day Athena looks for. Set it to the lake's first day: earlier days are invisible, and
@@ -112,7 +118,7 @@ def raw_table_input(
         "Description": f"doclake {event_type} events as written (may hold duplicate event_id)",
         "TableType": "EXTERNAL_TABLE",
         "Parameters": parameters,
-        "PartitionKeys": [{"Name": PARTITION_KEY, "Type": "string"}],
+        "PartitionKeys": [{"Name": PARTITION_KEY, "Type": PARTITION_TYPE}],
         "StorageDescriptor": {
             "Columns": glue_columns(event_type),
             "Location": location,

@@ -75,17 +75,18 @@ def utc_timestamp(column: Column) -> str:
 
 
 def dedup_sql(event_type: str) -> str:
-    """``ev_<type>``: one row per event id, the earliest emission, with its ``dt`` as a DATE and
+    """``ev_<type>``: one row per event id, the earliest emission, with its ``dt`` (a DATE) and
     its timestamps as ``TIMESTAMP`` in UTC (``utc_timestamp``).
 
-    The cast is a no-op in DuckDB (``dt`` is read as a DATE); in Athena the partition key is a
-    string, and Trino evaluates the cast per projected partition, so it still prunes."""
+    ``dt`` is passed through untouched: a DATE in DuckDB (``hive_types``) and in Glue
+    (``lake.glue.PARTITION_TYPE``), so a filter on it in any view is a filter on the partition
+    key itself, the form partition projection prunes by."""
     own = columns(EVENT_TYPES[event_type])
     cols = ", ".join(c.name for c in own)
     typed = ", ".join(utc_timestamp(c) for c in own)
     return (
         f"SELECT {cols}, dt FROM ("
-        f"SELECT {typed}, CAST(dt AS DATE) AS dt FROM {raw_view(event_type)}) AS r "
+        f"SELECT {typed}, dt FROM {raw_view(event_type)}) AS r "
         "QUALIFY row_number() OVER (PARTITION BY dt, event_id ORDER BY occurred_at, event_id) = 1"
     )
 

@@ -181,7 +181,7 @@ def test_glue_and_athena_types_equal_duckdb_types_for_every_column(tmp_path):
             duck = session.sql(f"DESCRIBE internal.ev_{event_type.removeprefix('raw_')}"
                                        ).fetchall()
             for name, kind, *_ in duck:
-                if name != "dt":  # the partition key: a string in Glue, cast in ev_*
+                if name != "dt":  # the partition key, not a column (a DATE in both)
                     assert hive_type(presto_type(kind)) == glue_raw[event_type][name], \
                         (event_type, name, kind)
     glue_views = view_table_inputs("doclake")

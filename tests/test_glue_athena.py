@@ -56,7 +56,7 @@ def test_every_event_type_gets_a_raw_table_with_the_schema_columns():
         got = [(c["Name"], c["Type"]) for c in table["StorageDescriptor"]["Columns"]]
         assert got == [(c.name, c.glue) for c in columns(cls)]
         assert "dt" not in {name for name, _ in got}, "a partition key must not repeat a column"
-        assert table["PartitionKeys"] == [{"Name": "dt", "Type": "string"}]
+        assert table["PartitionKeys"] == [{"Name": "dt", "Type": "date"}]
 
 
 def test_raw_table_points_at_the_writer_layout_and_projects_daily_partitions():
@@ -238,12 +238,12 @@ def test_athena_sql_returns_the_same_rows_as_the_duckdb_views(tmp_path):
     views = athena_views()
     con = connect(str(tmp_path))
     con.execute("CREATE SCHEMA athena")
-    # The raw tables as Athena reads them (issue 26): timestamps plain, in UTC; dt a string.
+    # The raw tables as Athena reads them: timestamps plain, in UTC; dt a DATE (the Glue key).
     for event_type, cls in EVENT_TYPES.items():
         cols = ", ".join(f"{c.name} AT TIME ZONE 'UTC' AS {c.name}" if c.duckdb == "TIMESTAMPTZ"
                          else c.name for c in columns(cls))
         con.execute(f"CREATE VIEW athena.raw_{event_type} AS "
-                    f"SELECT {cols}, CAST(dt AS VARCHAR) AS dt FROM raw_{event_type}")
+                    f"SELECT {cols}, dt FROM raw_{event_type}")
     raw_tables = {f"raw_{t}" for t in EVENT_TYPES}
     for name, sql in views.items():
         tree = sqlglot.parse_one(sql, read="trino")
@@ -344,7 +344,7 @@ def test_create_catalog_writes_database_tables_and_views(glue):
     assert set(_all_tables(glue, "lake_a")) == RAW_TABLES | set(views)
 
     raw = glue.get_table(DatabaseName="lake_a", Name="raw_model_call")["Table"]
-    assert raw["PartitionKeys"] == [{"Name": "dt", "Type": "string"}]
+    assert raw["PartitionKeys"] == [{"Name": "dt", "Type": "date"}]
     assert raw["Parameters"]["projection.dt.range"] == "2026-01-01,NOW"
     assert raw["Parameters"]["storage.location.template"] == (
         "s3://doclake-lake/prod/events/event_type=model_call/dt=${dt}")

@@ -184,10 +184,15 @@ def test_the_athena_views_keep_dt_where_trino_can_push_a_filter_through(name):
     assert "dt" in [s.alias_or_name for s in tree.selects]
 
 
-def test_the_ev_view_casts_the_string_partition_of_glue_to_a_date():
+def test_the_ev_view_passes_the_date_partition_key_through_uncast():
+    """Glue declares dt a DATE (lake.glue.PARTITION_TYPE): no cast stands between a view's
+    filter and the key, so the filter is a range partition projection can use."""
+    from lake.glue import PARTITION_TYPE, raw_table_input
+
     sql = athena_views()["ev_job_created"]
-    assert "CAST(dt AS DATE) AS dt" in sql
-    assert "PARTITION BY dt, event_id" in sql
+    assert "CAST(dt" not in sql and "PARTITION BY dt, event_id" in sql
+    assert raw_table_input("job_created", "bucket")["PartitionKeys"] == [
+        {"Name": "dt", "Type": PARTITION_TYPE}] and PARTITION_TYPE == "date"
 
 
 # --- daily_costs ---------------------------------------------------------------------------------

@@ -144,41 +144,44 @@ def views(
     dialect: Annotated[str, typer.Option(help="duckdb|athena")] = "duckdb",
     out: Annotated[Path | None, typer.Option(help="Write a DuckDB database file holding the "
                    "views instead of printing them.")] = None,
-    bucket: Annotated[str | None, typer.Option(help="athena: the lake's S3 bucket; with it the "
-                      "raw tables' CREATE EXTERNAL TABLE (partition projection) come first.",
-                      show_default=False)] = None,
+    bucket: Annotated[str | None, typer.Option(help="athena: the lake's S3 bucket (the raw "
+                      "tables' LOCATION).", show_default=False)] = None,
     prefix: Annotated[str, typer.Option(help="athena: the lake's key prefix in the bucket.")] = "",
+    database: Annotated[str, typer.Option(help="athena: the database to create and fill.")]
+    = "doclake",
     projection_start: Annotated[str, typer.Option(help="athena: the first day Athena looks "
                                 "for (YYYY-MM-DD): the lake's first day.")] = "2025-01-01",
 ) -> None:
-    """The CREATE statements of every table over this lake, for any SQL client (Athena: the
-    external tables, then the views, in an order that runs)."""
+    """The CREATE statements of every table over this lake, for any SQL client. Athena: a
+    header, CREATE DATABASE, the raw tables (partition projection), then the views, in an
+    order that runs, each statement ending with ';' (docs/athena.md has the loop)."""
     from rich.console import Console
 
     from infra.cli.home import Access
     from infra.cli.render.lake_views import view_statements, write_database
 
-    lake = _settings(home, Access.READ).lake if dialect == "duckdb" else ""
-    statements = view_statements(lake, dialect)
     if dialect == "athena":
         from infra.cli.errors import UserError
-        from lake.glue import create_table_statements
+        from lake.athena import setup_script
 
+        if out is not None:
+            raise typer.BadParameter("--out writes a DuckDB file: use it with --dialect duckdb")
         if bucket is None:
             raise UserError("--dialect athena needs --bucket: the raw tables' DDL names their "
                             "S3 location", "doclake lake views --dialect athena --bucket BUCKET "
                             "[--prefix PREFIX] > athena.sql")
         try:
-            tables = create_table_statements(bucket, prefix, projection_start=projection_start)
+            script = setup_script(bucket, prefix, database=database,
+                                  projection_start=projection_start)
         except ValueError as error:
-            raise UserError(str(error), "a lower-case S3 bucket name; --projection-start "
-                            "YYYY-MM-DD") from None
-        statements = [f"{s};" for s in tables] + statements
+            raise UserError(str(error), "a lower-case S3 bucket name and database name; "
+                            "--projection-start YYYY-MM-DD") from None
+        sys.stdout.write(script)
+        return
+    statements = view_statements(_settings(home, Access.READ).lake, dialect)
     if out is None:
         print("\n\n".join(statements))
         return
-    if dialect != "duckdb":
-        raise typer.BadParameter("--out writes a DuckDB file: use it with --dialect duckdb")
     write_database(out, statements)
     Console(stderr=True).print(f"wrote {len(statements)} views to {out}; open it with "
                                f"duckdb {out}")

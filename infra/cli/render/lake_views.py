@@ -34,7 +34,7 @@ def view_statements(lake: str, dialect: str) -> list[str]:
     """``CREATE OR REPLACE VIEW`` statements, in dependency order, each ending with ``;``."""
     if dialect not in DIALECTS:
         raise UserError(f"--dialect {dialect!r} is not a dialect", f"use {' or '.join(DIALECTS)}")
-    if dialect == "athena":
+    if dialect == "athena":  # the views only; `doclake lake views` prints lake.athena.setup_script
         from lake.athena import create_view_statements
 
         return [f"{s};" for s in create_view_statements()]
