@@ -58,6 +58,11 @@ class IngestOutcome(StrEnum):
     RETRY = "retry"
     """Identical bytes whose last job failed, taken again: a new job on the same version."""
     UNCHANGED = "unchanged"
+    """Identical bytes whose job had already ended (succeeded, or failed and not taken again)."""
+    RESUMED = "resumed"
+    """Identical bytes whose job an earlier run started and did not finish: this run finishes it."""
+    DUPLICATE = "duplicate"
+    """The same bytes as another file of the same batch, under another name: that job serves both."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ class Ingested:
 
     def _replace_name(self, source_name: str) -> Ingested:
         """The same bytes under another name in one batch: that job serves both."""
-        return Ingested(IngestOutcome.UNCHANGED, self.document_id, self.job_id, source_name)
+        return Ingested(IngestOutcome.DUPLICATE, self.document_id, self.job_id, source_name)
 
 
 def registration_events(version: NewVersion, worker: str) -> list[Event]:
@@ -183,8 +188,8 @@ class Planner:
             seen = self.store.find_document_by_sha256(digest)
             if seen is not None and not self._take_again(seen[1], retry_failed):
                 document, job = seen
-                results.append(Ingested(IngestOutcome.UNCHANGED, document.document_id,
-                                        job.job_id, path.name))
+                outcome = IngestOutcome.UNCHANGED if job.status.terminal else IngestOutcome.RESUMED
+                results.append(Ingested(outcome, document.document_id, job.job_id, path.name))
                 continue
             stored = self._stored_copy(seen[1]) if seen else None
             version = self._plan(path, fingerprints[path], seen[0] if seen else None, stored,

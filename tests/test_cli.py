@@ -26,7 +26,7 @@ def test_run_then_sql_search_status_and_rerun(tmp_path, pdf_factory):
     (tmp_path / "docs" / "bad.pdf").write_bytes(b"not a pdf at all")
     result = invoke("run", folder, "--home", home)
     assert result.exit_code == 0, result.output
-    assert "succeeded 1  failed 1  pages read 7" in result.output
+    assert "succeeded 1  failed 1  pages 7 (7 read by this run)" in result.output
     assert "unsupported_format" in result.output
 
     result = invoke("sql", "SELECT status, count(*) AS n, sum(pages) AS pages FROM jobs "
@@ -45,7 +45,7 @@ def test_run_then_sql_search_status_and_rerun(tmp_path, pdf_factory):
     assert read == {"queue": "read", "visible": 0, "in_flight": 0, "dead_letter": 0}
 
     again = invoke("run", folder, "--home", home)
-    assert "unchanged 2" in again.output and "pages read 0" in again.output
+    assert "unchanged 2" in again.output and "pages 7 (0 read by this run)" in again.output
 
 
 def test_a_missing_path_is_a_usage_error_and_nothing_is_ingested(tmp_path, pdf_factory):

@@ -112,7 +112,7 @@ def test_status_counts_documents_by_their_latest_job(home, tmp_path):
 
 def test_a_rerun_reads_nothing_and_leaves_failed_bytes_alone(home, tmp_path):
     again = invoke("run", str(tmp_path / "docs"), "--home", home)
-    assert "unchanged 3" in again.output and "pages read 0" in again.output
+    assert "unchanged 3" in again.output and "(0 read by this run)" in again.output
     assert "--retry-failed" in again.output
     count = json.loads(invoke("sql", "SELECT count(*) AS n FROM jobs", "--home", home,
                               "--format", "json").output)
@@ -190,7 +190,7 @@ def test_a_run_with_nothing_to_do_returns_without_waiting_a_poll_interval(home, 
     done = subprocess.run([sys.executable, "-m", "infra.cli.main", "run", str(tmp_path / "docs"),
                            "--home", home], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "unchanged 3" in done.stdout and "pages read 0" in done.stdout
+    assert "unchanged 3" in done.stdout and "(0 read by this run)" in done.stdout
 
 
 def test_the_interrupted_note_counts_documents_not_unpublished_results(tmp_path, pdf_factory):

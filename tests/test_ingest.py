@@ -35,7 +35,8 @@ def test_identical_bytes_are_not_processed_twice(tmp_path, pdf_factory):
     copy = shutil.copy(path, tmp_path / "copy-of-a.pdf")
     second = harness.planner.ingest(copy)
     again = harness.planner.ingest(path)
-    assert second.outcome is IngestOutcome.UNCHANGED and again.outcome is IngestOutcome.UNCHANGED
+    # Nothing processed the job between the ingests: it is resumed, not unchanged (a finished one).
+    assert second.outcome is IngestOutcome.RESUMED and again.outcome is IngestOutcome.RESUMED
     assert second.job_id == again.job_id == first.job_id
     assert len(harness.store.list_jobs()) == 1
 

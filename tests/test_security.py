@@ -372,7 +372,9 @@ def test_bytes_that_crash_the_parser_on_every_delivery_fail_for_good(tmp_path, m
     assert result.exit_code == 0, result.output
     assert "crashes_parser" in result.output
     again = invoke("run", str(room), "--home", home, "--fields", "none", env=env)
-    assert "unchanged 1" in again.output and "failed 0" in again.output, again.output
+    # Not taken again: unchanged, still failed, nothing read.
+    assert "unchanged 1" in again.output and "failed 1" in again.output, again.output
+    assert "(0 read by this run)" in again.output, again.output
 
 
 # --- a spreadsheet opening the evals sheet runs nothing -------------------------------------

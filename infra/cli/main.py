@@ -168,13 +168,19 @@ def run(
         finally:
             ingest.stop()
     report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
+    try:
+        report.finish(runtime.store, interrupted=stats.interrupted)
+    finally:
+        runtime.close()  # flushes the run's events: the failure messages below are read from them
+    if report.summary["failure_reasons"]:
+        from infra.cli.render.run_report import failure_messages
+
+        examples = [r["example_job_id"] for r in report.summary["failure_reasons"]]
+        report.add_messages(failure_messages(str(settings.lake), examples))
     from rich.console import Console
 
-    try:
-        report.finish(runtime.store, interrupted=stats.interrupted).print(
-            Console(highlight=False, soft_wrap=True))  # piped: one line a fact, never wrapped
-    finally:
-        runtime.close()
+    # Piped: one line a fact, never wrapped.
+    report.print(Console(highlight=False, soft_wrap=True), home=str(settings.home))
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
 

@@ -25,6 +25,7 @@ from rich.progress import (
 )
 
 from extract.state import Job, JobStatus
+from infra.cli.render.failure_hints import failure_hint
 from infra.cli.render.output import terminal_safe
 from infra.local.settled_watch import SettledWatch
 from ingest.planner import Ingested, IngestOutcome
@@ -35,10 +36,34 @@ def _finished(jobs: Sequence[Job]) -> tuple[list[Job], list[Job]]:
             [j for j in jobs if j.status is JobStatus.FAILED])
 
 
-def _reasons(failed: Sequence[Job]) -> list[tuple[str, int, list[str]]]:
-    by_reason = Counter(j.failure_reason or "unknown" for j in failed)
-    return [(reason, count, [j.source_path or j.source_name for j in failed if (j.failure_reason or "unknown")
-                             == reason]) for reason, count in by_reason.most_common()]
+def _reasons(failed: Sequence[Job]) -> list[dict[str, Any]]:
+    """Each failure reason with its count, the files it hit (in the order they were created) and
+    the job whose message the summary quotes in full."""
+    by_reason: dict[str, list[Job]] = {}
+    for job in sorted(failed, key=lambda j: j.created_at):
+        by_reason.setdefault(job.failure_reason or "unknown", []).append(job)
+    return [{"reason": reason, "count": len(jobs), "files": [j.source_path or j.source_name
+                                                               for j in jobs],
+             "example_job_id": jobs[0].job_id, "message": jobs[0].failure_detail or None,
+             "hint": failure_hint(reason)}
+            for reason, jobs in sorted(by_reason.items(), key=lambda item: -len(item[1]))]
+
+
+def failure_messages(lake_uri: str, job_ids: Sequence[str]) -> dict[str, str]:
+    """The first failure message the lake holds for each job, by job id.
+
+    The job store keeps only a job's reason; the message a person needs (which page, which limit,
+    what PDFium said) is in the ``failures`` table. Read after the run's events are flushed."""
+    if not job_ids:
+        return {}
+    from lake.catalog import query
+
+    marks = ", ".join("?" * len(job_ids))
+    table = query(lake_uri, "SELECT job_id, arg_min(message, occurred_at) AS message FROM failures "
+                  f"WHERE job_id IN ({marks}) AND message IS NOT NULL AND message <> '' "
+                  "GROUP BY job_id", list(job_ids))
+    return dict(zip(table.column("job_id").to_pylist(), table.column("message").to_pylist(),
+                    strict=True))
 
 
 def interrupted_note(jobs, pages: tuple[int, int], how: str) -> str:
@@ -78,63 +103,109 @@ class RunReport:
         job_ids = sorted({i.job_id for i in ingested})
         jobs = store.list_jobs(job_ids)
         unchanged = {i.job_id for i in ingested if i.outcome is IngestOutcome.UNCHANGED}
+        resumed = {i.job_id for i in ingested if i.outcome is IngestOutcome.RESUMED}
         # What this run finishes: every job it created (ingest overlaps the work, so some may
-        # be settled already) and every earlier job it found unfinished.
+        # be settled already) and every earlier job it found unfinished (or ended but with its
+        # result or index not yet published).
         pending = [j.job_id for j in jobs if j.job_id not in unchanged or not j.settled]
         failed_before = sum(1 for j in jobs if j.job_id in unchanged
                             and j.status is JobStatus.FAILED)
         # Pages read before this run: only jobs it did not create can have any (a job created
         # by this run may already be under way when the report starts: ingest overlaps work).
-        resumed = [j for j in pending if j in unchanged]
-        return cls(ingested, job_ids, pending, store.page_progress(resumed)[1], started,
+        earlier = [j for j in pending if j in unchanged or j in resumed]
+        return cls(ingested, job_ids, pending, store.page_progress(earlier)[1], started,
                    failed_before)
 
     def finish(self, store, *, interrupted: bool) -> RunReport:
+        """Count the run's documents as the store holds them now.
+
+        ``succeeded``, ``failed`` and ``pages`` describe every document the run was given,
+        finished now or before, so they match ``SELECT`` over the lake for those jobs (the pages
+        of a job's finished units are its rows in ``pages``); ``pages_read`` is the part this
+        process read."""
         self._store = store
-        jobs = store.list_jobs(self.pending)
-        succeeded, failed = _finished(jobs)
+        everything = store.list_jobs(self.job_ids)
+        succeeded, failed = _finished(everything)
         seconds = time.perf_counter() - self.started
-        pages = store.page_progress(self.pending)[1] - self.pages_before
+        pages = store.page_progress(self.job_ids)[1]
         outcomes = Counter(i.outcome for i in self.ingested)
         self.summary = {
             "documents": len(self.ingested),
             "new": outcomes[IngestOutcome.NEW],
             "new_versions": outcomes[IngestOutcome.NEW_VERSION],
             "retried": outcomes[IngestOutcome.RETRY],
+            "resumed": outcomes[IngestOutcome.RESUMED],
             "unchanged": outcomes[IngestOutcome.UNCHANGED],
+            "duplicates": outcomes[IngestOutcome.DUPLICATE],
             "failed_before": self.failed_before,
             "succeeded": len(succeeded),
             "failed": len(failed),
-            "unfinished": sum(not j.settled for j in jobs),
-            "pages_read": pages,
+            "unfinished": sum(not j.status.terminal for j in everything),
+            "pages": pages,
+            "pages_read": store.page_progress(self.pending)[1] - self.pages_before,
             "seconds": round(seconds, 3),
             "interrupted": interrupted,
             "failure_reasons": _reasons(failed),
         }
         return self
 
-    def print(self, out: Console) -> None:
+    def add_messages(self, messages: dict[str, str]) -> None:
+        """Quote each reason's first message from the lake (``failure_messages``)."""
+        for reason in self.summary.get("failure_reasons", []):
+            reason["message"] = messages.get(reason["example_job_id"]) or reason["message"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.summary)
+
+    def print(self, out: Console, home: str | None = None) -> None:
         s = self.summary
-        line = (f"documents {s['documents']}  (new {s['new']}, new versions {s['new_versions']}, "
-                + (f"retried {s['retried']}, " if s["retried"] else "")
-                + f"unchanged {s['unchanged']})")
-        out.print(line)
+        parts = [f"new {s['new']}", f"new versions {s['new_versions']}"]
+        parts += [f"{name} {s[key]}" for name, key in (("retried", "retried"),
+                  ("resumed", "resumed"), ("duplicates", "duplicates")) if s[key]]
+        parts.append(f"unchanged {s['unchanged']}")
+        out.print(f"documents {s['documents']}  ({', '.join(parts)})")
         rate = s["pages_read"] / s["seconds"] if s["seconds"] else 0.0
-        out.print(f"succeeded {s['succeeded']}  failed {s['failed']}  pages read "
-                  f"{s['pages_read']}  time {s['seconds']:.1f} s  ({rate:.1f} pages/s)")
+        unfinished = f"  unfinished {s['unfinished']}" if s["unfinished"] else ""
+        out.print(f"succeeded {s['succeeded']}  failed {s['failed']}{unfinished}  pages "
+                  f"{s['pages']} ({s['pages_read']} read by this run)  time {s['seconds']:.1f} s"
+                  f"  ({rate:.1f} pages/s)")
         if s["failure_reasons"]:
             out.print("failed, by reason:")
-            for reason, count, names in s["failure_reasons"]:
+            for item in s["failure_reasons"]:
+                names = item["files"]
                 shown = ", ".join(terminal_safe(n, markup=False) for n in names[:3]) + (
-                    " …" if len(names) > 3 else "")
-                out.print(f"  {terminal_safe(reason, markup=False)}  {count}  {shown}",
-                          markup=False)
+                    f" and {len(names) - 3} more" if len(names) > 3 else "")
+                out.print(f"  {terminal_safe(item['reason'], markup=False)}  {item['count']}  "
+                          f"{shown}", markup=False)
+                if item["message"]:
+                    out.print(f"    {terminal_safe(names[0], markup=False)}: "
+                              f"{terminal_safe(item['message'], markup=False)}", markup=False)
+                out.print(f"    hint: {item['hint']}", markup=False)
         if s["failed_before"]:
             out.print(f"{s['failed_before']} unchanged files failed before and were not taken "
                       "again; `--retry-failed` processes them again", markup=False)
         if s["interrupted"] and self._store is not None:
             _note_interrupted(self._store, self.pending, "`doclake worker --until-idle` (or the "
                               "same `doclake run`) finishes them")
+            return
+        if home is not None:
+            where = terminal_safe(home, markup=False)
+            out.print(f"results: {where}/objects/results/<document_id>.json  text: "
+                      f"{where}/objects/pages/<document_id>/<job_id>/00001.md", markup=False)
+            flag = "" if home_is_default(home) else f" --home {where}"
+            out.print(f"next: doclake status{flag} | doclake search{flag} WORDS | doclake sql"
+                      f"{flag} \"SELECT * FROM jobs\" | doclake dashboard{flag} --out report.html",
+                      markup=False)
+
+
+def home_is_default(home: str) -> bool:
+    """Whether ``home`` is what commands find with no ``--home`` (``$DOCLAKE_HOME``, else
+    ``./.doclake``), so the next commands can be shown without the flag."""
+    import os
+    from pathlib import Path
+
+    default = os.environ.get("DOCLAKE_HOME") or ".doclake"
+    return Path(default).resolve() == Path(home).resolve()
 
 
 @dataclass

@@ -1,0 +1,165 @@
+"""Every everyday command, run in a pseudo-terminal as a person runs it.
+
+A piped test never starts rich's live progress bar or the SQL prompt; these do (see
+``support.terminal``). Each asserts the exit code, that no traceback reached the screen and that
+what the person came for is on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from support.terminal import HIDE_CURSOR, doclake_command, run_in_terminal
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2"}
+
+
+def doclake(*args: str, home: Path, **options) -> object:
+    return run_in_terminal([doclake_command(), *args, "--home", str(home)],
+                           env={**FAST, **options.pop("env", {})}, **options)
+
+
+def assert_clean(run) -> None:
+    assert run.returncode == 0, run.text[-3000:]
+    assert "Traceback" not in run.text, run.text[-3000:]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The examples run once in a terminal; the other commands look at its home."""
+    home = tmp_path_factory.mktemp("terminal") / "home"
+    return home, doclake("run", str(EXAMPLES), home=home)
+
+
+def _lake_count(home: Path, sql: str) -> int:
+    done = subprocess.run([doclake_command(), "sql", sql, "--home", str(home), "--format", "json"],
+                          capture_output=True, text=True, check=True, env={**FAST})
+    return next(iter(json.loads(done.stdout)[0].values()))
+
+
+def test_run_draws_live_progress_then_a_summary_that_matches_the_lake(demo):
+    home, run = demo
+    assert_clean(run)
+    assert HIDE_CURSOR in run.raw, "no live progress was drawn: the command did not see a terminal"
+    assert "documents" in run.text and "pages" in run.text
+    files = [p for p in EXAMPLES.iterdir() if p.is_file() and not p.name.startswith(".")]
+    summary = next(line for line in run.text.splitlines() if line.startswith("succeeded "))
+    succeeded = int(summary.split()[1])
+    pages = int(summary.split("pages ")[1].split()[0])
+    assert f"documents {len(files)}" in run.text
+    assert succeeded == _lake_count(home, "SELECT count(*) FROM jobs WHERE status = 'succeeded'")
+    assert pages == _lake_count(home, "SELECT count(*) FROM pages")
+    assert "next: doclake status" in run.text and "objects/results/" in run.text
+
+
+def test_worker_in_a_terminal(demo):
+    home, _ = demo
+    run = doclake("worker", "--until-idle", home=home)
+    assert_clean(run)
+    assert "documents 0" in run.text and "messages" in run.text
+
+
+def test_status_in_a_terminal(demo):
+    home, _ = demo
+    run = doclake("status", home=home)
+    assert_clean(run)
+    assert "succeeded" in run.text
+
+
+def test_search_in_a_terminal(demo):
+    home, _ = demo
+    run = doclake("search", "confidential information", "--limit", "3", home=home)
+    assert_clean(run)
+    assert ".pdf" in run.text
+
+
+def test_sql_query_in_a_terminal(demo):
+    home, _ = demo
+    run = doclake("sql", "SELECT count(*) AS documents FROM documents", home=home)
+    assert_clean(run)
+    assert "documents" in run.text and str(len(list(EXAMPLES.glob("*.*")))) in run.text
+
+
+def test_sql_prompt_in_a_terminal(demo):
+    home, _ = demo
+    run = doclake("sql", home=home, typed=["SELECT 40 + 2 AS answer;\r", "\x04"])
+    assert_clean(run)
+    assert "42" in run.text and "answer" in run.text
+
+
+def test_dashboard_in_a_terminal(demo, tmp_path):
+    home, _ = demo
+    out = tmp_path / "report.html"
+    run = doclake("dashboard", "--out", str(out), home=home)
+    assert_clean(run)
+    assert out.stat().st_size > 1000 and "<svg" in out.read_text()
+
+
+def test_evals_report_in_a_terminal(demo, tmp_path):
+    home, _ = demo
+    run = doclake("evals", "report", "--out", str(tmp_path / "weekly"), home=home)
+    assert "Traceback" not in run.text, run.text[-3000:]
+    assert run.returncode in (0, 2), run.text[-3000:]  # 2: nothing labelled yet, said as such
+    assert "error:" in run.text or any(tmp_path.glob("weekly*")), run.text
+
+
+def test_a_run_after_a_crash_says_resumed_and_counts_the_lake(tmp_path, pdf_factory):
+    """kill -9 a run once jobs exist; a second run in a terminal finishes them, calls them
+    resumed (not unchanged) and prints the lake's own counts of jobs and pages."""
+    for index in range(6):
+        pdf_factory(f"doc{index}.pdf", 30, word="resume")
+    folder, home = tmp_path / "docs", tmp_path / "home"
+    env = {**FAST, "DOCLAKE_CPU_WORKERS": "1", "DOCLAKE_CONCURRENCY": "1"}
+    first = subprocess.Popen([doclake_command(), "run", str(folder), "--home", str(home)],
+                             env={**os.environ, **env}, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while _store_count(home, "SELECT count(*) FROM units WHERE status = 'done'") < 1:
+        assert first.poll() is None, "the first run finished before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    while _store_count(home, "SELECT count(*) FROM jobs") < 6:
+        time.sleep(0.02)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    unfinished = _store_count(home, "SELECT count(*) FROM jobs WHERE status NOT IN "
+                              "('succeeded', 'failed')")
+    assert unfinished > 0, "every job ended before the kill: nothing left to resume"
+
+    run = doclake("run", str(folder), home=home, env=env)
+    assert_clean(run)
+    assert f"resumed {unfinished}" in run.text, run.text
+    assert f"unchanged {6 - unfinished})" in run.text, run.text
+    summary = next(line for line in run.text.splitlines() if line.startswith("succeeded "))
+    assert int(summary.split()[1]) == _lake_count(
+        home, "SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 6
+    assert int(summary.split("pages ")[1].split()[0]) == _lake_count(
+        home, "SELECT count(*) FROM pages") == 180
+
+
+def _store_count(home: Path, sql: str) -> int:
+    try:
+        with sqlite3.connect(home / "jobs.db", timeout=5) as db:
+            return db.execute(sql).fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_demo_in_a_terminal(tmp_path):
+    demo_home = tmp_path / "demo-home"
+    run = run_in_terminal(["make", "--no-print-directory", "demo", f"DEMO_HOME={demo_home}"],
+                          cwd=ROOT, env=FAST, timeout=400)
+    assert_clean(run)
+    assert HIDE_CURSOR in run.raw
+    assert "succeeded 5" in run.text and "effective_date" in run.text
