@@ -113,7 +113,7 @@ def _run_interactive(con, text: str, output_format: str) -> None:
     try:
         run_script(con, text, output_format)
     except WriteRefused as refused:  # said, and the prompt goes on
-        stderr.print(f"error: {refused.message}\nhint: {refused.hint}", markup=False)
+        stderr_console().print(f"error: {refused.message}\nhint: {refused.hint}", markup=False)
     except UserError:  # only comments or ';': nothing to run, as at any prompt
         pass
 
