@@ -16,11 +16,7 @@ from datetime import UTC, date, datetime
 import altair as alt
 import pyarrow as pa
 
-from dashboards import queries
-
-WIDTH, HEIGHT = 1100, 260
-UTC_AXIS = {"format": "%Y-%m-%d %H:%M:%S", "title": "time (UTC)", "labelAngle": -30,
-            "labelOverlap": True}
+from dashboards import charts, queries
 
 
 @dataclass(frozen=True)
@@ -49,140 +45,26 @@ def _frame(table: pa.Table):
     return frame
 
 
-def _time(field: str) -> alt.X:
-    """A time axis in UTC with the date, whatever the zone of the browser."""
-    return alt.X(f"{field}:T", scale=alt.Scale(type="utc"), axis=alt.Axis(**UTC_AXIS))
-
-
-def _whole(top: float) -> alt.Axis:
-    """An axis of counts with whole-number ticks only (each tick named once)."""
-    top = int(top) if top == top else 0
-    if top <= 12:
-        return alt.Axis(format="d", values=list(range(0, top + 1)))
-    return alt.Axis(format="d", tickMinStep=1)
-
-
-def _count(field: str, title: str, top: float) -> alt.Y:
-    return alt.Y(f"{field}:Q", title=title, axis=_whole(top))
-
-
-def _room(labels) -> dict:
-    """Padding on the left for a band axis of these labels: vl-convert lays out the view before
-    it measures unlimited labels, so long ones ("split: unsupported_format", a model's full
-    name) would be cut at the SVG's edge without it."""
-    longest = max((len(str(label)) for label in labels), default=0)
-    return {"left": 7 * longest + 16, "top": 5, "right": 5, "bottom": 5}
-
-
-def _queue_depth(frame) -> alt.TopLevelMixin:
-    long = frame.melt("happened_at", ["documents_waiting", "busy_workers"], "series", "count")
-    return alt.Chart(long).mark_line(interpolate="step-after").encode(
-        x=_time("happened_at"), y=_count("count", "count", long["count"].max()),
-        color=alt.Color("series:N", title=None, legend=alt.Legend(labelLimit=0)))
-
-
-def _throughput(frame) -> alt.TopLevelMixin:
-    rate = frame["documents_per_minute"].iloc[0]
-    rate_text = "n/a" if rate != rate or rate is None else f"{rate:,.1f}"
-    return alt.Chart(frame).mark_line(interpolate="step-after", point=True).encode(
-        x=_time("happened_at"),
-        y=_count("documents_finished", "documents finished (cumulative, each once)",
-                 frame["documents_finished"].max()),
-    ).properties(title=f"{rate_text} documents per minute of active time")
-
-
-def _latency(frame) -> alt.TopLevelMixin:
-    order = list(frame["page_bucket"])
-    long = frame.melt(["page_bucket", "documents"], ["median_s", "p90_s"], "statistic",
-                      "seconds")
-    return alt.Chart(long).mark_bar().encode(
-        x=alt.X("page_bucket:N", sort=order, title="pages", axis=alt.Axis(labelAngle=0)),
-        xOffset="statistic:N", y=alt.Y("seconds:Q", title="seconds, job created to done"),
-        color=alt.Color("statistic:N", title=None, legend=alt.Legend(labelLimit=0)),
-        tooltip=["page_bucket", "statistic", "seconds", "documents"])
-
-
-def _cost(frame) -> alt.TopLevelMixin:
-    label = alt.Axis(labelLimit=0, labelAngle=0)
-    cost = alt.Chart(frame).mark_bar().encode(
-        x=alt.X("model:N", title=None, axis=label),
-        y=alt.Y("cost_per_1000_pages:Q", title="USD per 1,000 pages"))
-    tokens = frame.melt("model", ["input_tokens", "output_tokens"], "kind", "tokens")
-    by_kind = alt.Chart(tokens).mark_bar().encode(
-        x=alt.X("model:N", title=None, axis=label), y=alt.Y("tokens:Q", title="tokens"),
-        color=alt.Color("kind:N", title=None, legend=alt.Legend(labelLimit=0)))
-    return alt.hconcat(cost.properties(width=WIDTH // 2 - 80, height=HEIGHT),
-                       by_kind.properties(width=WIDTH // 2 - 80, height=HEIGHT))
-
-
-def _failures(frame) -> alt.TopLevelMixin:
-    frame = frame.assign(stage_reason=frame["stage"] + ": " + frame["reason"])
-    return alt.Chart(frame).mark_bar().encode(
-        y=alt.Y("stage_reason:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
-        x=alt.X("jobs:Q", title="jobs that met it", axis=_whole(frame["jobs"].max())),
-        color=alt.Color("stage:N", title="stage", legend=alt.Legend(labelLimit=0)),
-        tooltip=["stage", "reason", "failures", "final_failures", "jobs"],
-    ).properties(padding=_room(frame["stage_reason"]))
-
-
-def _readers(frame) -> alt.TopLevelMixin:
-    return alt.Chart(frame).mark_bar().encode(
-        y=alt.Y("reader:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
-        x=alt.X("pages:Q", title="pages read", axis=_whole(frame["pages"].max())),
-        color=alt.Color("reader:N", legend=None), tooltip=["reader", "pages"],
-    ).properties(padding=_room(frame["reader"]))
-
-
-def _coverage(frame) -> alt.TopLevelMixin:
-    return alt.Chart(frame).mark_bar().encode(
-        y=alt.Y("field:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
-        x=alt.X("coverage:Q", title="share of results with a value",
-                scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-        tooltip=["field", "documents_with_value", "coverage"],
-    ).properties(padding=_room(frame["field"]))
-
-
-def _f1(frame) -> alt.TopLevelMixin:
-    return alt.Chart(frame).mark_line(point=True).encode(
-        x=_time("scored_at"), y=alt.Y("f1:Q", title="F1", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("field:N", title="field", legend=alt.Legend(labelLimit=0)),
-        strokeDash=alt.StrokeDash("strategy:N", legend=alt.Legend(labelLimit=0)))
-
-
 CHARTS = (
     Chart("failed_files", "Failed files (latest job of each document)", None,
           "No document's latest job failed.", table=True),
-    Chart("throughput", "Throughput", _throughput, "No finished jobs yet."),
-    Chart("queue_depth", "Queue depth and busy workers over time", _queue_depth,
+    Chart("throughput", "Throughput", charts.throughput, "No finished jobs yet."),
+    Chart("queue_depth", "Queue depth and busy workers over time", charts.queue_depth,
           "No jobs in the lake yet."),
-    Chart("latency_by_size", "End-to-end latency by document size (median and p90)", _latency,
+    Chart("latency_by_size", "End-to-end latency by document size (median and p90)",
+          charts.latency,
           "No succeeded jobs yet."),
     Chart("slowest_documents", "Slowest documents", None, "No succeeded jobs yet.", table=True),
-    Chart("reader_share", "Pages by reader", _readers, "No pages read yet."),
-    Chart("field_coverage", "Field coverage", _coverage,
+    Chart("reader_share", "Pages by reader", charts.readers, "No pages read yet."),
+    Chart("field_coverage", "Field coverage", charts.coverage,
           "No fields extracted yet (`doclake run --fields nda`)."),
-    Chart("failures_by_stage", "Failures by stage and reason", _failures, "No failures."),
-    Chart("cost_by_model", "Cost per 1,000 pages and tokens by model", _cost,
+    Chart("failures_by_stage", "Failures by stage and reason", charts.failures, "No failures."),
+    Chart("cost_by_model", "Cost per 1,000 pages and tokens by model", charts.cost,
           "No model was called: text-layer, OCR and sheet pages cost nothing."),
-    Chart("f1_by_field", "F1 by field over time", _f1,
+    Chart("f1_by_field", "F1 by field over time", charts.f1_by_field,
           "No evals yet: `doclake evals score` writes eval_scores."),
 )
 HEADLINE = "headline"
-
-
-TEXT_SLACK = 40
-"""Pixels of room right of each chart. vl-convert sizes the SVG by its own measure of each
-label's text, but the browser draws ``sans-serif`` in the font it has (DejaVu Sans on Linux is
-about 10 % wider), so a legend's longest label at the right edge was cut ("output_tokens")."""
-
-
-def _svg(chart: alt.TopLevelMixin) -> str:
-    import vl_convert
-
-    if not isinstance(chart, alt.ConcatChart | alt.HConcatChart):
-        chart = chart.properties(width=WIDTH, height=HEIGHT)
-    chart = chart.properties(padding={"left": 5, "top": 5, "bottom": 5, "right": TEXT_SLACK})
-    return vl_convert.vegalite_to_svg(chart.to_dict(), vl_version=_vl_version())
 
 
 def _cell(value: object) -> str:
@@ -271,7 +153,7 @@ def render(lake_uri: str, *, since: date | None = None, until: date | None = Non
                 body = f'<div class="table" data-query="{chart.query}">{_table(rows)}</div>'
             else:
                 body = (f'<div class="chart" data-query="{chart.query}">'
-                        f"{_svg(chart.draw(_frame(rows)))}</div>")
+                        f"{charts.svg(chart.draw(_frame(rows)))}</div>")
             sections.append(f"<section><h2>{html.escape(chart.title)}</h2>{body}"
                             f"<p class=\"query\">query: dashboards/queries/{chart.query}.sql</p>"
                             "</section>")
@@ -305,10 +187,3 @@ th, td {{ border-bottom: 1px solid #e4e4e4; padding: 0.3em 0.6em; text-align: le
 {sections}
 </body></html>
 """
-
-
-def _vl_version() -> str:
-    """The Vega-Lite version this Altair writes (``v6.1.0`` -> ``6.1``), which vl-convert
-    renders with its bundled copy: no network either way."""
-    major, minor = alt.SCHEMA_VERSION.lstrip("v").split(".")[:2]
-    return f"{major}.{minor}"

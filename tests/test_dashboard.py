@@ -9,12 +9,11 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import sqlglot
+from support.chromium import chromium, needs_chromium
 
 from dashboards import queries
 from dashboards.report import CHARTS, HEADLINE, render
@@ -64,7 +63,6 @@ def test_plan_turns_measured_service_into_concurrency(burst):
              memory_mb=1024)
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHECK = """<script>
 const out = [...document.querySelectorAll('.chart')].map(c => {
   const svg = c.querySelector('svg'); const box = svg ? svg.getBoundingClientRect() : null;
@@ -82,17 +80,7 @@ document.body.insertAdjacentHTML('beforeend', '<pre id="check">' +
 BROWSER_HOSTS = ("google.com", "googleapis.com", "gvt1.com", "gstatic.com")
 
 
-def _chromium(page: Path, profile: Path, *extra: str) -> str:
-    done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--disable-component-update", "--no-first-run",
-         f"--user-data-dir={profile}", *extra, "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=True)
-    return done.stdout
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install "
-                    "chromium; .ci/run does)")
+@needs_chromium
 def test_dashboard_draws_every_chart_in_chromium_and_fetches_nothing(burst, tmp_path):
     home, _ = burst
     page = render(str(home / "lake"))
@@ -103,7 +91,7 @@ def test_dashboard_draws_every_chart_in_chromium_and_fetches_nothing(burst, tmp_
     shipped = tmp_path / "report.html"
     shipped.write_text(page)
     net = tmp_path / "net.json"
-    dom = _chromium(shipped, tmp_path / "p1", f"--log-net-log={net}")
+    dom = chromium(shipped, tmp_path / "p1", f"--log-net-log={net}")
     assert dom.count("<svg") >= len(drawn)
     urls = set(re.findall(r"(?:https?|wss?)://([A-Za-z0-9.-]+)", net.read_text()))
     assert not [u for u in urls if not u.endswith(BROWSER_HOSTS)], urls
@@ -112,7 +100,7 @@ def test_dashboard_draws_every_chart_in_chromium_and_fetches_nothing(burst, tmp_
     checked = tmp_path / "checked.html"
     checked.write_text(re.sub(r"<meta http-equiv=\"Content-Security-Policy\"[^>]*>", "", page)
                        .replace("</body>", CHECK + "</body>"))
-    found = re.findall(r'<pre id="check">(\{.*?)</pre>', _chromium(checked, tmp_path / "p2"),
+    found = re.findall(r'<pre id="check">(\{.*?)</pre>', chromium(checked, tmp_path / "p2"),
                        re.S)
     report = json.loads(html.unescape(found[-1]))
     assert report["fetched"] == []

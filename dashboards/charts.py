@@ -1,0 +1,136 @@
+"""The dashboard's charts: one Altair chart per named query, rendered to SVG by vl-convert.
+
+Text is laid out by vl-convert, which measures every label with a real font before it sizes the
+SVG (Vega's default ``autosize: pad`` makes room for axes, labels and legends). The browser then
+draws the text with the font it has. Both must agree, or a label that vl-convert measured short
+runs past the SVG's edge and the inline SVG clips it ("ffective_date"). So every chart names its
+font: DejaVu Sans, which vl-convert finds on Linux and fontconfig gives Chromium for
+``sans-serif``; where a browser lacks it, Verdana and then the system's sans-serif are about as
+wide or narrower, so a label measured in DejaVu Sans still fits. No chart sets its own padding
+around a label or limits a label's length: the layout makes the room.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+WIDTH, HEIGHT = 1100, 260
+FONT = "DejaVu Sans, Verdana, sans-serif"
+UTC_AXIS = {"format": "%Y-%m-%d %H:%M:%S", "title": "time (UTC)", "labelAngle": -30,
+            "labelOverlap": True}
+
+
+def _time(field: str) -> alt.X:
+    """A time axis in UTC with the date, whatever the zone of the browser."""
+    return alt.X(f"{field}:T", scale=alt.Scale(type="utc"), axis=alt.Axis(**UTC_AXIS))
+
+
+def _whole(top: float) -> alt.Axis:
+    """An axis of counts with whole-number ticks only (each tick named once)."""
+    top = int(top) if top == top else 0
+    if top <= 12:
+        return alt.Axis(format="d", values=list(range(0, top + 1)))
+    return alt.Axis(format="d", tickMinStep=1)
+
+
+def _count(field: str, title: str, top: float) -> alt.Y:
+    return alt.Y(f"{field}:Q", title=title, axis=_whole(top))
+
+
+def _legend(title: str | None = None) -> alt.Legend:
+    return alt.Legend(title=title, labelLimit=0)
+
+
+def queue_depth(frame) -> alt.TopLevelMixin:
+    long = frame.melt("happened_at", ["documents_waiting", "busy_workers"], "series", "count")
+    return alt.Chart(long).mark_line(interpolate="step-after").encode(
+        x=_time("happened_at"), y=_count("count", "count", long["count"].max()),
+        color=alt.Color("series:N", legend=_legend()))
+
+
+def throughput(frame) -> alt.TopLevelMixin:
+    rate = frame["documents_per_minute"].iloc[0]
+    rate_text = "n/a" if rate is None or rate != rate else f"{rate:,.1f}"
+    return alt.Chart(frame).mark_line(interpolate="step-after", point=True).encode(
+        x=_time("happened_at"),
+        y=_count("documents_finished", "documents finished", frame["documents_finished"].max()),
+    ).properties(title=alt.Title(
+        f"{rate_text} documents per minute of active time",
+        subtitle="cumulative, each document once (its latest job)"))
+
+
+def latency(frame) -> alt.TopLevelMixin:
+    order = list(frame["page_bucket"])
+    long = frame.melt(["page_bucket", "documents"], ["median_s", "p90_s"], "statistic",
+                      "seconds")
+    return alt.Chart(long).mark_bar().encode(
+        x=alt.X("page_bucket:N", sort=order, title="pages", axis=alt.Axis(labelAngle=0)),
+        xOffset="statistic:N", y=alt.Y("seconds:Q", title="seconds, job created to done"),
+        color=alt.Color("statistic:N", legend=_legend()),
+        tooltip=["page_bucket", "statistic", "seconds", "documents"])
+
+
+def cost(frame) -> alt.TopLevelMixin:
+    """Two panels side by side, one bar per model: its cost per 1,000 pages, and its tokens.
+    Bars run across, so a model's full name sits on one line however many models there are."""
+    half = WIDTH // 2 - 200
+    y = alt.Y("model:N", title=None, sort=list(frame["model"]), axis=alt.Axis(labelLimit=0))
+    per_page = alt.Chart(frame).mark_bar().encode(
+        y=y, x=alt.X("cost_per_1000_pages:Q", title="USD per 1,000 pages"),
+        tooltip=["model", "pages", "model_calls", "cost_usd", "cost_per_1000_pages"])
+    tokens = frame.melt(["model"], ["input_tokens", "output_tokens"], "kind", "tokens")
+    by_kind = alt.Chart(tokens).mark_bar().encode(
+        y=y, x=alt.X("tokens:Q", title="tokens"),
+        color=alt.Color("kind:N", legend=_legend("tokens")),
+        tooltip=["model", "kind", "tokens"])
+    height = max(60, 28 * len(frame))
+    return alt.hconcat(per_page.properties(width=half, height=height),
+                       by_kind.properties(width=half, height=height))
+
+
+def failures(frame) -> alt.TopLevelMixin:
+    frame = frame.assign(stage_reason=frame["stage"] + ": " + frame["reason"])
+    return alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("stage_reason:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
+        x=alt.X("jobs:Q", title="jobs that met it", axis=_whole(frame["jobs"].max())),
+        color=alt.Color("stage:N", legend=_legend("stage")),
+        tooltip=["stage", "reason", "failures", "final_failures", "jobs"])
+
+
+def readers(frame) -> alt.TopLevelMixin:
+    return alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("reader:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
+        x=alt.X("pages:Q", title="pages read", axis=_whole(frame["pages"].max())),
+        color=alt.Color("reader:N", legend=None), tooltip=["reader", "pages"])
+
+
+def coverage(frame) -> alt.TopLevelMixin:
+    return alt.Chart(frame).mark_bar().encode(
+        y=alt.Y("field:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
+        x=alt.X("coverage:Q", title="share of results with a value",
+                scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+        tooltip=["field", "documents_with_value", "coverage"])
+
+
+def f1_by_field(frame) -> alt.TopLevelMixin:
+    return alt.Chart(frame).mark_line(point=True).encode(
+        x=_time("scored_at"), y=alt.Y("f1:Q", title="F1", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("field:N", legend=_legend("field")),
+        strokeDash=alt.StrokeDash("strategy:N", legend=_legend("strategy")))
+
+
+def svg(chart: alt.TopLevelMixin) -> str:
+    """The chart as one SVG element, sized by vl-convert with ``FONT``'s own metrics."""
+    import vl_convert
+
+    if not isinstance(chart, alt.ConcatChart | alt.HConcatChart):
+        chart = chart.properties(width=WIDTH, height=HEIGHT)
+    chart = chart.properties(padding=5).configure(font=FONT)
+    return vl_convert.vegalite_to_svg(chart.to_dict(), vl_version=_vl_version())
+
+
+def _vl_version() -> str:
+    """The Vega-Lite version this Altair writes (``v6.1.0`` -> ``6.1``), which vl-convert
+    renders with its bundled copy: no network either way."""
+    major, minor = alt.SCHEMA_VERSION.lstrip("v").split(".")[:2]
+    return f"{major}.{minor}"
