@@ -2,20 +2,25 @@
 user-chosen rule confirms) as JSONL in the Gemini (Vertex AI) supervised-tuning or the OpenAI chat
 format, built to match production:
 
-- input: the prompt the single-pass strategy sends, made by the same builder
-  (``extract.fields.llm.prompts.single_pass_prompt``, passed in by ``infra.evals_wiring``): its
-  system prompt, then the response schema with every field's description (a tuning file has no
-  response-schema slot, so it is written into the system instruction), and the user text with the
-  same page rendering and limit; a cut is counted in the manifest;
-- output: every field of the schema as one JSON object, lists as lists, a field with no value
-  ``null`` (or ``[]``), typed as the schema types it (a number as a number, a nested model as an
-  object); a Kleister-form label (``Nike_Inc.``) is written in the surface form the text spells
-  it ("Nike, Inc."), as the schema tells the model to, when the text has it; a document whose
-  label does not cover every field is left out (a missing field would teach a wrong null);
-- split on a stable group (``evals.split``): document id and near-duplicate clusters, so no
-  near-duplicate is on both sides; identical input texts are written once;
-- a manifest beside the files: counts, the split rule, the limit, warnings (fewer examples than
-  the provider's minimum: OpenAI 10, Gemini on Vertex AI 16).
+- input: the request the single-pass strategy sends, built by the strategy's own settings
+  object (``SinglePassSettings.request``, passed in by ``infra.evals_wiring``): its system
+  prompt, then the response schema it sends as ``response_json_schema`` (a tuning file has no
+  response-schema slot, so it is written after the system prompt, under a fixed heading), and
+  the user text with the same page rendering and the same ``max_chars``; a cut is counted;
+- output: an instance of that response schema, checked with ``jsonschema``: ``fields``, every
+  field of the schema (lists as lists, a field with no value ``null`` or ``[]``, typed as the
+  schema types it; a Kleister-form label such as ``Nike_Inc.`` in the surface form the text
+  spells, "Nike, Inc."), and ``evidence``, one quote per value copied from its page with the
+  page number, as production asks the model for; a document whose label does not cover every
+  field, or one of whose values no page states, is left out and counted (teaching a wrong null
+  or an answer without its evidence is what the set must not do);
+- split into train, validation and test on a stable group (``evals.split``): document id and
+  near-duplicate clusters, so no near-duplicate is on two sides; identical input texts are
+  written once;
+- a manifest beside the files: counts, the split rule, the documents of each split (id and
+  SHA-256: ``doclake evals score --trained-on MANIFEST`` warns when a tuned model is scored on
+  documents it was trained or validated on), warnings (fewer examples than the provider's
+  minimum: OpenAI 10, Gemini on Vertex AI 16).
 
 The two shapes (the providers' documented tuning formats):
 
@@ -35,10 +40,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from evals.split import THRESHOLD, near_duplicate_groups, side_of
+from evals.split import SPLITS, THRESHOLD, near_duplicate_groups, side_of
 
-__all__ = ["Example", "FinetuneDocument", "TargetSchema", "build_examples", "surface_form",
-           "to_line", "write_set", "FORMATS", "MINIMUM_EXAMPLES"]
+__all__ = ["Example", "FinetuneDocument", "TargetSchema", "build_examples", "check_target",
+           "surface_form", "system_text", "to_line", "trained_documents", "write_set", "FORMATS",
+           "MINIMUM_EXAMPLES", "SCHEMA_HEADING"]
+
+SCHEMA_HEADING = ("The response schema (JSON Schema; each field's description says what it "
+                  "holds):")
+"""Where the response schema starts in a tuning example's system text: production sends it as
+``response_json_schema``, which a tuning file has no slot for."""
 
 FORMATS = ("gemini", "openai")
 MINIMUM_EXAMPLES = {"openai": 10, "gemini": 16}
@@ -53,6 +64,7 @@ class FinetuneDocument(NamedTuple):
     values: Mapping[str, Sequence[str]]
     value_format: str
     schema_name: str = "nda"
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,11 +77,13 @@ class TargetSchema:
     list_fields: tuple[str, ...]
     text_fields: tuple[str, ...]
     prompt: Callable[[Sequence[tuple[int, str]]], tuple[str, str, dict, bool]]
-    """pages -> (system prompt, user text, response schema, truncated)."""
+    """pages -> (system prompt, user text, response schema, truncated): production's request."""
     typed: Callable[[str, str], Any] = lambda name, value: value
     validate: Callable[[dict], dict] | None = None
     normalize: Callable[[str, str], str] | None = None
     """(field, text) -> the Kleister token of a text: checks a surface form found in the text."""
+    quote: Callable[[str, Any, Sequence[tuple[int, str]]], tuple[int, str] | None] | None = None
+    """(field, typed value, pages) -> (page number, quote) of the words that state the value."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,7 @@ class Example:
     truncated: bool
     answer: dict
     full_text: str = ""
+    sha256: str | None = None
 
     @property
     def content_hash(self) -> str:
@@ -130,12 +145,48 @@ def target(values: Mapping[str, Sequence[str]], schema: TargetSchema, value_form
     return schema.validate(answer) if schema.validate else answer
 
 
+def evidence(fields: Mapping[str, Any], schema: TargetSchema,
+             pages: Sequence[tuple[int, str]]) -> list[dict] | None:
+    """One evidence item per value (the response schema's ``evidence``), None when a value is
+    stated on no page."""
+    if schema.quote is None:
+        return []
+    items = []
+    for name in schema.fields:
+        value = fields.get(name)
+        values = value if isinstance(value, list) else [] if value is None else [value]
+        for index, item in enumerate(values):
+            found = schema.quote(name, item, pages)
+            if found is None:
+                return None
+            page, quote = found
+            items.append({"field": name, "value_index": index, "quote": quote, "page": page})
+    return items
+
+
+def check_target(target_answer: dict, response_schema: dict) -> None:
+    """``ValueError`` unless ``target_answer`` is an instance of ``response_schema``."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(response_schema)
+    errors = sorted(validator.iter_errors(target_answer), key=lambda e: list(e.path))
+    if errors:
+        raise ValueError("; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}"
+                                   for e in errors[:3]))
+
+
+def system_text(system: str, response_schema: dict) -> str:
+    """The tuning example's system text: production's system prompt, then its response schema."""
+    return f"{system}\n\n{SCHEMA_HEADING}\n{json.dumps(response_schema, ensure_ascii=False)}"
+
+
 def build_examples(documents: Iterable[FinetuneDocument],
                    schema_for: Callable[[str], TargetSchema | None]) -> tuple[list[Example], dict]:
     """Examples, and what was left out: a document without text (nothing to learn from), a label
-    that does not cover every field, a schema that cannot be loaded, a target the schema refuses."""
+    that does not cover every field, a schema that cannot be loaded, a target the schema refuses,
+    a value no page states (its evidence cannot be written)."""
     out, skipped = [], {"no_text": 0, "partial_label": 0, "unknown_schema": 0,
-                        "invalid_target": 0}
+                        "invalid_target": 0, "no_evidence": 0}
     for doc in documents:
         schema = schema_for(doc.schema_name)
         if schema is None:
@@ -153,13 +204,22 @@ def build_examples(documents: Iterable[FinetuneDocument],
             continue
         system, text, response_schema, cut = schema.prompt(doc.pages)
         try:
-            answer = target(values, schema, doc.value_format, full)
+            fields = target(values, schema, doc.value_format, full)
         except ValueError:
             skipped["invalid_target"] += 1
             continue
-        system = (f"{system}\n\nThe response schema (JSON Schema; each field's description says "
-                  f"what it holds):\n{json.dumps(response_schema, ensure_ascii=False)}")
-        out.append(Example(doc.document_id, doc.source, system, text, cut, answer, full))
+        quotes = evidence(fields, schema, doc.pages)
+        if quotes is None:
+            skipped["no_evidence"] += 1
+            continue
+        answer = {"fields": fields, "evidence": quotes}
+        try:
+            check_target(answer, response_schema)
+        except ValueError:
+            skipped["invalid_target"] += 1
+            continue
+        out.append(Example(doc.document_id, doc.source, system_text(system, response_schema),
+                           text, cut, answer, full, doc.sha256))
     return out, skipped
 
 
@@ -180,28 +240,36 @@ def to_line(example: Example, file_format: str) -> dict:
 class Manifest:
     format: str
     validation_percent: int
+    test_percent: int = 0
     files: dict[str, str] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     truncated: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     groups: dict[str, list[str]] = field(default_factory=dict)
-    validation_documents: list[str] = field(default_factory=list)
+    splits: dict[str, list[dict]] = field(default_factory=dict)
+
+    @property
+    def validation_documents(self) -> list[str]:
+        return [d["document_id"] for d in self.splits.get("validation", [])]
 
     def to_dict(self) -> dict:
         return {"format": self.format, "files": self.files, "counts": self.counts,
                 "split_rule": f"documents grouped by document id and near-duplicate clusters "
-                f"(MinHash over word shingles, estimated Jaccard >= {THRESHOLD}); validation "
-                f"when int(sha256(the group's smallest document id)[:8], 16) % 100 < "
-                f"{self.validation_percent}, else train; identical input texts are one example",
+                f"(MinHash over word shingles, estimated Jaccard >= {THRESHOLD}); with b = "
+                f"int(sha256(the group's smallest document id)[:8], 16) % 100: validation when "
+                f"b < {self.validation_percent}, test when b < "
+                f"{self.validation_percent + self.test_percent}, else train; identical input "
+                "texts are one example",
                 "near_duplicate_groups": self.groups,
-                "validation_documents": self.validation_documents,
+                "splits": self.splits,
                 "truncated_documents": self.truncated, "warnings": self.warnings}
 
 
 def write_set(examples: Sequence[Example], out: Path, file_format: str, *,
-              validation_percent: int = 10, skipped: Mapping[str, int] | None = None
-              ) -> Manifest:
-    """``out`` (train), ``<out stem>.validation.jsonl`` and ``<out stem>.manifest.json``.
+              validation_percent: int = 10, test_percent: int = 10,
+              skipped: Mapping[str, int] | None = None) -> Manifest:
+    """``out`` (train), ``<out stem>.validation.jsonl``, ``<out stem>.test.jsonl`` and
+    ``<out stem>.manifest.json`` (its ``splits`` name each split's documents).
 
     Labelled examples win over confirmed ones with the same text; ties keep the first."""
     if file_format not in FORMATS:
@@ -212,13 +280,15 @@ def write_set(examples: Sequence[Example], out: Path, file_format: str, *,
         unique.setdefault(example.content_hash, example)
     kept = sorted(unique.values(), key=lambda e: e.document_id)
     groups = near_duplicate_groups({e.document_id: e.full_text or e.text for e in kept})
-    validation = out.with_name(f"{out.stem}.validation.jsonl")
-    manifest = Manifest(file_format, validation_percent,
-                        files={"train": str(out), "validation": str(validation)})
-    sides: dict[str, list[Example]] = {"train": [], "validation": []}
+    paths = {"train": out, **{side: out.with_name(f"{out.stem}.{side}.jsonl")
+                              for side in SPLITS if side != "train"}}
+    manifest = Manifest(file_format, validation_percent, test_percent,
+                        files={side: str(path) for side, path in paths.items()})
+    sides: dict[str, list[Example]] = {side: [] for side in SPLITS}
     for example in kept:
-        sides[side_of(groups[example.document_id], validation_percent)].append(example)
-    for side, path in (("train", out), ("validation", validation)):
+        sides[side_of(groups[example.document_id], validation_percent, test_percent)].append(
+            example)
+    for side, path in paths.items():
         with path.open("w", encoding="utf-8") as handle:
             for example in sides[side]:
                 handle.write(json.dumps(to_line(example, file_format), ensure_ascii=False) + "\n")
@@ -227,14 +297,16 @@ def write_set(examples: Sequence[Example], out: Path, file_format: str, *,
         clusters.setdefault(key, []).append(document_id)
     manifest.groups = {k: sorted(v) for k, v in sorted(clusters.items()) if len(v) > 1}
     manifest.counts = {"candidates": len(examples), "duplicates_removed": len(examples) - len(unique),
-                       "train": len(sides["train"]), "validation": len(sides["validation"]),
+                       **{side: len(sides[side]) for side in SPLITS},
                        "labelled": sum(e.source == "labelled" for e in kept),
                        "confirmed": sum(e.source == "confirmed" for e in kept),
                        "truncated": sum(e.truncated for e in kept),
                        "near_duplicate_groups": len(manifest.groups),
                        **{f"skipped_{k}": v for k, v in (skipped or {}).items()}}
     manifest.truncated = sorted(e.document_id for e in kept if e.truncated)
-    manifest.validation_documents = [e.document_id for e in sides["validation"]]
+    manifest.splits = {side: [{"document_id": e.document_id, "sha256": e.sha256,
+                               "group": groups[e.document_id]} for e in sides[side]]
+                       for side in SPLITS}
     minimum = MINIMUM_EXAMPLES[file_format]
     if len(sides["train"]) < minimum:
         manifest.warnings.append(
@@ -243,3 +315,11 @@ def write_set(examples: Sequence[Example], out: Path, file_format: str, *,
     out.with_name(f"{out.stem}.manifest.json").write_text(
         json.dumps(manifest.to_dict(), indent=2) + "\n", encoding="utf-8")
     return manifest
+
+
+def trained_documents(manifest: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """(SHA-256s, document ids) of a manifest's train and validation splits: what a model tuned
+    on the set has seen. Its test split is what it may be scored on."""
+    seen = [d for side in ("train", "validation") for d in manifest.get("splits", {}).get(side, [])]
+    return (frozenset(d["sha256"] for d in seen if d.get("sha256")),
+            frozenset(d["document_id"] for d in seen))

@@ -37,14 +37,18 @@ def labelled_documents(labels: Sequence[Label], results: Sequence[Result],
             r = matching[-1]
             out.append(FinetuneDocument(label.document_id, "labelled",
                                         read_pages(label.document_id, r.job_id), label.values,
-                                        label.value_format, r.schema_name or "nda"))
+                                        label.value_format, r.schema_name or "nda",
+                                        r.sha256 or label.sha256))
     return out
 
 
 def agreeing_documents(results: Sequence[Result], labelled: set[str],
                        read_pages: PageReader) -> list[tuple]:
     """Unlabelled documents whose latest result per (model_version, strategy), two or more of
-    them, carry the same values (case-insensitively): a confirmation by agreement."""
+    them, carry the same values (case-insensitively): a confirmation by agreement. Agreeing on
+    nothing confirms nothing: two versions that both found no value (a scan without text, a
+    reader that failed quietly) agree without either having read the document, so a document
+    whose agreed answer is empty is not taken."""
     by_document: dict[str, dict] = {}
     for r in sorted(results, key=lambda r: r.published_at):
         if r.status == "succeeded" and r.document_id not in labelled:
@@ -55,10 +59,13 @@ def agreeing_documents(results: Sequence[Result], labelled: set[str],
                                 for k, vs in r.values.items())) for r in groups.values()}
         if len(groups) >= 2 and len(answers) == 1:
             newest = max(groups.values(), key=lambda r: r.published_at)
+            if not any(value.strip() for values in newest.values.values()
+                       for value, _ in values):
+                continue
             chosen.append(FinetuneDocument(
                 document_id, "confirmed", read_pages(document_id, newest.job_id),
                 {k: tuple(v for v, _ in vs) for k, vs in newest.values.items()}, "text",
-                newest.schema_name or "nda"))
+                newest.schema_name or "nda", newest.sha256))
     return chosen
 
 

@@ -48,6 +48,10 @@ class TrainingSet:
     sha256s: frozenset[str]
     names: frozenset[str] = frozenset()
     description: str = ""
+    document_ids: frozenset[str] = frozenset()
+    """Documents seen, by id, for those whose version is not known."""
+    strategies: frozenset[str] = frozenset()
+    """Only groups of these strategies (empty: any); a fine-tuning set teaches the LLMs."""
 
 
 @dataclass(frozen=True)
@@ -125,11 +129,14 @@ def _warnings(groups: Sequence[GroupFigures], scored: Sequence[Scored], stale: S
                        f"than {MIN_DOCUMENTS}; the interval is wide and a difference this small "
                        "decides nothing")
         for ts in training_sets:
-            if not g.model_version.startswith(ts.version_prefix):
+            if not g.model_version.startswith(ts.version_prefix) or (
+                    ts.strategies and g.strategy not in ts.strategies):
                 continue
             inside = {s.label.document_id for s in scored if group_of(s.result) == (
                 g.model_version, g.strategy) and s.latest_in_group and (
-                (s.result.sha256 or s.label.sha256) in ts.sha256s)}
+                (s.result.sha256 or s.label.sha256) in ts.sha256s
+                or (not (s.result.sha256 or s.label.sha256)
+                    and s.label.document_id in ts.document_ids))}
             if inside:
                 out.append(f"{g.strategy} {g.model_version}: {len(inside)} of "
                            f"{g.overall.documents} scored documents are in the model's training "

@@ -1,4 +1,4 @@
-"""Train or validation for a fine-tuning set, on a group that no near-duplicate crosses.
+"""Train, validation or test for a fine-tuning set, on a group that no near-duplicate crosses.
 
 Hashing each example's text is not enough: two versions of one contract, or two NDAs from the same
 template, differ by a few words, hash apart and land on both sides (the Kleister train split has
@@ -16,7 +16,9 @@ from collections.abc import Mapping
 
 from extract.fields.rules import duplicates
 
-__all__ = ["THRESHOLD", "near_duplicate_groups", "side_of"]
+__all__ = ["SPLITS", "THRESHOLD", "near_duplicate_groups", "side_of"]
+
+SPLITS = ("train", "validation", "test")
 
 THRESHOLD = duplicates.JACCARD  # one notion of "the same form" for fine-tuning and for rules
 
@@ -35,7 +37,13 @@ def near_duplicate_groups(texts: Mapping[str, str], threshold: float = THRESHOLD
     return {d: smallest[n] for d, n in zip(ids, numbers, strict=True)}
 
 
-def side_of(group_key: str, validation_percent: int) -> str:
-    """train or validation from the group key alone: stable across runs, limits and readers."""
+def side_of(group_key: str, validation_percent: int, test_percent: int = 0) -> str:
+    """train, validation or test from the group key alone: stable across runs, limits and
+    readers. The bucket is ``int(sha256(key)[:8], 16) % 100``: validation below
+    ``validation_percent``, test in the next ``test_percent``, train above (so adding a test
+    split moves no group between validation and train's other side)."""
     digest = hashlib.sha256(group_key.encode("utf-8")).hexdigest()
-    return "validation" if int(digest[:8], 16) % 100 < validation_percent else "train"
+    bucket = int(digest[:8], 16) % 100
+    if bucket < validation_percent:
+        return "validation"
+    return "test" if bucket < validation_percent + test_percent else "train"

@@ -86,25 +86,29 @@ def schema_class(schema_name: str):
     return _schema(schema_name)
 
 
-def target_schema(schema_name: str):
+def target_schema(schema_name: str, settings=None):
     """What a fine-tuning set needs to know about one schema (``evals.finetune.TargetSchema``);
-    None when the schema cannot be loaded here."""
+    None when the schema cannot be loaded here. The request is built by the single-pass
+    strategy's settings object (``settings``, default production's ``SETTINGS``): its system
+    prompt, ``max_chars`` and response schema; each value's evidence quote is found by
+    ``extract.fields.quotes``, the test the LLM strategies apply to a model's quotes."""
     from evals.canonical import item_type, typed_value
     from evals.canonical import list_fields as lists
     from evals.finetune import TargetSchema
     from extract.fields.base import PageText
-    from extract.fields.llm.prompts import document_text, single_pass_prompt
-    from extract.fields.llm.shared import DEFAULT_MAX_CHARS
+    from extract.fields.llm import single_pass
+    from extract.fields.quotes import quote_span
 
     schema = _schema(schema_name)
     if schema is None:
         return None
 
     def prompt(pages):
+        chosen = settings or single_pass.SETTINGS
         texts = [PageText(n, t) for n, t in pages]
-        built = single_pass_prompt(texts, schema, DEFAULT_MAX_CHARS)
+        built = chosen.request(texts, schema)
         return (built.system or "", built.text, built.response_schema or {},
-                document_text(texts, DEFAULT_MAX_CHARS).truncated)
+                chosen.truncated(texts))
 
     def validate(answer: dict) -> dict:
         from pydantic import ValidationError
@@ -114,11 +118,19 @@ def target_schema(schema_name: str):
         except ValidationError as error:
             raise ValueError(str(error)) from None
 
+    def quote(name: str, value, pages):
+        texts = [PageText(n, t) for n, t in pages]
+        found = quote_span(schema, name, value, texts)
+        if found is None:
+            return None
+        number, start, end = found
+        return number, next(p.text for p in texts if p.number == number)[start:end]
+
     text_fields = tuple(name for name, info in schema.model_fields.items()
                         if item_type(info.annotation) is str)
     return TargetSchema(tuple(schema.model_fields), lists(schema), text_fields, prompt,
                         lambda name, value: typed_value(schema, name, value), validate,
-                        _kleister_normalizer if schema_name == "nda" else None)
+                        _kleister_normalizer if schema_name == "nda" else None, quote)
 
 
 def training_sets() -> list:

@@ -76,7 +76,7 @@ def test_a_label_meets_only_the_version_it_was_written_for(tmp_path):
 
     out = tmp_path / "set.jsonl"
     doclake("evals", "export-finetune", "--out", str(out), "--format", "openai",
-            "--validation-percent", "0", "--home", home)
+            "--validation-percent", "0", "--test-percent", "0", "--home", home)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     from infra.evals_wiring import page_reader
     from infra.local.objectstore import FolderObjectStore
@@ -93,4 +93,6 @@ def test_a_label_meets_only_the_version_it_was_written_for(tmp_path):
     users = [line["messages"][1]["content"] for line in lines]
     assert not any(new_snippet in text for text in users)  # the new text is never paired
     assert sum(old_snippet in text for text in users) == 1  # the label meets its own version
-    assert len(lines) == 10
+    counts = json.loads((tmp_path / "set.manifest.json").read_text())["counts"]
+    assert len(lines) == counts["train"] == 10 - counts["skipped_no_evidence"]
+    assert counts["skipped_no_evidence"] <= 2  # a value no page states: no quote to teach

@@ -4,6 +4,7 @@ then failed, no key, the simulated provider, and ``doclake run --strategy single
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -304,13 +305,13 @@ async def test_single_pass_version_names_its_prompt_and_schema(tmp_path):
 
     with FakeGemini(lambda call: answer(json.dumps(RECORD))) as fake:
         _, _, _, first = await extract_fields(tmp_path / "a", "single-pass", models=models(fake))
-    original = single_pass.SINGLE_PASS_SYSTEM
-    single_pass.SINGLE_PASS_SYSTEM = original + "\nBe brief."
+    original = single_pass.SETTINGS
+    single_pass.SETTINGS = dataclasses.replace(original, system=original.system + "\nBe brief.")
     try:
         with FakeGemini(lambda call: answer(json.dumps(RECORD))) as fake:
             _, _, _, second = await extract_fields(tmp_path / "b", "single-pass",
                                                    models=models(fake))
     finally:
-        single_pass.SINGLE_PASS_SYSTEM = original
+        single_pass.SETTINGS = original
     assert first.model_version != second.model_version
     assert first.model_version.split("+")[0] == second.model_version.split("+")[0]

@@ -186,6 +186,13 @@ def score(
     fail_under: Annotated[float | None, typer.Option(
         "--fail-under", help="Exit 1 when a group's F1 (percent, 0-100) is below this: a gate "
         "for CI.", min=0, max=100, show_default=False)] = None,
+    trained_on: Annotated[list[Path] | None, typer.Option(
+        "--trained-on", help="A fine-tuning set's manifest (`evals export-finetune`): warn "
+        "when a single-pass or agentic group is scored on documents of its train or validation "
+        "split. Repeatable.", show_default=False)] = None,
+    tuned_model: Annotated[str, typer.Option(
+        "--tuned-model", help="With --trained-on: only groups whose model version starts with "
+        "this (the tuned model's name); default every LLM group.")] = "",
 ) -> None:
     """Precision, recall and F1 per field and overall, by model version and strategy, with
     bootstrap intervals; written to eval_runs, eval_scores and eval_outcomes. Labels of an
@@ -198,7 +205,8 @@ def score(
               "until": parse_moment(until, now, "--until") or now}
     settings = open_settings(home, Access.READ if dry_run else Access.WRITE)
     options = {"normalizers": _wiring().normalizers(), "resamples": resamples, "seed": seed,
-               "training_sets": _wiring().training_sets()}
+               "training_sets": _wiring().training_sets()
+               + [_finetune_set(path, tuned_model) for path in trained_on or ()]}
     if dry_run:
         run = score_lake(settings.lake, **window, **options)
     else:
@@ -208,6 +216,25 @@ def score(
     else:
         _print_score(run, output_format)
     _gate(run, fail_under)
+
+
+def _finetune_set(path: Path, tuned_model: str):
+    """A fine-tuning manifest as the documents a tuned model has seen (train and validation)."""
+    import json
+
+    from evals.finetune import trained_documents
+    from evals.score_run import TrainingSet
+
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        sha256s, document_ids = trained_documents(manifest)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise UserError(f"--trained-on {path}: not a fine-tuning manifest ({error})",
+                        "give the <out>.manifest.json `doclake evals export-finetune` wrote"
+                        ) from None
+    return TrainingSet(tuned_model, sha256s, document_ids=document_ids,
+                       strategies=frozenset({"single-pass", "agentic"}),
+                       description=f"train and validation splits of {path.name}")
 
 
 def _gate(run, fail_under: float | None) -> None:
@@ -355,10 +382,14 @@ def export_finetune(
                        "versions or strategies agree on every value).")] = "labelled",
     validation_percent: Annotated[int, typer.Option(help="Share of document groups for "
                                   "validation.", min=0, max=100)] = 10,
+    test_percent: Annotated[int, typer.Option(help="Share of document groups held out for "
+                            "testing the tuned model.", min=0, max=100)] = 10,
     home: HomeOption = None,
 ) -> None:
-    """Fine-tuning JSONL (Gemini or OpenAI) made by production's prompt builder, split on
-    document groups with near-duplicates kept together, duplicates removed."""
+    """Fine-tuning JSONL (Gemini or OpenAI): production's single-pass request as input, an
+    instance of its response schema (fields and evidence) as target; split into train,
+    validation and test on document groups with near-duplicates kept together; a manifest
+    naming each split's documents (`evals score --trained-on` reads it)."""
     import importlib.util
 
     if importlib.util.find_spec("datasketch") is None:  # the `finetune` extra: not in the demo
@@ -373,6 +404,9 @@ def export_finetune(
                         f"use one of: {', '.join(FORMATS)}")
     if include not in ("labelled", "agreement"):
         raise UserError(f"--include {include!r} is not a rule", "use labelled or agreement")
+    if validation_percent + test_percent > 100:
+        raise UserError(f"--validation-percent {validation_percent} and --test-percent "
+                        f"{test_percent} add up to more than 100", "lower one of them")
     if out.is_dir():
         raise UserError(f"--out {out} is a folder: it names the train JSONL file",
                         f"give a file name, e.g. --out {out / 'train.jsonl'}")
@@ -385,7 +419,7 @@ def export_finetune(
                         "import labels first (doclake evals import-labels)")
     out.parent.mkdir(parents=True, exist_ok=True)
     manifest = write_set(examples, out, file_format, validation_percent=validation_percent,
-                         skipped=skipped)
+                         test_percent=test_percent, skipped=skipped)
     for warning in manifest.warnings:
         stderr_console().print(f"warning: {warning}")
     print_object({**manifest.counts, "manifest": str(out.with_name(f"{out.stem}.manifest.json"))},

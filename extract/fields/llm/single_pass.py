@@ -13,7 +13,9 @@ all, each one on the ledger; then the extraction fails with ``invalid_output`` a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
@@ -44,8 +46,31 @@ from extract.ports import EventSink
 if TYPE_CHECKING:
     from extract.context import Delivery, HandlerContext
 
-__all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_CHARS", "SinglePass", "build"]
+__all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_MAX_CHARS", "SETTINGS", "SinglePass",
+           "SinglePassSettings", "build"]
 
+
+@dataclass(frozen=True)
+class SinglePassSettings:
+    """What the strategy sends, in one object: the system prompt, how much of the document
+    (``max_chars``), how many calls for a valid answer. ``request`` builds the request; the
+    fine-tuning export (``infra.evals_wiring.target_schema``) calls the same method on the same
+    object, so a tuned model is trained on what production sends."""
+
+    system: str = SINGLE_PASS_SYSTEM
+    max_chars: int = DEFAULT_MAX_CHARS
+    attempts: int = DEFAULT_ATTEMPTS
+
+    def request(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Prompt:
+        """The first call's prompt: system text, document text, ``response_json_schema``."""
+        return single_pass_prompt(pages, schema, self.max_chars, system=self.system)
+
+    def truncated(self, pages: Sequence[PageText]) -> bool:
+        return document_text(pages, self.max_chars).truncated
+
+
+SETTINGS = SinglePassSettings()
+"""Production's settings: ``build`` uses them, and so does the fine-tuning export."""
 
 
 class SinglePass:
@@ -54,24 +79,29 @@ class SinglePass:
     name = "single-pass"
 
     def __init__(self, models: FallbackModels, sink: EventSink, site: CallSite, *,
-                 max_chars: int = DEFAULT_MAX_CHARS, attempts: int = DEFAULT_ATTEMPTS):
+                 settings: SinglePassSettings | None = None, max_chars: int | None = None,
+                 attempts: int | None = None):
+        base = settings or SETTINGS
+        changes = {k: v for k, v in (("max_chars", max_chars), ("attempts", attempts))
+                   if v is not None}
+        self.settings = dataclasses.replace(base, **changes) if changes else base
         self.models = models
         self.sink = sink
         self.site = site
-        self.max_chars = max_chars
-        self.attempts = max(1, attempts)
+        self.max_chars = self.settings.max_chars
+        self.attempts = max(1, self.settings.attempts)
         self.model_version = models.primary.name
 
     def version(self, schema: type[BaseModel], model: str | None = None) -> str:
         """The model (the primary unless another answered) plus the hash of the system prompt,
         the schema and this code (``extract.fields.version``); failures record it too."""
-        return llm_version(model or self.model_version, SINGLE_PASS_SYSTEM, schema,
+        return llm_version(model or self.model_version, self.settings.system, schema,
                            code_digest(__name__, "extract.fields.llm.prompts"))
 
     async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
         document = document_text(pages, self.max_chars)
         ledger = TallyLedger(self.sink, document.note())
-        first = single_pass_prompt(pages, schema, self.max_chars, system=SINGLE_PASS_SYSTEM)
+        first = self.settings.request(pages, schema)
         base, response_schema = first.text, first.response_schema
         text, errors = base, []
         for _ in range(self.attempts):
@@ -92,4 +122,5 @@ class SinglePass:
 
 
 def build(ctx: HandlerContext, delivery: Delivery) -> SinglePass:
-    return SinglePass(models_for(ctx, "single-pass"), ctx.sink, call_site(delivery))
+    return SinglePass(models_for(ctx, "single-pass"), ctx.sink, call_site(delivery),
+                      settings=SETTINGS)
