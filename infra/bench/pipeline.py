@@ -6,24 +6,32 @@ the same files, alternately, several rounds; the figure is the ratio of their me
 documents with one long one (a "book" of 300+ pages assembled from the same PDFs), because a run
 is only as fast as its longest document allows.
 
-A separate in-process run of the same set breaks the time down by stage (queue wait for the
-CPU pool, reading, storing pages, committing events, polling, indexing): those figures overlap
-(many messages are in flight at once), so they say where handlers wait, not a sum of the wall.
+Beside the wall, the command's own process: its CPU, every thread, read from the OS as it exits
+(``infra.bench.command_cpu``), per page (the ceiling of one run, ``1000 / ms`` pages a second,
+whatever the cores), and when its first job was registered (``first_job_s``, from the run's own
+job store: a small folder's fixed cost).
+
+A separate in-process run of the same set (``stage_breakdown``) breaks the time down by stage
+(queue wait for the CPU pool, reading, storing pages, committing events, polling, indexing) and
+the main process's CPU by thread: those figures overlap (many messages are in flight at once),
+so they say where handlers wait, not a sum of the wall; and they leave out what the command
+pays around the runtime (imports, start-up, compaction, the summary).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import resource
 import shutil
+import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
+from infra.bench.command_cpu import CommandFigures, run_command
 from infra.bench.thread_cpu import ThreadCpu, process_cpu_s
 
 PLAIN_LOOP = """
@@ -43,15 +51,23 @@ print(pages)
 """
 
 
-def build_set(source: Path, into: Path, *, limit: int, book_pages: int) -> dict[str, int]:
+def build_set(source: Path, into: Path, *, limit: int, book_pages: int,
+              copies: int = 1) -> dict[str, int]:
     """Copy the first ``limit`` PDFs of ``source`` into ``into`` and add ``book.pdf``, the
-    following PDFs concatenated up to ``book_pages`` pages (0: no book)."""
+    following PDFs concatenated up to ``book_pages`` pages (0: no book). ``copies`` > 1 adds
+    ``copies - 1`` more copies of each, copy ``k`` with the one byte ``k`` appended (PDFium reads
+    past it; the sha256 differs, so each is a document of its own, not an unchanged one): the
+    254 Kleister training NDAs eight times are the 2,032-document set."""
     import pypdfium2 as pdfium
 
     paths = sorted(source.glob("*.pdf"))
     into.mkdir(parents=True, exist_ok=True)
     for path in paths[:limit]:
         shutil.copyfile(path, into / path.name)  # a copy: ingest refuses symbolic links
+        if copies > 1:
+            data = path.read_bytes()
+            for copy in range(1, copies):
+                (into / f"{path.stem}-{copy}{path.suffix}").write_bytes(data + bytes([copy % 256]))
     pages = 0
     if book_pages > 0:
         book = pdfium.PdfDocument.new()
@@ -67,58 +83,73 @@ def build_set(source: Path, into: Path, *, limit: int, book_pages: int) -> dict[
     return {"files": len(list(into.glob("*.pdf"))), "book_pages": pages}
 
 
-def _timed(command: list[str]) -> tuple[float, float, str]:
-    """Wall and CPU seconds (the process and its children) of one command, and its stdout."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise RuntimeError(f"{command[:3]} failed: {done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stdout
-
-
 def _doclake_command() -> list[str]:
     script = Path(sys.executable).with_name("doclake")
     return [str(script)] if script.exists() else [sys.executable, "-m", "infra.cli.main"]
 
 
-def _timed_run(folder: Path, home: Path, reader: str, fields: str) -> tuple[float, float]:
-    """Wall and CPU seconds of ``doclake run`` over ``folder`` as a fresh process."""
-    wall, cpu, _ = _timed([*_doclake_command(), "run", str(folder), "--home", str(home),
-                           "--reader", reader, "--fields", fields])
-    return wall, cpu
+def run_doclake(folder: Path, home: Path, reader: str, fields: str) -> CommandFigures:
+    """``doclake run`` over ``folder`` as a fresh process, as a user types it."""
+    return run_command([*_doclake_command(), "run", str(folder), "--home", str(home),
+                        "--reader", reader, "--fields", fields])
+
+
+def job_times(home: Path, started_at: float) -> dict[str, float | None]:
+    """Seconds from the command's start to its first job's registration and to its last job's
+    end, from the run's own job store."""
+    with sqlite3.connect(home / "jobs.db") as db:
+        first, last = db.execute("SELECT min(created_at), max(finished_at) FROM jobs").fetchone()
+
+    def since(value: str | None) -> float | None:
+        return datetime.fromisoformat(value).timestamp() - started_at if value else None
+
+    return {"first_job_s": since(first), "last_job_finished_s": since(last)}
 
 
 def compare(folder: Path, rounds: int, reader: str = "text") -> dict[str, float]:
-    """Median wall and CPU of the plain loop and of ``doclake run`` over ``folder``."""
-    plain_wall, plain_cpu, run_wall, run_cpu = [], [], [], []
+    """Median wall of the plain loop and of ``doclake run`` over ``folder``, and the median
+    CPU of each one's own process (the run's: every thread of ``doclake run``, no workers)."""
+    plain_wall, plain_cpu, run_wall, run_cpu, first_jobs, peaks = [], [], [], [], [], []
     pages = 0
     with tempfile.TemporaryDirectory(prefix="doclake-bench-homes-") as homes:
         for round_number in range(rounds):
-            wall, cpu, out = _timed([sys.executable, "-c", PLAIN_LOOP, str(folder)])
-            plain_wall.append(wall)
-            plain_cpu.append(cpu)
-            pages = int(out.strip())
+            plain = run_command([sys.executable, "-c", PLAIN_LOOP, str(folder)])
+            plain_wall.append(plain.wall_s)
+            plain_cpu.append(plain.cpu_s)
+            pages = int(plain.stdout.strip())
             # Homes are removed after the last round, not before the next run: ext4 then
             # searches long for a free inode among thousands deleted seconds before (perf: 1.4 s
             # of kernel time in one run), a cost a user's run never meets.
             home = Path(homes) / str(round_number)
-            wall, cpu = _timed_run(folder, home, reader, "none")
-            run_wall.append(wall)
-            run_cpu.append(cpu)
+            run = run_doclake(folder, home, reader, "none")
+            run_wall.append(run.wall_s)
+            run_cpu.append(run.cpu_s)
+            peaks.append(run.peak_rss_mb)
+            first_jobs.append(job_times(home, run.started_at)["first_job_s"])
     plain_s, run_s = statistics.median(plain_wall), statistics.median(run_wall)
+    main_cpu = statistics.median(run_cpu)
     return {
         "pages": pages,
         "rounds": rounds,
         "plain_loop_wall_s": plain_s,
         "plain_loop_cpu_s": statistics.median(plain_cpu),
         "doclake_run_wall_s": run_s,
-        "doclake_run_cpu_s": statistics.median(run_cpu),
         "ratio_plain_over_doclake": plain_s / run_s,
         "doclake_pages_per_s": pages / run_s,
+        # The command's own process, every thread, from the OS as it exits.
+        "doclake_run_main_cpu_s": main_cpu,
+        "main_cpu_ms_per_page": 1000 * main_cpu / pages if pages else None,
+        # The spread of the rounds (a shared machine's figures wander).
+        "doclake_run_main_cpu_s_min": min(run_cpu),
+        "doclake_run_main_cpu_s_max": max(run_cpu),
+        "doclake_run_wall_s_min": min(run_wall),
+        "doclake_run_wall_s_max": max(run_wall),
+        "plain_loop_wall_s_min": min(plain_wall),
+        "plain_loop_wall_s_max": max(plain_wall),
+        "first_job_s": statistics.median(known) if (known := [x for x in first_jobs
+                                                              if x is not None]) else None,
+        "doclake_run_peak_rss_mb": max((p for p in peaks if p is not None), default=None),
+        "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
 
 
@@ -184,7 +215,7 @@ def compare_fields(folder: Path, rounds: int, reader: str = "text",
                    fields: str = "nda") -> dict[str, float]:
     """What the fields stage adds to what the user waits for: ``doclake run`` with ``--fields
     none`` and with ``--fields nda`` (the rules), as fresh processes in fresh homes, alternately;
-    the figure is the ratio of their median wall times (and of their CPU, every process)."""
+    the figure is the ratio of their median wall times (and of their own process's CPU)."""
     walls: dict[str, list[float]] = {"none": [], fields: []}
     cpus: dict[str, list[float]] = {"none": [], fields: []}
     with tempfile.TemporaryDirectory(prefix="doclake-bench-homes-") as homes:
@@ -192,9 +223,9 @@ def compare_fields(folder: Path, rounds: int, reader: str = "text",
             for side in walls:
                 # Kept until the last round ends, as in ``compare``.
                 home = Path(homes) / f"{round_number}-{side}"
-                wall, cpu = _timed_run(folder, home, reader, side)
-                walls[side].append(wall)
-                cpus[side].append(cpu)
+                run = run_doclake(folder, home, reader, side)
+                walls[side].append(run.wall_s)
+                cpus[side].append(run.cpu_s)
     without, with_fields = statistics.median(walls["none"]), statistics.median(walls[fields])
     cpu_without, cpu_with = statistics.median(cpus["none"]), statistics.median(cpus[fields])
     return {

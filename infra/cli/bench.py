@@ -2,7 +2,8 @@
 
 ``pipeline`` times ``doclake run`` on a folder of PDFs (the Kleister NDA train split by default,
 plus one long document) beside a plain single-process pypdfium2 loop, both as fresh processes
-(``infra.bench.pipeline``), and breaks the run's time down by stage.
+(``infra.bench.pipeline``): the wall, and the command's own process's CPU per page read from the
+OS; then, unless ``--no-breakdown``, breaks an in-process run's time down by stage.
 """
 
 from __future__ import annotations
@@ -28,15 +29,22 @@ def pipeline(
     limit: Annotated[int, typer.Option(help="Use the first N files.")] = 83,
     book_pages: Annotated[int, typer.Option(help="Add one long document of this many pages "
                                             "assembled from the others (0: none).")] = 352,
+    copies: Annotated[int, typer.Option(min=1, help="Copies of each file, each copy one byte "
+                      "longer (a document of its own): --limit 254 --copies 8 --book-pages 0 "
+                      "is the 2,032-document set.")] = 1,
     rounds: Annotated[int, typer.Option(min=1, help="Alternating runs of each side.")] = 3,
-    concurrency: Annotated[int | None, typer.Option(help="Runtime concurrency.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Runtime concurrency (the in-process "
+                           "breakdown's).")] = None,
     reader: Annotated[str, typer.Option(help="text: the text layer only, like the plain loop; "
                                         "auto adds OCR for pages without one.")] = "text",
+    breakdown: Annotated[bool, typer.Option(help="Also run the set in-process once, for where "
+                         "the time goes by stage and the main process's CPU by thread.")] = True,
     output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json "
                              "(default: table on a terminal, csv when piped)")] = None,
 ) -> None:
     """`doclake run` against a plain single-process pypdfium2 loop: same pages, start-up counted,
-    median of alternating rounds; then where the time goes, stage by stage."""
+    median of alternating rounds, the command's own CPU per page from the OS; then where the
+    time goes, stage by stage (an in-process run, prefixed `inprocess_`)."""
     from infra.bench.pipeline import build_set, compare, stage_breakdown
     from infra.cli.render.output import print_object, resolve_format
 
@@ -45,15 +53,15 @@ def pipeline(
         raise typer.BadParameter(f"{folder} is not a folder (the Kleister data lives in ../shared)")
     with tempfile.TemporaryDirectory(prefix="doclake-bench-set-") as scratch:
         bench_set = Path(scratch) / "set"
-        figures = build_set(folder, bench_set, limit=limit, book_pages=book_pages)
+        figures = build_set(folder, bench_set, limit=limit, book_pages=book_pages, copies=copies)
         figures.update(compare(bench_set, rounds, reader))
-        breakdown = stage_breakdown(bench_set, concurrency, reader)
-    stages = breakdown.pop("stages")
-    figures["main_cpu_ms_per_page"] = breakdown.pop("main_cpu_ms_per_page")
-    figures.update({f"main_cpu_s_thread_{re.sub(r'[^a-z0-9]+', '_', name.lower())}": seconds
-                    for name, seconds in breakdown.pop("main_cpu_by_thread").items()})
-    figures.update({f"inprocess_{k}": v for k, v in breakdown.items()})
-    figures.update({f"stage_{name}_s": v["seconds"] for name, v in stages.items()})
+        inprocess = stage_breakdown(bench_set, concurrency, reader) if breakdown else None
+    if inprocess is not None:
+        stages = inprocess.pop("stages")
+        figures.update({f"inprocess_main_cpu_s_thread_{re.sub(r'[^a-z0-9]+', '_', name.lower())}":
+                        seconds for name, seconds in inprocess.pop("main_cpu_by_thread").items()})
+        figures.update({f"inprocess_{k}": v for k, v in inprocess.items()})
+        figures.update({f"inprocess_stage_{name}_s": v["seconds"] for name, v in stages.items()})
     print_object(figures, output_format)
 
 
