@@ -5,8 +5,10 @@ reviewer); importing them as new label versions would silently replace the first
 the second. Here each (document, field) is one item and its category is the set of values the
 reviewer gave (as tokens: the scorer's normalisation, order ignored, so "Nike, Inc." and
 "Nike_Inc." agree). Cohen's kappa = (p_o - p_e) / (1 - p_e), with p_o the share of items on
-which they agree and p_e the agreement expected from each reviewer's own category frequencies;
-1 when p_e is 1 and they agree on everything.
+which they agree and p_e the agreement expected from each reviewer's own category frequencies.
+When p_e is 1 (both reviewers gave one and the same category to every item) kappa is 0/0:
+undefined, reported as such (None), not as perfect agreement: nothing varied, so nothing was
+tested.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ class FieldAgreement:
 
 
 def cohen_kappa(first: Sequence, second: Sequence) -> float | None:
-    """Cohen's kappa of two equally long sequences of nominal categories (None if empty)."""
+    """Cohen's kappa of two equally long sequences of nominal categories; None when it is
+    undefined (no items, or chance agreement of 1)."""
     n = len(first)
     if n == 0 or n != len(second):
         return None
@@ -42,7 +45,7 @@ def cohen_kappa(first: Sequence, second: Sequence) -> float | None:
     c1, c2 = Counter(first), Counter(second)
     expected = sum(c1[c] * c2[c] for c in c1) / (n * n)
     if expected == 1.0:
-        return 1.0 if observed == 1.0 else 0.0
+        return None
     return (observed - expected) / (1 - expected)
 
 
@@ -81,10 +84,11 @@ def review_agreement(lake_uri: str, path, file_format: str, *, labeller: str,
     written. Returns (per-field agreement, documents compared, labels that matched no
     labelled document)."""
     from evals.labels import DocumentIndex, parse_labels
-    from evals.lakeio import read_documents, read_labels, read_results
+    from evals.lakeio import read_current_versions, read_documents, read_labels, read_results
+    from evals.scoring import split_stale
 
     index = DocumentIndex.from_rows(read_documents(lake_uri))
-    current = read_labels(lake_uri)
+    current, _ = split_stale(read_labels(lake_uri), read_current_versions(lake_uri))
     labelled = {label.document_id for label in current}
     second, unmatched = [], 0
     for item in parse_labels(path, file_format):

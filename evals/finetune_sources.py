@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from evals.finetune import FinetuneDocument
-from evals.lakeio import read_labels, read_results
-from evals.scoring import Label, Result, group_of
+from evals.lakeio import read_current_versions, read_labels, read_results
+from evals.scoring import Label, Result, group_of, split_stale
 
 __all__ = ["PageReader", "agreeing_documents", "labelled_documents", "finetune_documents"]
 
@@ -73,7 +73,7 @@ def finetune_documents(lake_uri: str, read_pages: PageReader, include: str) -> l
     """The documents of a fine-tuning set under an ``include`` rule (``INCLUDE_RULES``)."""
     if include not in INCLUDE_RULES:
         raise ValueError(f"unknown include rule {include!r}")
-    labels = read_labels(lake_uri)
+    labels, _stale = split_stale(read_labels(lake_uri), read_current_versions(lake_uri))
     results = read_results(lake_uri)
     documents = labelled_documents(labels, results, read_pages)
     if include == "agreement":

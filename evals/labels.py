@@ -8,15 +8,24 @@ scored last month reproducible after someone fixes a label today.
 Formats (one document may take several CSV rows; a field named with an empty value says "the
 document has none", which is what lets an empty gold set be labelled at all):
 
-- csv: columns ``document_id`` or ``sha256`` (or ``source_name``), ``field``, ``value``, and
-  optionally ``labeller`` and ``labelled_at``; other columns (the labelling sheet's ``extracted``,
-  ``model_version``...) are ignored, so a filled-in sheet imports as it is;
+- csv: columns ``sha256`` and/or ``document_id`` (or ``source_name``), ``field``, ``value``, and
+  optionally ``labeller``, ``labelled_at`` and ``provenance``; other columns (the labelling
+  sheet's ``extracted``, ``model_version``...) are ignored, so a filled-in sheet imports as it is;
 - jsonl: ``{"document_id" | "sha256" | "source_name": ..., "fields": {"party": ["A", "B"],
   "term": "2 years", "jurisdiction": null}, "labeller": ..., "labelled_at": ...}``;
 - kleister: ``expected.tsv`` (space-separated ``key=value`` tokens) beside ``in.tsv`` or
   ``in.tsv.xz`` (file names, same order); a document is found by the SHA-256 of
   ``documents/<name>`` when that file is there, else by its source file name. Each label covers
   every field the split names, since the benchmark scores every predicted token.
+
+A label binds to the bytes labelled: when a row gives a ``sha256`` (the labelling sheet always
+does), that version is the one labelled, even if the document has a newer version by the time
+the sheet comes back; the label is then *stale* and kept out of scores and exports. A row whose
+``sha256`` is not a version of the ``document_id`` it names is refused, with its line.
+
+Provenance says how the labeller came to the answer (``PROVENANCES``): ``blind`` (a sheet without
+the model's values), ``pre-filled`` (a sheet showing them: the labeller may anchor on them),
+``imported`` (a gold set made elsewhere, the default) or ``reviewer`` (a reviewer's correction).
 """
 
 from __future__ import annotations
@@ -35,9 +44,10 @@ from evals.csv_cells import restore
 from lake.events import LabelRecorded, LabelValueRecorded
 
 __all__ = ["LabelError", "LabelInput", "DocumentIndex", "parse_labels", "label_events",
-           "KEY_KINDS", "FORMATS"]
+           "KEY_KINDS", "FORMATS", "PROVENANCES"]
 
-KEY_KINDS = ("document_id", "sha256", "source_name")
+KEY_KINDS = ("sha256", "document_id", "source_name")  # the first one a row gives is its key
+PROVENANCES = ("blind", "pre-filled", "imported", "reviewer")
 FORMATS = ("csv", "jsonl", "kleister")
 LABEL_NAMESPACE = uuid.UUID("2f8e6a1c-5b0d-4f7e-a3c9-8d1e0b7c4a52")
 
@@ -57,6 +67,10 @@ class LabelInput:
     labelled_at: datetime | None = None
     value_format: str = "text"
     where: str = ""  # file:line, for messages
+    document_id: str | None = None
+    """The document id a row names beside its ``sha256`` (checked: the bytes must be a version
+    of that document)."""
+    provenance: str | None = None
 
 
 @dataclass
@@ -64,7 +78,7 @@ class DocumentIndex:
     """What a label's key can name: document ids, every version's SHA-256, source names."""
 
     ids: set[str] = field(default_factory=set)
-    by_sha256: dict[str, str] = field(default_factory=dict)
+    by_sha256: dict[str, set[str]] = field(default_factory=dict)
     by_name: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
@@ -73,17 +87,34 @@ class DocumentIndex:
         index = cls()
         for row in rows:
             index.ids.add(row["document_id"])
-            index.by_sha256[row["sha256"].lower()] = row["document_id"]
+            index.by_sha256.setdefault(row["sha256"].lower(), set()).add(row["document_id"])
             index.by_name.setdefault(row["source_name"], set()).add(row["document_id"])
         return index
 
+    def mismatched(self, label: LabelInput) -> bool:
+        """The row names a known document and bytes that are not a version of it."""
+        return (label.key_kind == "sha256" and bool(label.document_id)
+                and label.document_id in self.ids
+                and label.document_id not in self.by_sha256.get(label.key.lower(), set()))
+
     def resolve(self, label: LabelInput) -> tuple[str | None, str | None]:
-        """(document id, None) or (None, why it matched nothing or too much)."""
+        """(document id, None) or (None, why it matched nothing or too much). A ``sha256``
+        with a ``document_id`` beside it must be a version of that document."""
         if label.key_kind == "document_id":
             return (label.key, None) if label.key in self.ids else (None, "no such document id")
         if label.key_kind == "sha256":
-            found = self.by_sha256.get(label.key.lower())
-            return (found, None) if found else (None, "no document has this sha256")
+            found = self.by_sha256.get(label.key.lower(), set())
+            if label.document_id:
+                if label.document_id in found:
+                    return label.document_id, None
+                if label.document_id not in self.ids:
+                    return None, f"no such document id {label.document_id}"
+                return None, (f"sha256 {label.key[:12]}... is not a version of document "
+                              f"{label.document_id}")
+            if len(found) == 1:
+                return next(iter(found)), None
+            return None, ("no document has this sha256" if not found else
+                          f"{len(found)} documents have these bytes; give document_id too")
         names = self.by_name.get(label.key, set())
         if len(names) == 1:
             return next(iter(names)), None
@@ -108,6 +139,21 @@ def _key(row: Mapping, where: str) -> tuple[str, str]:
     raise LabelError(f"{where}: no document key; give one of {', '.join(KEY_KINDS)}")
 
 
+def _claimed_id(row: Mapping, kind: str) -> str | None:
+    """The document id a row names beside the sha256 that keys it."""
+    claimed = str(row.get("document_id") or "").strip()
+    return claimed if kind == "sha256" and claimed else None
+
+
+def _provenance(value: object, where: str) -> str | None:
+    text = str(value or "").strip().lower()
+    if not text:
+        return None
+    if text not in PROVENANCES:
+        raise LabelError(f"{where}: provenance {text!r}: use one of {', '.join(PROVENANCES)}")
+    return text
+
+
 def parse_csv(path: Path) -> list[LabelInput]:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
@@ -124,15 +170,20 @@ def parse_csv(path: Path) -> list[LabelInput]:
             if not name:
                 raise LabelError(f"{where}: empty field name")
             group = (key, kind, (row.get("labeller") or "").strip() or None,
-                     _time(row.get("labelled_at"), where))
+                     _time(row.get("labelled_at"), where), _claimed_id(row, kind),
+                     _provenance(row.get("provenance"), where))
             first_line.setdefault(group, where)
             values = grouped.setdefault(group, {}).setdefault(name, [])
             value = (row.get("value") or "").strip()
             if value:
                 values.append(value)
-    return [LabelInput(key, kind, {f: tuple(v) for f, v in values.items()}, labeller, at,
-                       where=first_line[(key, kind, labeller, at)])
-            for (key, kind, labeller, at), values in grouped.items()]
+    labels = []
+    for group, values in grouped.items():
+        key, kind, labeller, at, claimed, provenance = group
+        labels.append(LabelInput(key, kind, {f: tuple(v) for f, v in values.items()}, labeller,
+                                 at, where=first_line[group], document_id=claimed,
+                                 provenance=provenance))
+    return labels
 
 
 def parse_jsonl(path: Path) -> list[LabelInput]:
@@ -153,7 +204,9 @@ def parse_jsonl(path: Path) -> list[LabelInput]:
             items = value if isinstance(value, list) else [value]
             values[name] = tuple(_text(v) for v in items if v is not None and _text(v).strip())
         labels.append(LabelInput(key, kind, values, row.get("labeller"),
-                                 _time(row.get("labelled_at"), where), where=where))
+                                 _time(row.get("labelled_at"), where), where=where,
+                                 document_id=_claimed_id(row, kind),
+                                 provenance=_provenance(row.get("provenance"), where)))
     return labels
 
 
@@ -223,7 +276,7 @@ def label_id(document_id: str, labeller: str, labelled_at: datetime,
 
 
 def label_events(label: LabelInput, document_id: str, *, labeller: str, now: datetime,
-                 source: str, sha256: str | None = None
+                 source: str, sha256: str | None = None, provenance: str = "imported"
                  ) -> list[LabelRecorded | LabelValueRecorded]:
     """One label version: its header and one row per value (none for an empty answer)."""
     who = label.labeller or labeller
@@ -235,5 +288,5 @@ def label_events(label: LabelInput, document_id: str, *, labeller: str, now: dat
     header = LabelRecorded(document_id=document_id, label_id=lid, labeller=who, labelled_at=at,
                            fields_labelled=list(label.values), value_count=len(values),
                            value_format=label.value_format, sha256=sha256, source=source,
-                           occurred_at=now)
+                           provenance=label.provenance or provenance, occurred_at=now)
     return [header, *values]

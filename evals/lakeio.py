@@ -43,11 +43,12 @@ def read_current_versions(lake_uri: str) -> dict[str, str]:
 
 
 def read_labels(lake_uri: str, *, include_superseded: bool = False) -> list[Label]:
-    """The current label of every labelled document (every version with the flag)."""
+    """The current label of every labelled document version (every label with the flag): a
+    document relabelled after a new version has one for each version it was labelled at."""
     where = "" if include_superseded else "WHERE NOT l.superseded"
     rows = read_rows(lake_uri, f"""
         SELECT l.document_id, l.label_id, l.labeller, l.labelled_at, l.fields_labelled,
-               l.value_format, l.sha256, v.field, v.value, v.value_index
+               l.value_format, l.sha256, l.provenance, v.field, v.value, v.value_index
         FROM labels AS l
         LEFT JOIN label_values AS v ON v.dt = l.dt AND v.label_id = l.label_id
         {where}
@@ -61,7 +62,8 @@ def read_labels(lake_uri: str, *, include_superseded: bool = False) -> list[Labe
     return [Label(document_id=e["row"]["document_id"], label_id=lid,
                   labeller=e["row"]["labeller"], labelled_at=_utc(e["row"]["labelled_at"]),
                   values={k: tuple(v) for k, v in e["values"].items()},
-                  value_format=e["row"]["value_format"], sha256=e["row"]["sha256"])
+                  value_format=e["row"]["value_format"], sha256=e["row"]["sha256"],
+                  provenance=e["row"]["provenance"])
             for lid, e in labels.items()]
 
 

@@ -2,9 +2,11 @@
 
 Strata are (model_version, strategy, format, size bucket): every stratum present gets at least
 one document when ``n`` allows, the rest is shared in proportion to the strata's sizes, and the
-draw is seeded, so the sheet is reproducible. The sheet is the label CSV layout with the
-extracted values prefilled (``value`` = ``extracted``), one row per value plus one empty row per
-field with no value: the labeller corrects ``value`` and adds rows, then imports the file.
+draw is seeded, so the sheet is reproducible. The sheet is the label CSV layout: blind (one empty
+row per field, no model values: the default), or pre-filled (``value`` = ``extracted``, one row
+per value plus one empty row per field with no value); the labeller fills or corrects ``value``
+and adds rows, then imports the file. Every row carries the version's ``sha256``, which binds the
+answer to the bytes read, and the sheet's ``provenance`` (blind or pre-filled).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from evals.csv_cells import neutralise
 __all__ = ["size_bucket", "stratified", "write_sheet", "sample_candidates", "SHEET_COLUMNS"]
 
 SHEET_COLUMNS = ("document_id", "sha256", "source_name", "model_version", "strategy", "field",
-                 "extracted", "value", "page_number")
+                 "extracted", "value", "page_number", "provenance")
 
 
 def size_bucket(pages: int | None) -> str:
@@ -77,7 +79,8 @@ def write_sheet(path: Path, picked: Iterable[dict],
             for name in [*names, *sorted(set(values) - set(names))]:
                 for value, page in values.get(name) or [("", None)]:
                     writer.writerow([neutralise(cell) for cell in (
-                        *base, name, value, value, "" if page is None else page)])
+                        *base, name, value, value, "" if page is None else page,
+                        "blind" if blind else "pre-filled")])
             count += 1
     return count
 

@@ -36,7 +36,7 @@ from evals.lakeio import (
 from evals.scoring import Label, Normalizer, Scored, coverage, group_of, score_all, split_stale
 from lake.events import EvalOutcomeRecorded, EvalRunCompleted, EvalScoreComputed, Event
 
-__all__ = ["ScoreRun", "TrainingSet", "run_scoring", "score_lake"]
+__all__ = ["ScoreRun", "TrainingSet", "run_scoring", "score_lake", "write_run"]
 
 
 @dataclass(frozen=True)
@@ -218,5 +218,10 @@ def run_scoring(lake_uri: str, *, since: datetime | None, until: datetime | None
     """Score and write the run to the lake (eval_runs, eval_scores, eval_outcomes)."""
     run = score_lake(lake_uri, since=since, until=until, normalizers=normalizers,
                      resamples=resamples, seed=seed, training_sets=training_sets)
-    write_events(lake_uri, run_events(run, now))
+    write_run(lake_uri, run, now)
     return run
+
+
+def write_run(lake_uri: str, run: ScoreRun, now: datetime) -> None:
+    """Write a scored run to the lake (eval_runs, eval_scores, eval_outcomes)."""
+    write_events(lake_uri, run_events(run, now))

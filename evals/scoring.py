@@ -70,6 +70,8 @@ class Label:
     value_format: str = "text"
     sha256: str | None = None
     """The document version the label was written for (None: an old label, any version)."""
+    provenance: str | None = None
+    """blind, pre-filled, imported or reviewer (``evals.labels.PROVENANCES``)."""
 
 
 @dataclass(frozen=True)
@@ -130,12 +132,17 @@ def split_stale(labels: Iterable[Label], current: Mapping[str, str]
                 ) -> tuple[list[Label], list[Label]]:
     """(labels of the document's current version, stale labels): ``current`` maps a document
     id to the SHA-256 of its latest version. A label without a SHA-256 is kept (it predates
-    versioned labels)."""
-    fresh, stale = [], []
-    for label in labels:
+    versioned labels) unless the document also has a label of its current version; one label
+    per document is fresh, the latest."""
+    fresh: dict[str, Label] = {}
+    stale = []
+    for label in sorted(labels, key=lambda x: (x.sha256 is not None, x.labelled_at, x.label_id)):
         now = current.get(label.document_id)
-        (stale if label.sha256 and now and label.sha256 != now else fresh).append(label)
-    return fresh, stale
+        if label.sha256 and now and label.sha256 != now:
+            stale.append(label)
+        else:
+            fresh[label.document_id] = label
+    return sorted(fresh.values(), key=lambda x: x.document_id), stale
 
 
 def with_versions(results: Sequence[Result]) -> list[Result]:

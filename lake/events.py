@@ -383,6 +383,9 @@ class LabelRecorded(Event):
         "already normalised)")
     sha256: str | None = Field(None, description="SHA-256 of the file's bytes")
     source: str | None = Field(None, description="the file the label was imported from, and its format")
+    provenance: str | None = Field(
+        None, description="how the answer was made: blind (the labeller did not see the model's "
+        "values), pre-filled (they did), imported (a gold set made elsewhere) or reviewer")
 
 
 class LabelValueRecorded(Event):

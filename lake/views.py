@@ -260,13 +260,16 @@ FROM ev_result_field
 SELECT occurred_at, run_id, table_name, expectation, success, unexpected_count, details, dt
 FROM ev_expectation_checked
 """,
-    # Evals (issue 13). Labels live in their document's day; superseded: a later label of the
-    # same document exists (every version stays, nothing is overwritten).
+    # Evals. Labels live in their document's day; superseded: a later label of the same
+    # document version (its sha256) exists (every label stays, nothing is overwritten). A label
+    # of an older version is not superseded by one of the new version: it is stale, which
+    # `doclake evals score` reports.
     "labels": """
 SELECT document_id, label_id, labeller, labelled_at, fields_labelled, value_count, value_format,
-       sha256, source, occurred_at AS imported_at,
+       sha256, source, provenance, occurred_at AS imported_at,
        row_number() OVER (
-         PARTITION BY dt, document_id ORDER BY labelled_at DESC, occurred_at DESC, label_id DESC
+         PARTITION BY dt, document_id, sha256
+         ORDER BY labelled_at DESC, occurred_at DESC, label_id DESC
        ) > 1 AS superseded,
        dt
 FROM ev_label

@@ -25,7 +25,7 @@ def test_every_stratum_gets_a_document_and_n_is_respected():
 
 def test_the_sheet_imports_as_labels(tmp_path):
     sheet = tmp_path / "sheet.csv"
-    write_sheet(sheet, stratified(_candidates(), 2), ["party", "term"])
+    write_sheet(sheet, stratified(_candidates(), 2), ["party", "term"], blind=False)
     labels = parse_csv(sheet)
     assert len(labels) == 2
     assert all(dict(x.values) == {"party": ("Acme",), "term": ()} for x in labels)

@@ -210,7 +210,14 @@ def test_the_gate_compare_breakdown_and_cost_from_the_cli(tmp_path):
     home = _two_strategy_home(tmp_path)
     failed = invoke("evals", "score", "--home", home, "--fail-under", "90", "--dry-run")
     assert failed.exit_code == 1 and "FAIL: single-pass" in failed.output
-    assert invoke("evals", "score", "--home", home, "--fail-under", "50",
+    # the gate reads the interval's low end: single-pass is 50.00 on 12 documents that all
+    # score alike, so Wilson's bound, (0.5 + z²/24 - z·sqrt(0.25/12 + z²/576)) / (1 + z²/12)
+    z = 1.959963984540054
+    low = (0.5 + z * z / 24 - z * (0.25 / 12 + z * z / 576) ** 0.5) / (1 + z * z / 12)
+    assert 0.25 < low < 0.26
+    at_point = invoke("evals", "score", "--home", home, "--fail-under", "50", "--dry-run")
+    assert at_point.exit_code == 1 and f"interval low {100 * low:.2f}" in at_point.output
+    assert invoke("evals", "score", "--home", home, "--fail-under", "25",
                   "--dry-run").exit_code == 0
 
     scored = json.loads(invoke("evals", "score", "--home", home, "--format", "json",
@@ -258,7 +265,8 @@ def test_cohen_kappa_by_hand():
     second = ["2y", "1y", "1y", "3y"]
     # p_o = 3/4; p_e = (2*1 + 1*2 + 1*1) / 16 = 5/16; kappa = (12/16 - 5/16) / (11/16) = 7/11
     assert cohen_kappa(first, second) == pytest.approx(7 / 11)
-    assert cohen_kappa(["a", "a"], ["a", "a"]) == 1.0
+    # one category everywhere: p_e = 1 and kappa is 0/0, undefined (not perfect agreement)
+    assert cohen_kappa(["a", "a"], ["a", "a"]) is None
     assert cohen_kappa([], []) is None
 
 
@@ -292,7 +300,9 @@ def test_a_second_reviewer_is_agreement_not_a_replacement(tmp_path):
                     "--report-format", "json")
     assert result.exit_code == 0, result.output
     found = {f["field"]: f for f in json.loads(result.stdout)["fields"]}
-    assert found["party"]["kappa"] == 1.0  # 'Acme Inc.' and 'Acme, Inc.' are one token
+    # 'Acme Inc.' and 'Acme, Inc.' are one token: they agree on every document, but with one
+    # category throughout kappa is undefined, not 1.0
+    assert found["party"]["observed"] == 1.0 and found["party"]["kappa"] is None
     assert found["term"]["kappa"] == pytest.approx(7 / 11)
     assert found["term"]["disagreements"] == ["0196a0b0-0000-7000-8000-000000000002"]
     assert {x.labeller for x in read_labels(lake)} == {"ann"}  # the first answer stays

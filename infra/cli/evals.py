@@ -91,6 +91,9 @@ def import_labels(
                         "say (default: $USER).", show_default=False)] = None,
     labelled_at: Annotated[str | None, typer.Option("--labelled-at", help="When, when the file "
                            "does not say (default: now).", show_default=False)] = None,
+    provenance: Annotated[str, typer.Option(help="How the answers were made, when the file does "
+                          "not say: blind|pre-filled|imported|reviewer (a sheet from `evals "
+                          "sample` says).")] = "imported",
     home: HomeOption = None,
     report_format: Annotated[str | None, typer.Option(
         "--report-format", help="table|csv|json for the summary (--format names the file's).",
@@ -98,30 +101,32 @@ def import_labels(
 ) -> None:
     """Import labels as new versions in the lake (a later label supersedes an earlier one).
 
-    csv: one row per value: document_id (or sha256, or source_name), field, value, and
-    optionally labeller and labelled_at; a field with an empty value means "none". jsonl: one
-    object per document with "fields": {...}. kleister: expected.tsv beside in.tsv(.xz),
-    matched by the sha256 of documents/<name>, else by the file name."""
+    csv: one row per value: sha256 and/or document_id (or source_name), field, value, and
+    optionally labeller, labelled_at and provenance; a field with an empty value means "none".
+    jsonl: one object per document with "fields": {...}. kleister: expected.tsv beside
+    in.tsv(.xz), matched by the sha256 of documents/<name>, else by the file name. A row's
+    sha256 names the version labelled: a label of a version that is no longer the latest is
+    stale (reported, not scored); a sha256 that is not a version of the row's document_id is
+    refused."""
     from evals.label_import import import_labels as run_import
-    from evals.labels import LabelError
+    from evals.labels import PROVENANCES, LabelError
 
     output_format = resolve_format(report_format)
     _check_label_file(file, file_format)
+    if provenance not in PROVENANCES:
+        raise UserError(f"--provenance {provenance!r} is not a provenance",
+                        f"use one of: {', '.join(PROVENANCES)}")
     now = _now()
     lake = open_settings(home, Access.WRITE).lake
     try:
         report = run_import(lake, file, file_format, now=now,
                             labeller=labeller or os.environ.get("USER") or getpass.getuser(),
-                            labelled_at=parse_moment(labelled_at, now, "--labelled-at"))
+                            labelled_at=parse_moment(labelled_at, now, "--labelled-at"),
+                            provenance=provenance)
     except LabelError as error:
         raise UserError(str(error), f"see `doclake evals import-labels -h` for the {file_format} "
                         "layout") from None
-    summary = report.to_dict()
-    examples = summary.pop("unmatched_examples")
-    print_object(summary if output_format != "json" else {**summary, "unmatched_examples":
-                                                           examples}, output_format)
-    for example in examples if output_format != "json" else []:
-        stderr_console().print(f"unmatched {example['where']}: {example['key']} ({example['why']})")
+    _print_import(report, output_format)
     if report.replaced_other_labeller:
         stderr_console().print(f"warning: {report.replaced_other_labeller} labels replace another "
                       "labeller's answer; to measure a second reviewer instead, run `doclake "
@@ -130,6 +135,26 @@ def import_labels(
         raise UserError(f"none of the {report.read} labels matched a document",
                         "labels are matched by document id, sha256 or source file name; "
                         "run the documents first")
+
+
+def _print_import(report, output_format: str) -> None:
+    """The summary on stdout; each refused, unmatched and stale label on stderr."""
+    summary = report.to_dict()
+    examples = {k: summary.pop(k) for k in ("stale_examples", "refused_examples",
+                                            "unmatched_examples")}
+    if output_format == "json":
+        print_object({**summary, **examples}, "json")
+        return
+    summary["provenance"] = ", ".join(f"{k} {v}" for k, v in summary["provenance"].items())
+    print_object(summary, output_format)
+    for example in examples["refused_examples"]:
+        stderr_console().print(f"refused {example['where']}: {example['why']}")
+    for example in examples["unmatched_examples"]:
+        stderr_console().print(f"unmatched {example['where']}: {example['key']} ({example['why']})")
+    for example in examples["stale_examples"]:
+        stderr_console().print(f"stale {example['where']}: document {example['document_id']} has a newer "
+                      "version than the one labelled; not scored until its new content is "
+                      "labelled")
 
 
 @evals_app.command()
@@ -165,7 +190,8 @@ def agreement(
         return
     print_records(("field", "documents", "observed", "kappa"),
                   [(f.field, f.documents, f"{f.observed:.3f}",
-                    "" if f.kappa is None else f"{f.kappa:.3f}") for f in found], output_format,
+                    "undefined" if f.kappa is None else f"{f.kappa:.3f}") for f in found],
+                  output_format,
                   title=f"agreement on {compared} documents ({unmatched} labels unmatched)")
 
 
@@ -184,8 +210,8 @@ def score(
                        "lake.")] = False,
     output_format: FormatOption = None,
     fail_under: Annotated[float | None, typer.Option(
-        "--fail-under", help="Exit 1 when a group's F1 (percent, 0-100) is below this: a gate "
-        "for CI.", min=0, max=100, show_default=False)] = None,
+        "--fail-under", help="Exit 1 when the low end of a group's F1 interval (percent, "
+        "0-100) is below this: a gate for CI.", min=0, max=100, show_default=False)] = None,
     trained_on: Annotated[list[Path] | None, typer.Option(
         "--trained-on", help="A fine-tuning set's manifest (`evals export-finetune`): warn "
         "when a single-pass or agentic group is scored on documents of its train or validation "
@@ -197,20 +223,21 @@ def score(
     """Precision, recall and F1 per field and overall, by model version and strategy, with
     bootstrap intervals; written to eval_runs, eval_scores and eval_outcomes. Labels of an
     older version of their document are reported as stale, not scored."""
-    from evals.score_run import run_scoring, score_lake
+    from evals.score_run import score_lake, write_run
 
     output_format = resolve_format(output_format)
     now = _now()
     window = {"since": parse_moment(since, now, "--since"),
               "until": parse_moment(until, now, "--until") or now}
     settings = open_settings(home, Access.READ if dry_run else Access.WRITE)
-    options = {"normalizers": _wiring().normalizers(), "resamples": resamples, "seed": seed,
-               "training_sets": _wiring().training_sets()
-               + [_finetune_set(path, tuned_model) for path in trained_on or ()]}
-    if dry_run:
-        run = score_lake(settings.lake, **window, **options)
-    else:
-        run = run_scoring(settings.lake, **window, now=now, **options)
+    training_sets = _wiring().training_sets() + [_finetune_set(path, tuned_model)
+                                                 for path in trained_on or ()]
+    run = score_lake(settings.lake, **window, normalizers=_wiring().normalizers(),
+                     resamples=resamples, seed=seed, training_sets=training_sets)
+    if not run.labels and not run.stale:
+        _no_labels(fail_under)
+    if not dry_run:
+        write_run(settings.lake, run, now)
     if output_format == "json":
         print_object(run.to_dict(), "json")
     else:
@@ -237,17 +264,33 @@ def _finetune_set(path: Path, tuned_model: str):
                        description=f"train and validation splits of {path.name}")
 
 
+NO_LABELS_HINT = ("draw documents to label with `doclake evals sample --out sheet.csv`, fill in "
+                  "its value column, then `doclake evals import-labels sheet.csv` (or import a "
+                  "gold set: --format jsonl|kleister)")
+
+
+def _no_labels(fail_under: float | None) -> None:
+    """Nothing to score is a mistake to fix, not an empty table: exit 2, or 1 as a failed gate."""
+    if fail_under is None:
+        raise UserError("no labels in this home: there is nothing to score", NO_LABELS_HINT)
+    stderr_console().print(f"FAIL: no labels in this home, so nothing was scored; {NO_LABELS_HINT}")
+    raise typer.Exit(1)
+
+
 def _gate(run, fail_under: float | None) -> None:
-    """``--fail-under``: every scored group's F1 must reach it; nothing scored fails too."""
+    """``--fail-under``: the low end of every scored group's F1 interval must reach it (the
+    point estimate when there is no interval); nothing scored fails too."""
+    from evals.gate import check
+
     if fail_under is None:
         return
-    below = [g for g in run.groups if 100 * g.overall.score.f1 < fail_under]
-    if not run.groups or below:
-        for g in below:
-            stderr_console().print(f"FAIL: {g.strategy} {g.model_version} F1 "
-                          f"{100 * g.overall.score.f1:.2f} < {fail_under:g}")
-        if not run.groups:
-            stderr_console().print("FAIL: nothing was scored")
+    checks = check([(f"{g.strategy} {g.model_version}", g.overall.score.f1, g.overall.f1_ci)
+                    for g in run.groups], fail_under)
+    for found in checks:
+        stderr_console().print(found.message())
+    if not checks:
+        stderr_console().print("FAIL: nothing was scored")
+    if not checks or not all(found.passed for found in checks):
         raise typer.Exit(1)
 
 
@@ -450,13 +493,16 @@ def sample(
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 13,
     include_labelled: Annotated[bool, typer.Option("--include-labelled", help="Also documents "
                                 "already labelled.")] = False,
-    blind: Annotated[bool, typer.Option("--blind", help="Leave the value column empty (and "
-                     "hide the extracted values and model), so the labeller is not anchored on "
-                     "the model's answer.")] = False,
+    blind: Annotated[bool, typer.Option("--blind/--pre-filled", help="Blind (the default): "
+                     "the value column empty and the model's values and version hidden, so the "
+                     "labeller is not anchored on the model's answer; --pre-filled shows them "
+                     "(faster, biased towards the model; the labels record which).")] = True,
     home: HomeOption = None,
 ) -> None:
     """Pick documents to label (stratified by model version, strategy, format and size) and
-    write a sheet with the extracted values prefilled; import it with --format csv."""
+    write a blind sheet (or --pre-filled with the extracted values); fill in `value` and import
+    it with `doclake evals import-labels SHEET`. The sheet's sha256 binds each answer to the
+    bytes the labeller read."""
     from evals.sample import sample_candidates, stratified, write_sheet
 
     now = _now()
