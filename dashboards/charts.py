@@ -61,8 +61,9 @@ def throughput(frame) -> alt.TopLevelMixin:
 
 def latency(frame) -> alt.TopLevelMixin:
     order = list(frame["page_bucket"])
-    long = frame.melt(["page_bucket", "documents"], ["median_s", "p90_s"], "statistic",
+    long = frame.melt(["page_bucket", "documents"], ["median_s", "p95_s"], "statistic",
                       "seconds")
+    long["statistic"] = long["statistic"].map({"median_s": "p50 (median)", "p95_s": "p95"})
     return alt.Chart(long).mark_bar().encode(
         x=alt.X("page_bucket:N", sort=order, title="pages", axis=alt.Axis(labelAngle=0)),
         xOffset="statistic:N", y=alt.Y("seconds:Q", title="seconds, job created to done"),
@@ -73,19 +74,26 @@ def latency(frame) -> alt.TopLevelMixin:
 def cost(frame) -> alt.TopLevelMixin:
     """Two panels side by side, one bar per model: its cost per 1,000 pages, and its tokens.
     Bars run across, so a model's full name sits on one line however many models there are."""
-    half = WIDTH // 2 - 200
+    half = WIDTH // 2 - 140
+    frame = frame.assign(spend=frame["simulated"].map(
+        {True: "simulated (not billed)", False: "billed"}))
     y = alt.Y("model:N", title=None, sort=list(frame["model"]), axis=alt.Axis(labelLimit=0))
     per_page = alt.Chart(frame).mark_bar().encode(
-        y=y, x=alt.X("cost_per_1000_pages:Q", title="USD per 1,000 pages"),
-        tooltip=["model", "pages", "model_calls", "cost_usd", "cost_per_1000_pages"])
-    tokens = frame.melt(["model"], ["input_tokens", "output_tokens"], "kind", "tokens")
+        y=y, x=alt.X("cost_per_1000_pages:Q", title="USD per 1,000 pages",
+                      axis=alt.Axis(tickCount=5)),
+        color=alt.Color("spend:N", legend=_legend("spend"),
+                        scale=alt.Scale(domain=["billed", "simulated (not billed)"],
+                                        range=["#4c78a8", "#bab0ac"])),
+        tooltip=["model", "spend", "pages", "model_calls", "cost_usd", "cost_per_1000_pages"])
+    tokens = frame.melt(["model", "spend"], ["input_tokens", "output_tokens"], "kind", "tokens")
     by_kind = alt.Chart(tokens).mark_bar().encode(
-        y=y, x=alt.X("tokens:Q", title="tokens"),
+        y=y, x=alt.X("tokens:Q", title="tokens", axis=alt.Axis(tickCount=5)),
         color=alt.Color("kind:N", legend=_legend("tokens")),
         tooltip=["model", "kind", "tokens"])
     height = max(60, 28 * len(frame))
     return alt.hconcat(per_page.properties(width=half, height=height),
-                       by_kind.properties(width=half, height=height))
+                       by_kind.properties(width=half, height=height)
+                       ).resolve_scale(color="independent")
 
 
 def failures(frame) -> alt.TopLevelMixin:
@@ -105,11 +113,16 @@ def readers(frame) -> alt.TopLevelMixin:
 
 
 def coverage(frame) -> alt.TopLevelMixin:
+    """One bar per field; with more than one schema in the lake, named ``schema.field``."""
+    several = frame["schema_name"].nunique() > 1
+    frame = frame.assign(label=(frame["schema_name"] + "." + frame["field"]) if several
+                         else frame["field"])
     return alt.Chart(frame).mark_bar().encode(
-        y=alt.Y("field:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
-        x=alt.X("coverage:Q", title="share of results with a value",
+        y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
+        x=alt.X("coverage:Q", title="share of the documents the schema applies to, with a value",
                 scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-        tooltip=["field", "documents_with_value", "coverage"])
+        tooltip=["schema_name", "field", "documents_with_value", "applicable_documents",
+                 alt.Tooltip("coverage:Q", format=".1%")])
 
 
 def f1_by_field(frame) -> alt.TopLevelMixin:

@@ -51,15 +51,16 @@ CHARTS = (
     Chart("throughput", "Throughput", charts.throughput, "No finished jobs yet."),
     Chart("queue_depth", "Queue depth and busy workers over time", charts.queue_depth,
           "No jobs in the lake yet."),
-    Chart("latency_by_size", "End-to-end latency by document size (median and p90)",
-          charts.latency,
-          "No succeeded jobs yet."),
+    Chart("latency_by_size", "End-to-end latency by document size (p50 and p95)",
+          charts.latency, "No succeeded jobs yet."),
     Chart("slowest_documents", "Slowest documents", None, "No succeeded jobs yet.", table=True),
     Chart("reader_share", "Pages by reader", charts.readers, "No pages read yet."),
-    Chart("field_coverage", "Field coverage", charts.coverage,
-          "No fields extracted yet (`doclake run --fields nda`)."),
+    Chart("field_coverage", "Field coverage over the documents each schema applies to",
+          charts.coverage, "No fields extracted from a document its schema applies to yet "
+          "(`doclake run --fields nda`)."),
     Chart("failures_by_stage", "Failures by stage and reason", charts.failures, "No failures."),
-    Chart("cost_by_model", "Cost per 1,000 pages and tokens by model", charts.cost,
+    Chart("cost_by_model", "Cost per 1,000 pages and tokens by model (simulated: not billed)",
+          charts.cost,
           "No model was called: text-layer, OCR and sheet pages cost nothing."),
     Chart("f1_by_field", "F1 by field over time", charts.f1_by_field,
           "No evals yet: `doclake evals score` writes eval_scores."),
@@ -87,17 +88,36 @@ def _table(rows: pa.Table) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def seconds_text(seconds: float | None) -> str:
+    """A duration as a person reads it: ``8.4 s``, ``2 min 30 s``, ``n/a`` when unknown."""
+    if seconds is None or seconds != seconds:
+        return "n/a"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes:,} min {rest} s"
+
+
 def _headline(rows: pa.Table) -> str:
+    """The cards. Spend on billed providers and the simulated provider's priced-but-unbilled
+    spend are two cards, the second only where simulated calls exist."""
     figures = rows.to_pylist()[0] if rows.num_rows else {}
     documents = figures.get("documents") or 0
     finished = (figures.get("succeeded") or 0) + (figures.get("failed") or 0)
     rate = f"{100 * (figures.get('succeeded') or 0) / finished:.1f}%" if finished else "n/a"
     f1 = figures.get("f1")
-    cards = (("documents", f"{documents:,}"), ("succeeded", rate),
+    latency = (f"{seconds_text(figures.get('latency_p50_s'))} / "
+               f"{seconds_text(figures.get('latency_p95_s'))}"
+               if figures.get("latency_p50_s") is not None else "n/a")
+    cards = [("documents", f"{documents:,}"), ("succeeded", rate),
              ("failed", f"{figures.get('failed') or 0:,}"),
              ("pages read", f"{figures.get('pages_read') or 0:,}"),
-             ("model cost", f"${float(figures.get('cost_usd') or 0):,.4f}"),
-             ("F1 (latest eval)", "n/a" if f1 is None else f"{float(f1):.3f}"))
+             ("latency p50 / p95", latency),
+             ("model spend", f"${float(figures.get('cost_usd') or 0):,.4f}")]
+    if figures.get("simulated_calls"):
+        cards.append(("simulated spend (not billed)",
+                      f"${float(figures.get('simulated_cost_usd') or 0):,.4f}"))
+    cards.append(("F1 (latest eval)", "n/a" if f1 is None else f"{float(f1):.3f}"))
     return '<div class="cards" data-query="headline">' + "".join(
         f'<div class="card"><div class="figure">{html.escape(v)}</div>'
         f'<div class="label">{html.escape(k)}</div></div>' for k, v in cards) + "</div>"

@@ -8,10 +8,14 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
+import pytest
+from support.dashboard_lake import write_busy_lake
 from support.lakegen import succeeded_job, uuid7_at
 from typer.testing import CliRunner
 
 from dashboards import queries
+from dashboards.report import render, seconds_text
 from infra.cli.main import app
 from lake.writer import ParquetEventWriter
 
@@ -40,6 +44,8 @@ def test_a_text_only_run_gives_an_operator_page(tmp_path, pdf_factory):
         r'<div class="figure">([^<]*)</div><div class="label">([^<]*)</div>', page))
     assert cards["documents"] == "3" and cards["failed"] == "1" and cards["succeeded"] == "66.7%"
     assert cards["pages read"] == "5" and cards["F1 (latest eval)"] == "n/a"
+    assert cards["model spend"] == "$0.0000" and "simulated spend (not billed)" not in cards
+    assert re.fullmatch(r"\d+\.\d s / \d+\.\d s", cards["latency p50 / p95"])
     failed = re.search(r'data-query="failed_files">(.*?)</div>', page, re.S).group(1)
     assert "contracts/broken.docx" in failed and "corrupt" in failed
     slowest = re.search(r'data-query="slowest_documents">(.*?)</div>', page, re.S).group(1)
@@ -73,3 +79,39 @@ def test_throughput_counts_active_time_not_the_idle_hours_between_runs(tmp_path)
     busy_minutes = sum((r["happened_at"].replace(tzinfo=UTC) - a).total_seconds() / 60  # UTC
                        for r, a in zip(rows, (start, start + timedelta(hours=10)), strict=True))
     assert rows[0]["documents_per_minute"] == __import__("pytest").approx(2 / busy_minutes)
+
+
+def _cards(page: str) -> dict[str, str]:
+    return {label: figure for figure, label in re.findall(
+        r'<div class="figure">([^<]*)</div><div class="label">([^<]*)</div>', page)}
+
+
+def test_latency_spend_and_coverage_as_an_operator_reads_them(tmp_path):
+    """p50 and p95 of the succeeded jobs' end-to-end time, billed spend apart from the simulated
+    provider's, coverage over the documents the schema applies to; p95 wherever a tail is."""
+    lake = str(tmp_path / "lake")
+    written = write_busy_lake(lake)
+    page = render(lake)
+    cards = _cards(page)
+    assert cards["latency p50 / p95"] == (f"{seconds_text(np.percentile(written.seconds, 50))} / "
+                                          f"{seconds_text(np.percentile(written.seconds, 95))}")
+    assert cards["model spend"] == f"${written.real_cost:,.4f}"
+    assert cards["simulated spend (not billed)"] == f"${written.simulated_cost:,.4f}"
+    assert "model cost" not in cards
+    assert "p90" not in page.lower() and "p95" in page
+
+    cost = {r["model"]: r for r in queries.run(lake, "cost_by_model").to_pylist()}
+    assert cost["gemini-2.5-flash"]["simulated"] is False
+    assert cost["simulated:gemini-2.5-flash-lite"]["simulated"] is True
+    assert ">simulated (not billed)<" in page and ">billed<" in page  # the chart's legend
+
+    coverage = {r["field"]: r for r in queries.run(lake, "field_coverage").to_pylist()}
+    assert written.not_applicable > 0
+    for field, found in written.found.items():
+        assert coverage[field]["applicable_documents"] == written.applicable
+        assert coverage[field]["coverage"] == pytest.approx(found / written.applicable)
+
+
+def test_seconds_read_as_a_person_reads_them():
+    assert seconds_text(8.44) == "8.4 s" and seconds_text(150.3) == "2 min 30 s"
+    assert seconds_text(None) == "n/a" and seconds_text(float("nan")) == "n/a"

@@ -1,7 +1,9 @@
 -- Cost per 1,000 pages and tokens by model, over every day in the lake (text, OCR and sheets
--- read pages at no model cost: only models that were called appear).
+-- read pages at no model cost: only models that were called appear). A simulated model is named
+-- simulated:<model> and flagged simulated: priced as the real one would be, never billed.
 SELECT
   model,
+  bool_or(simulated) AS simulated,
   sum(pages) AS pages,
   sum(model_calls) AS model_calls,
   sum(input_tokens) AS input_tokens,
@@ -12,4 +14,4 @@ FROM daily_costs
 WHERE NOT is_total
 GROUP BY model
 HAVING sum(model_calls) > 0
-ORDER BY cost_usd DESC, model
+ORDER BY simulated, cost_usd DESC, model

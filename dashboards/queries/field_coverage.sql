@@ -1,9 +1,23 @@
--- Per field, the share of published results (the latest per document) that found a value.
+-- Per schema and field, the share of documents the schema applies to whose latest result has a
+-- value for the field. A document of another kind (results.status not_applicable: no strategy
+-- ran, no value could exist) is left out of the count; a failed extraction stays in it.
+WITH applicable AS (
+  SELECT dt, document_id, job_id, strategy, coalesce(schema_name, '') AS schema_name
+  FROM results
+  WHERE status <> 'not_applicable'
+), per_schema AS (
+  SELECT schema_name, count(*) AS applicable_documents
+  FROM applicable
+  GROUP BY schema_name
+)
 SELECT
+  a.schema_name,
   f.field,
-  count(DISTINCT r.document_id) AS documents_with_value,
-  count(DISTINCT r.document_id) * 1.0 / nullif((SELECT count(*) FROM results), 0) AS coverage
-FROM results AS r
-JOIN result_fields AS f ON f.job_id = r.job_id AND f.strategy = r.strategy
-GROUP BY f.field
-ORDER BY f.field
+  count(DISTINCT a.document_id) AS documents_with_value,
+  p.applicable_documents,
+  count(DISTINCT a.document_id) * 1.0 / p.applicable_documents AS coverage
+FROM applicable AS a
+JOIN result_fields AS f ON f.dt = a.dt AND f.job_id = a.job_id AND f.strategy = a.strategy
+JOIN per_schema AS p ON p.schema_name = a.schema_name
+GROUP BY a.schema_name, f.field, p.applicable_documents
+ORDER BY a.schema_name, f.field
