@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from infra.cli.main import app
@@ -59,8 +60,35 @@ def test_a_missing_path_is_a_usage_error_and_nothing_is_ingested(tmp_path, pdf_f
 
 def test_bad_sql_exits_non_zero_with_the_error(tmp_path):
     result = invoke("sql", "SELECT nope FROM jobs", "--home", str(tmp_path))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "nope" in result.output
+
+
+@pytest.mark.parametrize(("query", "named"), [
+    ("SELECT * FROM job", ["did you mean jobs?"]),
+    ("SELECT * FROM documnets", ["did you mean documents"]),
+    ("SELECT statsu FROM jobs", ["did you mean status", "jobs.status"]),
+    ("SELECT d.sorce_name FROM documents d", ["did you mean source_name", "documents.source_name"]),
+    ("SELECT failure_reson FROM jobs JOIN documents USING (document_id)",
+     ["did you mean failure_reason", "jobs.failure_reason"]),
+])
+def test_a_misspelt_name_is_one_line_and_a_hint_naming_the_analyst_schema(tmp_path, query, named):
+    result = invoke("sql", query, "--home", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    error, hint = result.output.strip().splitlines()  # one line each: no caret block
+    assert error.startswith("error: ") and hint.startswith("hint: ")
+    assert all(part in hint for part in named), hint
+    assert "pg_" not in hint and "duckdb_" not in hint
+
+
+def test_a_model_reader_without_a_key_stops_before_anything_is_ingested(tmp_path, pdf_factory):
+    pdf_factory("a.pdf", 1)
+    home = tmp_path / "home"
+    result = runner.invoke(app, ["run", str(tmp_path / "docs"), "--home", str(home), "--reader",
+                                 "gemini"], env={**FAST, "DOCLAKE_GEMINI_API_KEY": ""})
+    assert result.exit_code == 2, result.output
+    assert "no API key" in result.output and "DOCLAKE_GEMINI_API_KEY" in result.output
+    assert not (home / "jobs.db").exists()
 
 
 def test_a_query_that_begins_with_a_comment_runs(tmp_path, pdf_factory):

@@ -131,6 +131,7 @@ def run(
                              concurrency=concurrency, password=password, reader=reader)
     if reader in ("gemini", "simulated") or (schema_name is not None and strategy != "rules"):
         _check_prices(settings)
+    _reader_can_call(reader, settings)
     if schema_name is not None:
         _strategy_can_call(strategy, settings)
     from infra.cli.render.run_report import RunReport, progress_bar
@@ -264,6 +265,19 @@ def _strategy_can_call(strategy: str, settings) -> None:
         raise UserError(f"--strategy {strategy} calls Gemini and no API key is set",
                         "set DOCLAKE_GEMINI_API_KEY (DOCLAKE_GEMINI_BASE_URL for a proxy), or "
                         "use --strategy rules (offline), or --reader simulated for a demo")
+
+
+def _reader_can_call(reader: str, settings) -> None:
+    """``--reader gemini`` without a key would ingest everything and fail every document
+    ``reader_unavailable``: refuse before anything is stored, naming the setting to fix."""
+    if reader != "gemini":
+        return
+    key = settings.gemini_api_key
+    if key is None or not key.get_secret_value().strip():
+        raise UserError("--reader gemini calls Gemini and no API key is set",
+                        "set DOCLAKE_GEMINI_API_KEY (DOCLAKE_GEMINI_BASE_URL for a proxy), or "
+                        "use --reader auto (offline: text layer, then OCR), or --reader "
+                        "simulated for a demo")
 
 
 def _process(runtime: LocalRuntime, done):
@@ -424,8 +438,8 @@ def sql(
                   **({} if query is None else {"native_max_files": sys.maxsize}))
     if query is None:
         sqlshell.interactive(con, output_format)
-    elif not sqlshell.run_script(con, query, output_format):
-        raise typer.Exit(1)
+    else:
+        sqlshell.run_script(con, query, output_format)
 
 
 @app.command()

@@ -1,8 +1,9 @@
 """``doclake sql``: statements over the lake's views, from the command line or a prompt.
 
 A script of several statements prints every result, in order; the last statement needs no
-``;``. A statement DuckDB refuses is reported as one line and makes the command exit 1 (the
-interactive prompt reports it and goes on). The prompt has line editing and history through the
+``;``. A statement DuckDB refuses is reported as one line with a hint naming the nearest analyst
+table or column, and makes the command exit 2, as any usage error (the interactive prompt reports
+it and goes on). The prompt has line editing and history through the
 standard library's readline, and a few dot commands (``.tables``, ``.schema TABLE``, ``.help``).
 """
 
@@ -43,15 +44,19 @@ def statements(con, text: str) -> list[tuple[str, bool]]:
     return [(s.query, s.type.name not in QUIET) for s in parsed]
 
 
+class StatementError(UserError):
+    """A statement DuckDB refused: its first line, and a hint in the analyst schema's names."""
+
+
 def run_script(con, text: str, output_format: str) -> bool:
-    """Run every statement and print every result; False after the first refused statement."""
+    """Run every statement and print every result; raises ``StatementError`` at the first
+    refused statement (those before it have printed their results)."""
     import duckdb
 
     try:
         found = statements(con, text)
     except duckdb.Error as error:
-        _report(error)
-        return False
+        raise _refused(con, error, text) from None
     if not found:
         raise UserError(f"no SQL statement in {text!r}",
                         'write a query, e.g. doclake sql "SELECT status, count(*) FROM jobs '
@@ -59,8 +64,6 @@ def run_script(con, text: str, output_format: str) -> bool:
     printed = 0
     for statement, prints in found:
         result = _run_one(con, statement)
-        if result is False:
-            return False
         if result is not None and prints:
             if printed and output_format != "json":
                 sys.stdout.write("\n")  # results of a script are separated by one blank line
@@ -71,18 +74,27 @@ def run_script(con, text: str, output_format: str) -> bool:
 
 def _run_one(con, statement: str):
     """The statement's ``Rows`` (``LakeSession.rows``: no pyarrow for plain column types),
-    None when it has none, False when refused."""
+    None when it has none; ``StatementError`` when refused."""
     import duckdb
 
     try:
         return con.rows(statement)
     except duckdb.Error as error:
-        _report(error)
-        return False
+        raise _refused(con, error, statement) from None
 
 
-def _report(error: Exception) -> None:
-    stderr_console().print(f"[red]error:[/red] {error}", soft_wrap=True)
+def _refused(con, error: Exception, query: str) -> StatementError:
+    from infra.cli import sql_hints
+    from infra.cli.render.schema_doc import TABLES
+
+    def columns_of(table: str) -> list[str]:
+        try:
+            return [row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()]
+        except Exception:  # a table whose files vanished meanwhile: no suggestion from it
+            return []
+
+    return StatementError(sql_hints.first_line(error),
+                          sql_hints.hint(error, query, TABLES, columns_of))
 
 
 def interactive(con, output_format: str) -> None:
@@ -112,7 +124,7 @@ def _run_interactive(con, text: str, output_format: str) -> None:
 
     try:
         run_script(con, text, output_format)
-    except WriteRefused as refused:  # said, and the prompt goes on
+    except (WriteRefused, StatementError) as refused:  # said, and the prompt goes on
         stderr_console().print(f"error: {refused.message}\nhint: {refused.hint}", markup=False)
     except UserError:  # only comments or ';': nothing to run, as at any prompt
         pass
