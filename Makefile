@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 DEMO_HOME ?= .doclake-demo
 
-.PHONY: install runtime demo test lint bench synth clean
+.PHONY: install runtime demo test lint bench synth docs clean
 
 # The runtime set alone (no CDK, moto, cfn-lint, great-expectations/scipy, scikit-learn): what
 # the pipeline, `doclake sql` and the dashboard import. `make demo` needs nothing more.
@@ -54,3 +54,7 @@ bench: install
 
 clean:
 	rm -rf $(VENV) $(DEMO_HOME) .pytest_cache .ruff_cache
+
+# The docs site (docs/, mkdocs.yml) into site/; `make test` builds it too (tests/test_docs_examples.py).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -1,0 +1,86 @@
+"""The examples of README.md and docs/*.md, found so that the tests can run them.
+
+The rules, which docs/contributing-docs are told in ``tests/test_docs_examples.py``'s docstring:
+
+- every fenced ``sql`` block is a script run by ``doclake sql`` against a home made from
+  ``examples/`` and must succeed;
+- every command line of a ``sh``/``bash``/``console`` block that starts with ``doclake `` (after an
+  optional ``$ ``) is run by bash with ``DOCLAKE_HOME`` set to that home and must exit 0; lines
+  ending in ``\\`` continue on the next; other lines (``make``, ``pip``, ``cdk``) are not run;
+- ``<!-- docs-test: skip REASON -->`` on the line just before a fence skips that block.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)\s*(?P<info>[^\n`]*)$")
+SKIP = re.compile(r"<!--\s*docs-test:\s*skip\b(?P<reason>[^>]*)-->")
+SHELL = {"sh", "bash", "shell", "console"}
+
+
+@dataclass(frozen=True)
+class Example:
+    path: Path
+    line: int  # 1-based line of the fence
+    language: str  # "sql" or "sh"
+    code: str  # the SQL script, or one command line
+    skip: str | None  # the reason given, when skipped
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.name}:{self.line}"
+
+
+def _blocks(path: Path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        match = FENCE.match(lines[index])
+        if not match:
+            index += 1
+            continue
+        info = match.group("info").strip()
+        language = info.split()[0].lower() if info else ""
+        previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
+        skip = SKIP.search(previous)
+        body: list[str] = []
+        end = index + 1
+        while end < len(lines) and not lines[end].strip().startswith(match.group("fence")):
+            body.append(lines[end][len(match.group("indent")):])
+            end += 1
+        yield index + 1, language, body, (skip.group("reason").strip() or "no reason given"
+                                          if skip else None)
+        index = end + 1
+
+
+def _commands(body: list[str]) -> list[str]:
+    """The ``doclake`` command lines of a shell block, continuations joined."""
+    commands, current = [], ""
+    for raw in body:
+        line = raw.rstrip()
+        if not current:
+            line = line.lstrip()
+            if line.startswith("$ "):
+                line = line[2:]
+        if line.endswith("\\"):
+            current += line[:-1] + " "
+            continue
+        current += line
+        if current.startswith("doclake "):
+            commands.append(current.strip())
+        current = ""
+    return commands
+
+
+def examples(paths: list[Path]) -> list[Example]:
+    found: list[Example] = []
+    for path in paths:
+        for line, language, body, skip in _blocks(path):
+            if language == "sql":
+                found.append(Example(path, line, "sql", "\n".join(body), skip))
+            elif language in SHELL:
+                found += [Example(path, line, "sh", command, skip) for command in _commands(body)]
+    return found
