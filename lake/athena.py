@@ -82,6 +82,12 @@ def _fix_for_athena(node: exp.Expression) -> exp.Expression:
             start = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(unit), start])
             end = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(unit), end])
         return exp.Anonymous(this="date_diff", expressions=[exp.Literal.string(unit), start, end])
+    if (isinstance(node, exp.Add) and isinstance(node.expression, exp.Anonymous)
+            and node.expression.name.lower() == "to_milliseconds"):
+        # DuckDB's ``t + to_milliseconds(n)`` (lake.views.stage_timings_sql) is Trino's
+        # ``date_add('millisecond', n, t)``; sqlglot would keep the DuckDB form.
+        return exp.Anonymous(this="date_add", expressions=[
+            exp.Literal.string("millisecond"), node.expression.expressions[0], node.this])
     if isinstance(node, exp.DataType) and node.this in _ZONED:
         return exp.DataType.build("TIMESTAMP")
     if isinstance(node, exp.AtTimeZone) and node.args["zone"].name.upper() == "UTC":

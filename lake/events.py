@@ -331,6 +331,9 @@ class ResultPublished(Event):
         "no values); null when the schema names no kind")
     applicability_score: float | None = Field(
         None, description="the offline classifier's score for the kind, 0 to 1 (0.5 decides)")
+    extracted_at: datetime | None = Field(
+        None, description="when the extraction's result was stored, in UTC (the publisher "
+        "published it at occurred_at): the end of the fields stage in stage_timings")
 
 
 class ResultFieldExtracted(Event):

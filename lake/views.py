@@ -97,6 +97,111 @@ def events_sql() -> str:
     return "\nUNION ALL\n".join(f"SELECT {cols} FROM {dedup_view(t)}" for t in EVENT_TYPES)
 
 
+STAGES: tuple[tuple[str, str, str], ...] = (
+    # (stage, where it ends as milliseconds after the job's creation, the event it needs)
+    ("queued", "date_diff('millisecond', j.created_at, f.detected_at)", "f.detected_at"),
+    ("waiting for a converter",
+     "date_diff('millisecond', j.created_at, s.split_at) - s.conversion_ms", "s.conversion_ms"),
+    ("split", "date_diff('millisecond', j.created_at, s.split_at)", "s.split_at"),
+    ("waiting for a worker",
+     "date_diff('millisecond', j.created_at, u.done_at) - least(coalesce(u.read_ms, u.span_ms), "
+     "u.span_ms)", "u.done_at"),
+    ("read", "date_diff('millisecond', j.created_at, u.done_at)", "u.done_at"),
+    ("finish", "date_diff('millisecond', j.created_at, j.finished_at)", "j.finished_at"),
+    ("index", "date_diff('millisecond', j.created_at, i.indexed_at)", "i.indexed_at"),
+    ("waiting for fields",
+     "date_diff('millisecond', j.created_at, r.extracted_at) - r.processing_ms", "r.extracted_at"),
+    ("fields", "date_diff('millisecond', j.created_at, r.extracted_at)", "r.extracted_at"),
+    ("publish", "date_diff('millisecond', j.created_at, r.published_at)", "r.published_at"),
+)
+"""The stages of ``stage_timings``, in order. Each ends where the next begins: a stage's end is
+the running maximum of the ends so far (an event that came out of order shortens the stage
+after it, never overlaps), so a job's stages add up to the time from its creation to its last
+event. A stage whose event is missing has no row (and no length). The two stages between
+``split`` and ``waiting for a worker`` are told apart by ``conversion_ms``: an Office file's
+``split`` row is named ``convert`` (LibreOffice's own time and the split of its PDF), and the
+time before it is ``waiting for a converter``. The last unit to finish decides the read stages:
+its pages' own reading time (``pages.duration_ms``) is ``read``, the rest of the time since
+the split (its message queued, earlier attempts, waiting for a CPU worker or a model slot,
+storing) is ``waiting for a worker``."""
+STAGE_NAMES = tuple(name for name, _, _ in STAGES[:2]) + ("split", "convert") + tuple(
+    name for name, _, _ in STAGES[3:])
+"""Every value ``stage_timings.stage`` can hold."""
+
+
+def stage_timings_sql() -> str:
+    """``stage_timings``: one row per job and stage (``STAGES``), from the events of the job's
+    own day (``dt``: every join equates it)."""
+    ends = []
+    for k, (_, end, _) in enumerate(STAGES):
+        parts = ", ".join(f"coalesce({e}, 0)" for _, e, _ in STAGES[:k + 1])
+        ends.append(f"CAST(greatest(0, {parts}) AS DOUBLE) AS end_{k}")
+    rows = []
+    for k, (name, _, needs) in enumerate(STAGES):
+        start = "0" if k == 0 else f"end_{k - 1}"
+        label = (f"'{name}'" if name != "split"
+                 else "CASE WHEN conversion_ms IS NULL THEN 'split' ELSE 'convert' END")
+        needed = needs.split(".", 1)[1]
+        rows.append(
+            f"SELECT dt, job_id, document_id, {k + 1} AS stage_number, {label} AS stage, "
+            f"{start} AS start_ms, end_{k} AS end_ms, created_at, finished_at, "
+            f"{'true' if k >= 6 else 'false'} AS after_finished FROM bounds "
+            f"WHERE {needed} IS NOT NULL")
+    union = "\n  UNION ALL\n  ".join(rows)
+    return f"""
+WITH units_last AS (  -- the job's last unit to finish: its last attempt and its pages' reading
+  SELECT d.dt, d.job_id, d.occurred_at AS done_at,
+         CAST(coalesce(date_diff('millisecond', t.last_started_at, d.occurred_at), 0)
+              AS DOUBLE) AS span_ms,
+         p.read_ms
+  FROM ev_unit_done AS d
+  LEFT JOIN (
+    SELECT dt, job_id, unit_id, max(occurred_at) AS last_started_at
+    FROM ev_unit_started GROUP BY dt, job_id, unit_id
+  ) AS t ON t.dt = d.dt AND t.job_id = d.job_id AND t.unit_id = d.unit_id
+  LEFT JOIN (
+    SELECT dt, job_id, unit_id, sum(duration_ms) AS read_ms
+    FROM ev_page_read GROUP BY dt, job_id, unit_id
+  ) AS p ON p.dt = d.dt AND p.job_id = d.job_id AND p.unit_id = d.unit_id
+  QUALIFY row_number() OVER (
+    PARTITION BY d.dt, d.job_id ORDER BY d.occurred_at DESC, d.unit_id) = 1
+), bounds AS (
+  SELECT j.dt, j.job_id, j.document_id, j.created_at, j.finished_at, f.detected_at,
+         s.split_at, s.conversion_ms, u.done_at, i.indexed_at, r.extracted_at, r.published_at,
+         {(", " + chr(10) + "         ").join(ends)}
+  FROM jobs AS j
+  LEFT JOIN (
+    SELECT dt, job_id, min(occurred_at) AS detected_at FROM ev_format_detected
+    GROUP BY dt, job_id
+  ) AS f ON f.dt = j.dt AND f.job_id = j.job_id
+  LEFT JOIN (
+    SELECT dt, job_id, min(occurred_at) AS split_at, max(conversion_ms) AS conversion_ms
+    FROM ev_job_split GROUP BY dt, job_id
+  ) AS s ON s.dt = j.dt AND s.job_id = j.job_id
+  LEFT JOIN units_last AS u ON u.dt = j.dt AND u.job_id = j.job_id
+  LEFT JOIN (
+    SELECT dt, job_id, max(occurred_at) AS indexed_at FROM ev_document_indexed
+    GROUP BY dt, job_id
+  ) AS i ON i.dt = j.dt AND i.job_id = j.job_id
+  LEFT JOIN (
+    SELECT dt, job_id, occurred_at AS published_at,
+           coalesce(extracted_at, occurred_at) AS extracted_at,
+           coalesce(processing_ms, 0) AS processing_ms
+    FROM ev_result_published
+    QUALIFY row_number() OVER (PARTITION BY dt, job_id ORDER BY occurred_at DESC) = 1
+  ) AS r ON r.dt = j.dt AND r.job_id = j.job_id
+), stages AS (
+  {union}
+)
+SELECT job_id, document_id, stage_number, stage,
+       created_at + to_milliseconds(CAST(round(start_ms) AS BIGINT)) AS started_at,
+       created_at + to_milliseconds(CAST(round(end_ms) AS BIGINT)) AS finished_at,
+       (end_ms - start_ms) / 1000.0 AS seconds,
+       after_finished, dt
+FROM stages
+"""
+
+
 # Contract tables and derived views, in dependency order. Keys are view names.
 DERIVED_VIEWS: dict[str, str] = {
     # One row per document: its latest version. dt is the document's day (every version's
@@ -297,34 +402,48 @@ SELECT eval_run_id, document_id, job_id, label_id, strategy, model_version, fiel
        expected, got, outcome_index, page_number, as_labelled, occurred_at AS scored_at, dt
 FROM ev_eval_outcome
 """,
+    "stage_timings": stage_timings_sql(),
+    # seconds: creation to the job's final status (the stage_timings rows up to finish);
+    # end_to_end_seconds: to its last event, the text indexed and the fields published (every
+    # stage_timings row of the job).
     "job_latency": """
 SELECT
-  job_id,
-  document_id,
-  status,
-  pages,
-  date_diff('millisecond', created_at, finished_at) / 1000.0 AS seconds,
+  j.job_id,
+  j.document_id,
+  j.status,
+  j.pages,
+  date_diff('millisecond', j.created_at, j.finished_at) / 1000.0 AS seconds,
+  date_diff('millisecond', j.created_at, greatest(
+    j.finished_at, coalesce(i.indexed_at, j.finished_at),
+    coalesce(r.published_at, j.finished_at))) / 1000.0 AS end_to_end_seconds,
   CASE
-    WHEN pages IS NULL THEN 'unknown'
-    WHEN pages <= 20 THEN '1-20'
-    WHEN pages <= 50 THEN '21-50'
-    WHEN pages <= 100 THEN '51-100'
-    WHEN pages <= 300 THEN '101-300'
+    WHEN j.pages IS NULL THEN 'unknown'
+    WHEN j.pages <= 20 THEN '1-20'
+    WHEN j.pages <= 50 THEN '21-50'
+    WHEN j.pages <= 100 THEN '51-100'
+    WHEN j.pages <= 300 THEN '101-300'
     ELSE 'over 300'
   END AS page_bucket,
   CASE
-    WHEN pages IS NULL THEN NULL
-    WHEN pages <= 20 THEN 1
-    WHEN pages <= 50 THEN 21
-    WHEN pages <= 100 THEN 51
-    WHEN pages <= 300 THEN 101
+    WHEN j.pages IS NULL THEN NULL
+    WHEN j.pages <= 20 THEN 1
+    WHEN j.pages <= 50 THEN 21
+    WHEN j.pages <= 100 THEN 51
+    WHEN j.pages <= 300 THEN 101
     ELSE 301
   END AS page_bucket_min,
-  created_at,
-  finished_at,
-  dt
-FROM jobs
-WHERE finished_at IS NOT NULL
+  j.created_at,
+  j.finished_at,
+  j.dt
+FROM jobs AS j
+LEFT JOIN (
+  SELECT dt, job_id, max(occurred_at) AS indexed_at FROM ev_document_indexed GROUP BY dt, job_id
+) AS i ON i.dt = j.dt AND i.job_id = j.job_id
+LEFT JOIN (
+  SELECT dt, job_id, max(occurred_at) AS published_at FROM ev_result_published
+  GROUP BY dt, job_id
+) AS r ON r.dt = j.dt AND r.job_id = j.job_id
+WHERE j.finished_at IS NOT NULL
 """,
     # One row per day (dt: the jobs' day) and model, plus one total row per day (is_total,
     # model 'total'). A page counts for the model that read it: the model of its latest

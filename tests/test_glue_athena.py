@@ -127,7 +127,7 @@ def test_every_view_parses_as_trino_without_duckdb_leftovers(name):
 
 def test_date_diff_in_milliseconds_is_plain_and_still_a_double():
     sql = athena_views()["job_latency"]
-    assert "DATE_DIFF('millisecond', created_at, finished_at)" in sql
+    assert "DATE_DIFF('millisecond', j.created_at, j.finished_at)" in sql
     assert "DATE_TRUNC" not in sql.upper()
     assert "CAST(DATE_DIFF('millisecond'" in sql, "bigint / 1000.0 would be a decimal in Trino"
 

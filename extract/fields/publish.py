@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import datetime
 
 from extract.context import HandlerContext
 from extract.fields.result import FieldResult
@@ -30,8 +31,11 @@ __all__ = ["publish_pending", "publish_results", "result_events"]
 NDA_COLUMNS = ("effective_date", "jurisdiction", "party", "term")
 
 
-def result_events(result: FieldResult, worker: str | None = None) -> list[Event]:
-    """``ResultPublished`` (NDA values also as typed columns) and one row per value."""
+def result_events(result: FieldResult, worker: str | None = None,
+                  extracted_at: datetime | None = None) -> list[Event]:
+    """``ResultPublished`` (NDA values also as typed columns) and one row per value;
+    ``extracted_at``: when the result was stored (its claim's ``finished_at``), for the lake's
+    ``stage_timings``."""
     envelope = {"document_id": result.document_id, "job_id": result.job_id, "worker": worker}
     typed = {}
     if result.schema_name == "nda" and result.extracted_fields:
@@ -43,7 +47,7 @@ def result_events(result: FieldResult, worker: str | None = None) -> list[Event]
         output_tokens=result.output_tokens, processing_ms=float(result.processing_ms),
         schema_name=result.schema_name, failure_reason=result.failure_reason,
         document_kind=result.document_kind, applies=result.applies,
-        applicability_score=result.applicability_score)]
+        applicability_score=result.applicability_score, extracted_at=extracted_at)]
     events += [ResultFieldExtracted(
         **envelope, field=row.field, value=row.value, value_index=row.value_index,
         strategy=result.strategy, model_version=result.model_version,
@@ -55,7 +59,9 @@ def result_events(result: FieldResult, worker: str | None = None) -> list[Event]
 
 async def publish_results(ctx: HandlerContext, rows: Sequence[FieldClaim]) -> int:
     """Publish these terminal claim rows; returns how many this call marked published."""
-    results = [FieldResult.model_validate_json(row.result) for row in rows if row.result]
+    stored = [(FieldResult.model_validate_json(row.result), row.finished_at)
+              for row in rows if row.result]
+    results = [result for result, _ in stored]
     latest: dict[str, str | None] = {}
     objects: dict[str, tuple[str, bytes, dict[str, str] | None]] = {}
     for result in results:
@@ -68,7 +74,8 @@ async def publish_results(ctx: HandlerContext, rows: Sequence[FieldClaim]) -> in
                             {"job_id": result.job_id, "strategy": result.strategy})
     if objects:  # one batch, off the event loop: the folder store fsyncs each file and folder
         await asyncio.to_thread(ctx.objects.put_many, list(objects.values()))
-    await ctx.sink.commit([e for result in results for e in result_events(result, ctx.worker)])
+    await ctx.sink.commit([e for result, extracted_at in stored
+                           for e in result_events(result, ctx.worker, extracted_at)])
     at = utc_now()
     marked = sum(ctx.store.mark_result_published(r.job_id, r.strategy, at) for r in results)
     if marked:

@@ -24,6 +24,7 @@ TABLES: dict[str, str] = {
     "result_fields": "one row per extracted value of every result, for any schema",
     "events": "the envelope of every event of every type, deduplicated",
     "job_latency": "finished jobs: seconds from creation to the end, by page bucket",
+    "stage_timings": "one row per job and stage: where the job's time went, stage after stage",
     "daily_costs": "one row per day and model: pages, model calls, tokens and cost",
     "quality_checks": "data-quality expectations evaluated by `doclake lake check`",
     "labels": "one row per imported label of a document (a person's answer key), every version",
@@ -50,9 +51,24 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("units", "attempts"): "deliveries of the unit's message so far",
     ("units", "started_at"): "when the unit's first delivery started",
     ("units", "finished_at"): "when the unit was done or failed for good",
-    ("units", "duration_ms"): "milliseconds the attempt that finished the unit took, as its "
-                              "worker measured it: reading and storing every page (each "
-                              "page's own time is pages.duration_ms)",
+    ("units", "duration_ms"): "milliseconds the attempt that finished the unit took, from the "
+                              "moment its worker took the unit's message to the moment every "
+                              "page was stored: waiting for a CPU worker or a model slot, "
+                              "reading and storing (each page's own reading time is "
+                              "pages.duration_ms; stage_timings splits the two)",
+    ("stage_timings", "stage"): "what the job was doing (the values below, in order)",
+    ("stage_timings", "stage_number"): "the stage's place in the job, from 1: ORDER BY it",
+    ("stage_timings", "started_at"): "when the stage began: the end of the one before it, or "
+                                     "the job's creation",
+    ("stage_timings", "finished_at"): "when the stage ended: the start of the next one",
+    ("stage_timings", "seconds"): "the stage's length; a job's rows add up to "
+                                  "job_latency.end_to_end_seconds, those with after_finished "
+                                  "false to job_latency.seconds",
+    ("stage_timings", "after_finished"): "true for the stages after the job's status was final "
+                                         "(index, waiting for fields, fields, publish)",
+    ("job_latency", "end_to_end_seconds"): "seconds from the job's creation to its last event: "
+                                           "text indexed and fields published (the sum of its "
+                                           "stage_timings rows)",
     ("job_latency", "created_at"): "when the job was planned",
     ("job_latency", "finished_at"): "when the job succeeded or failed",
     ("daily_costs", "is_total"): "true on the row that sums every model of the day (one for "
@@ -65,7 +81,8 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("pages", "read_at"): "when the page's text was stored",
     ("results", "published_at"): "when the result was published",
     ("result_fields", "published_at"): "when the value's result was published",
-    ("job_latency", "seconds"): "seconds from the job's creation to its end",
+    ("job_latency", "seconds"): "seconds from the job's creation until its status was final "
+                                "(succeeded or failed), before indexing and fields",
     ("job_latency", "page_bucket"): "1-20, 21-50, 51-100, 101-300 or over 300 pages",
     ("job_latency", "page_bucket_min"): "the bucket's first page count (1, 21, 51, 101, 301): "
                                         "ORDER BY it, the labels do not sort",
