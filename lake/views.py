@@ -133,7 +133,7 @@ def stage_timings_sql() -> str:
     """``stage_timings``: one row per job and stage (``STAGES``), from the events of the job's
     own day (``dt``: every join equates it)."""
     ends = []
-    for k, (_, end, _) in enumerate(STAGES):
+    for k in range(len(STAGES)):
         parts = ", ".join(f"coalesce({e}, 0)" for _, e, _ in STAGES[:k + 1])
         ends.append(f"CAST(greatest(0, {parts}) AS DOUBLE) AS end_{k}")
     rows = []
