@@ -132,6 +132,25 @@ def f1_by_field(frame) -> alt.TopLevelMixin:
         strokeDash=alt.StrokeDash("strategy:N", legend=_legend("strategy")))
 
 
+def weekly_f1(frame) -> alt.TopLevelMixin:
+    """One point per week and group (strategy and model version), a bar across its interval.
+    Weeks are named by their Monday and spaced evenly, one tick each."""
+    frame = frame.assign(
+        group=frame["strategy"].fillna("?") + " \u00b7 " + frame["model_version"].fillna("?"),
+        week=frame["week"].dt.strftime("%Y-%m-%d"))
+    week = alt.X("week:O", title="week (starting Monday, UTC)", axis=alt.Axis(labelAngle=0))
+    color = alt.Color("group:N", legend=_legend("strategy \u00b7 model version"))
+    tooltip = ["week:O", "group:N", alt.Tooltip("f1:Q", format=".3f"),
+               alt.Tooltip("f1_low:Q", format=".3f"), alt.Tooltip("f1_high:Q", format=".3f"),
+               "scored_documents:Q", "eval_run_id:N"]
+    base = alt.Chart(frame).encode(x=week, xOffset="group:N", color=color, tooltip=tooltip)
+    y = alt.Y("f1:Q", title="F1 (overall) and its 95% interval", scale=alt.Scale(domain=[0, 1]))
+    interval = base.mark_errorbar(ticks={"size": 14}, thickness=2).encode(
+        y=alt.Y("f1_low:Q", title="F1 (overall) and its 95% interval",
+                scale=alt.Scale(domain=[0, 1])), y2="f1_high:Q")
+    return interval + base.mark_point(filled=True, size=70).encode(y=y)
+
+
 def svg(chart: alt.TopLevelMixin) -> str:
     """The chart as one SVG element, sized by vl-convert with ``FONT``'s own metrics."""
     import vl_convert

@@ -32,7 +32,7 @@ class Chart:
 
 
 def _frame(table: pa.Table):
-    frame = table.to_pandas()
+    frame = table.to_pandas(date_as_object=False)  # a DATE (a week) becomes a UTC midnight
     for column in frame.columns:  # money is DECIMAL: Vega-Lite wants plain numbers
         if frame[column].dtype == object and len(frame) and hasattr(frame[column].iloc[0],
                                                                     "as_tuple"):
@@ -62,6 +62,8 @@ CHARTS = (
     Chart("cost_by_model", "Cost per 1,000 pages and tokens by model (simulated: not billed)",
           charts.cost,
           "No model was called: text-layer, OCR and sheet pages cost nothing."),
+    Chart("weekly_f1", "Weekly F1 with its 95% interval (latest scoring run of each week)",
+          charts.weekly_f1, "No evals yet: `doclake evals score` writes eval_scores."),
     Chart("f1_by_field", "F1 by field over time", charts.f1_by_field,
           "No evals yet: `doclake evals score` writes eval_scores."),
 )

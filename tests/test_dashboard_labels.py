@@ -25,7 +25,7 @@ def test_no_chart_text_runs_past_its_svg_at_1400_px(tmp_path):
     page = render(lake)
     drawn = re.findall(r'<div class="chart" data-query="(\w+)"><svg', page)
     assert {"reader_share", "field_coverage", "failures_by_stage", "cost_by_model",
-            "throughput", "queue_depth", "latency_by_size"} <= set(drawn), drawn
+            "throughput", "queue_depth", "latency_by_size", "weekly_f1"} <= set(drawn), drawn
     texts = set(re.findall(r"<text[^>]*>([^<]+)</text>", page))
     assert set(LONG_LABELS) <= texts, set(LONG_LABELS) - texts  # whole labels, as drawn
 

@@ -115,3 +115,24 @@ def test_latency_spend_and_coverage_as_an_operator_reads_them(tmp_path):
 def test_seconds_read_as_a_person_reads_them():
     assert seconds_text(8.44) == "8.4 s" and seconds_text(150.3) == "2 min 30 s"
     assert seconds_text(None) == "n/a" and seconds_text(float("nan")) == "n/a"
+
+
+def test_weekly_f1_is_each_weeks_latest_run_with_its_interval(tmp_path):
+    lake = str(tmp_path / "lake")
+    written = write_busy_lake(lake)
+    rows = queries.run(lake, "weekly_f1").to_pylist()
+    monday = [(at - timedelta(days=at.weekday())).date() for at, *_ in written.weekly_f1]
+    assert [r["week"] for r in rows] == monday
+    assert [(r["f1"], r["f1_low"], r["f1_high"]) for r in rows] == \
+        [tuple(figures) for _, *figures in written.weekly_f1]
+    page = render(lake)
+    assert 'data-query="weekly_f1"><svg' in page and ">rules \u00b7 rules-v1<" in page
+    assert [f">{day.isoformat()}<" in page for day in monday] == [True] * len(monday)
+
+
+def test_no_evals_says_so_instead_of_an_empty_chart(tmp_path):
+    lake = str(tmp_path / "lake")
+    at = datetime(2026, 3, 1, 9, tzinfo=UTC)
+    ParquetEventWriter.for_uri(lake).write(succeeded_job(uuid7_at(at, 0), uuid7_at(at, 1),
+                                                         start=at, pages=2))
+    assert 'data-query="weekly_f1">No evals yet' in render(lake)

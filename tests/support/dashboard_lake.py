@@ -28,6 +28,7 @@ class BusyLake:
     applicable: int = 0  # results of documents the schema applies to
     not_applicable: int = 0
     found: dict[str, int] = field(default_factory=dict)  # field -> applicable results with it
+    # the latest scoring run of each week: (scored_at, f1, f1_low, f1_high) of its overall row
     weekly_f1: list[tuple[datetime, float, float, float]] = field(default_factory=list)
 
 
@@ -114,11 +115,13 @@ def write_busy_lake(lake_uri: str) -> BusyLake:
             output_tokens=500, latency_ms=3100.0, cost_usd=0.0025, page_number=page,
             occurred_at=at + timedelta(seconds=3)))
         lake.real_cost += 0.0025
-    # Three weekly scoring runs, each with its overall F1 and bootstrap interval.
-    for week, (f1, low, high) in enumerate(((0.81, 0.70, 0.90), (0.86, 0.77, 0.93),
-                                            (0.91, 0.84, 0.96))):
-        at = START + timedelta(weeks=week, days=4)
-        run = f"run-{week}"
+    # Three weekly scoring runs, each with its overall F1 and bootstrap interval, and an earlier
+    # run in the first week that the week's latest run supersedes.
+    runs = [(START + timedelta(days=1), "run-early", (0.5, 0.3, 0.7), False)]
+    runs += [(START + timedelta(weeks=week, days=4), f"run-{week}", figures, True)
+             for week, figures in enumerate(((0.81, 0.70, 0.90), (0.86, 0.77, 0.93),
+                                             (0.91, 0.84, 0.96)))]
+    for at, run, (f1, low, high), latest in runs:
         events.append(ev.EvalRunCompleted(eval_run_id=run, occurred_at=at, documents=40,
                                           scored_results=40, groups=1, f1=f1, resamples=1000))
         for name in ("overall", *NDA_FIELDS):
@@ -126,6 +129,7 @@ def write_busy_lake(lake_uri: str) -> BusyLake:
                 eval_run_id=run, occurred_at=at, level="group", model_version="rules-v1",
                 strategy="rules", field=name, precision=f1, recall=f1, f1=f1, hits=30,
                 predicted=33, expected=33, scored_documents=40, f1_low=low, f1_high=high))
-        lake.weekly_f1.append((at, f1, low, high))
+        if latest:
+            lake.weekly_f1.append((at, f1, low, high))
     ParquetEventWriter.for_uri(lake_uri).write(events)
     return lake
