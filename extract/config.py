@@ -38,6 +38,8 @@ class ExtractConfig(BaseModel):
     """conversion_timeout: LibreOffice's whole process tree is killed after this."""
     max_converted_bytes: int = 256 * 1024**2
     """converted_too_large: the PDF LibreOffice made is larger than this."""
+    max_inflated_bytes: int = 512 * 1024**2
+    """too_large: an Office file's XML parts inflate to more than this (a zip bomb)."""
     max_render_pixels: int = 12_000_000
     """A page is rendered for OCR at a lower resolution rather than past this many pixels."""
     max_image_pixels: int = 250_000_000

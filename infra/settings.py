@@ -67,6 +67,8 @@ class Settings(BaseSettings, ModelConfig):
                                      "conversion; its whole process tree is killed after it.")
     max_converted_bytes: int = Field(256 * 1024**2, ge=1,
                                      description="Largest PDF a conversion may produce.")
+    max_inflated_bytes: int = Field(512 * 1024**2, ge=1, description="Most bytes an Office "
+                                    "file's XML parts may inflate to (too_large past it).")
     max_sheet_cells: int = Field(5_000_000, ge=1, description="Largest sheet grid (rows x "
                                  "columns from A1).")
     max_sheet_chars: int = Field(50_000_000, ge=1, description="Longest text of one sheet.")
@@ -101,6 +103,7 @@ class Settings(BaseSettings, ModelConfig):
             models=ModelConfig(**{name: getattr(self, name) for name in ModelConfig.model_fields}),
             convert_timeout_s=self.convert_timeout_s,
             max_converted_bytes=self.max_converted_bytes,
+            max_inflated_bytes=self.max_inflated_bytes,
             max_sheet_cells=self.max_sheet_cells,
             max_sheet_chars=self.max_sheet_chars,
             max_parse_memory_bytes=self.max_parse_memory_bytes,

@@ -13,6 +13,7 @@ import asyncio
 
 from extract.context import Delivery, HandlerContext
 from extract.errors import UnsupportedFormat
+from extract.formats.links import check_links
 from extract.formats.office import ConvertLimits, convert_to_pdf
 from extract.formats.sniff import OFFICE_FORMATS, sniff_file
 from extract.handlers.sources import local_copy, readable_key
@@ -35,8 +36,12 @@ async def handle_convert(ctx: HandlerContext, message: ConvertMessage, delivery:
     ctx = job_context(ctx, job)  # the document's own password, as the split had it
     async with local_copy(ctx.objects, readable_key(ctx.objects, job)) as source:
         sniffed = await ctx.cpu.run(sniff_file, source, timeout_s=ctx.config.split_timeout_s)
-    if sniffed.format not in OFFICE_FORMATS:
-        raise UnsupportedFormat(f"the convert step got {sniffed.format.value} content")
+        if sniffed.format not in OFFICE_FORMATS:
+            raise UnsupportedFormat(f"the convert step got {sniffed.format.value} content")
+        # A document that would fetch a file or an address fails before LibreOffice opens it
+        # (links_outside), with or without the sandbox (extract.formats.links says why).
+        await ctx.cpu.run(check_links, source, sniffed.format, ctx.config.max_inflated_bytes,
+                          timeout_s=ctx.config.split_timeout_s)
 
     key = converted_key(job.document_id, job.job_id)
     stored = ctx.objects.head(key)

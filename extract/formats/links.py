@@ -1,0 +1,310 @@
+"""Refuse, before LibreOffice opens it, a document that would pull in content from outside itself.
+
+A document can name a file or an address whose content the converter then fetches and renders
+into the PDF: a linked image (``file:///home/me/private.png``), an included text or section, a
+linked OLE object, a DDE link. Under bubblewrap the converter sees only its work folder
+(``extract.formats.sandbox``), but bwrap is missing on many machines and impossible on Lambda,
+and LibreOffice's own ``BlockUntrustedRefererLinks`` does not cover every form (an RTF
+``INCLUDEPICTURE`` field goes through). So every form is looked for here, in the document's own
+bytes, and a document holding one fails with the reason ``links_outside``, naming what it links
+to. What is looked for, by format:
+
+- OOXML (docx, pptx): a relationship with ``TargetMode="External"`` other than a hyperlink or
+  the template's name (linked pictures, linked OLE objects, frames, external data); fields
+  ``INCLUDEPICTURE``, ``INCLUDETEXT``, ``INCLUDE``, ``LINK``, ``IMPORT``, ``DDE``, ``DDEAUTO``
+  in ``w:instrText`` (joined across runs: a keyword split over runs is still found) and
+  ``w:fldSimple``;
+- OpenDocument (odt, odp): an ``xlink:href`` outside the package on anything but a hyperlink
+  (images, objects, OLE objects, sections, tables, plugins, frames, fills), DDE sources;
+- RTF: the same fields in ``\\fldinst`` (hex and unicode escapes decoded), ``\\objlink`` and
+  ``\\objautlink`` objects;
+- Word 97-2003 (doc): the same fields in the text stream, OLE objects flagged as links;
+  PowerPoint 97-2003 (ppt): linked OLE objects (``ExOleLinkContainer`` records).
+
+Hyperlinks are not refused: LibreOffice writes them into the PDF as links and fetches nothing.
+Every XML part is read as a stream with a cap on the bytes it inflates to: a part past
+``max_inflated_bytes`` fails with ``too_large`` (a zip bomb is a limit, not a corrupt file).
+Runs in a worker process (``ctx.cpu``).
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree.ElementTree import Element, ParseError, XMLPullParser
+
+from extract.errors import LimitExceeded, TerminalError
+from extract.formats.sniff import Format
+
+LINKS_OUTSIDE = "links_outside"
+TOO_LARGE = "too_large"
+DEFAULT_MAX_INFLATED = 512 * 1024**2
+CHUNK = 1 << 16
+
+FIELDS = re.compile(r"^\s*(INCLUDEPICTURE|INCLUDETEXT|INCLUDE|LINK|IMPORT|DDEAUTO|DDE)\b",
+                    re.IGNORECASE)
+_FOLLOWED_TYPES = ("hyperlink", "attachedTemplate")
+_OOXML_ANCHORS = frozenset({"hyperlink", "hlinkClick", "hlinkHover"})
+_ODF_ANCHORS = frozenset({"a"})  # text:a, draw:a: a hyperlink, never fetched
+_ODF_DDE = frozenset({"dde-source", "dde-connection-decl", "dde-connection"})
+_XLINK = "{http://www.w3.org/1999/xlink}href"
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+class LinksOutside(TerminalError):
+    """The document would make the converter fetch content from outside itself."""
+
+    error_type = LINKS_OUTSIDE
+
+
+def _refuse(what: str) -> LinksOutside:
+    shown = what if len(what) <= 160 else what[:157] + "..."
+    return LinksOutside(f"the document links to content outside itself ({shown}); doclake does "
+                        "not convert documents that would fetch a file or an address")
+
+
+def check_links(path: Path, fmt: Format, max_inflated_bytes: int = DEFAULT_MAX_INFLATED) -> None:
+    """Raise ``LinksOutside`` when the document at ``path`` (sniffed as ``fmt``) links to
+    content outside itself, ``LimitExceeded('too_large')`` when its parts inflate past
+    ``max_inflated_bytes``; return None otherwise."""
+    if fmt in (Format.DOCX, Format.PPTX):
+        _check_ooxml(path, max_inflated_bytes)
+    elif fmt in (Format.ODT, Format.ODP):
+        _check_odf(path, max_inflated_bytes)
+    elif fmt is Format.RTF:
+        _check_rtf(path.read_bytes())
+    elif fmt in (Format.DOC, Format.PPT):
+        _check_ole(path, fmt)
+
+
+# --- zip packages -------------------------------------------------------------------------------
+
+
+class _Budget:
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+
+    def take(self, size: int, part: str) -> None:
+        self.used += size
+        if self.used > self.limit:
+            raise LimitExceeded(
+                f"the document's parts inflate to more than {self.limit // 2**20} MiB (at "
+                f"{part!r}), the limit DOCLAKE_MAX_INFLATED_BYTES; raise it to read this file",
+                error_type=TOO_LARGE)
+
+
+def _elements(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget
+              ) -> Iterator[tuple[str, Element]]:
+    """``(event, element)`` of one XML part, read as a stream. An element is taken out of its
+    parent once its end is seen, so memory stays small however large the part."""
+    parser = XMLPullParser(events=("start", "end"))
+    open_elements: list[Element] = []
+
+    def events() -> Iterator[tuple[str, Element]]:
+        for event, element in parser.read_events():
+            yield event, element
+            if event == "start":
+                open_elements.append(element)
+                continue
+            open_elements.pop()
+            if open_elements and len(open_elements[-1]) and open_elements[-1][-1] is element:
+                del open_elements[-1][-1]
+
+    try:
+        with archive.open(info) as member:
+            while chunk := member.read(CHUNK):
+                budget.take(len(chunk), info.filename)
+                parser.feed(chunk)
+                yield from events()
+        parser.close()
+        yield from events()
+    except ParseError:
+        # A part this parser refuses may still be read by LibreOffice's, which recovers from
+        # more: its rest is searched as bytes instead, more strictly.
+        _scan_unparsed(archive, info, budget)
+
+
+_RAW_RELATIONSHIP = re.compile(rb"<(?:\w+:)?Relationship\b[^>]*>", re.IGNORECASE)
+_RAW_EXTERNAL = re.compile(rb"TargetMode\s*=\s*[\"']External", re.IGNORECASE)
+_RAW_FOLLOWED = re.compile(rb"/(?:hyperlink|attachedTemplate)[\"']")
+_RAW_REFERENCE = re.compile(rb"<(?:\w+:)?(\w+)\b[^>]*?\b(?:\w+:)?(?:href|src)\s*=\s*[\"']([^\"']*)")
+_RAW_TAG = re.compile(rb"<[^>]*>")
+_RAW_FIELD = re.compile(rb"(?:INCLUDEPICTURE|INCLUDETEXT|INCLUDE|LINK|IMPORT|DDEAUTO|DDE)\b",
+                        re.IGNORECASE)
+
+
+def _scan_unparsed(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget) -> None:
+    """Search a part the XML parser refused as bytes: any external relationship other than a
+    hyperlink, any reference outside the package on anything but a hyperlink, and any field
+    keyword in its text (tags taken out) are refused."""
+    data = bytearray()
+    with archive.open(info) as member:
+        while chunk := member.read(CHUNK):
+            budget.take(len(chunk), info.filename)
+            data += chunk
+    for tag in _RAW_RELATIONSHIP.findall(data):
+        if _RAW_EXTERNAL.search(tag) and not _RAW_FOLLOWED.search(tag):
+            raise _refuse(f"an external relationship in {info.filename}")
+    for name, href in _RAW_REFERENCE.findall(data):
+        if name not in (b"a", b"hyperlink") and _outside(href.decode("utf-8", "replace")):
+            raise _refuse(f"{name.decode(errors='replace')} {href[:120]!r} in {info.filename}")
+    if info.filename.lower().endswith(".xml") and _RAW_FIELD.search(_RAW_TAG.sub(b"", data)):
+        raise _refuse(f"a field keyword in the unreadable part {info.filename}")
+
+
+def _local(tag: object) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _open(path: Path, max_inflated: int) -> tuple[zipfile.ZipFile, list[zipfile.ZipInfo]] | None:
+    """The archive and its XML parts; a declared total past the limit fails at once."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None  # the conversion reports the damage
+    parts = [i for i in archive.infolist() if not i.is_dir()
+             and i.filename.lower().endswith((".xml", ".rels"))]
+    _Budget(max_inflated).take(sum(i.file_size for i in parts), "the zip directory's sizes")
+    return archive, parts
+
+
+def _check_ooxml(path: Path, max_inflated: int) -> None:
+    opened = _open(path, max_inflated)
+    if opened is None:
+        return
+    archive, parts = opened
+    budget = _Budget(max_inflated)
+    with archive:
+        for info in parts:
+            fields: list[list[str]] = [[]]  # one instruction per field begun, nested ones apart
+            for event, element in _elements(archive, info, budget):
+                name = _local(element.tag)
+                if event == "start":
+                    if name == "fldChar" and _attribute(element, "fldCharType") == "begin":
+                        fields.append([])
+                    continue
+                if name == "Relationship":
+                    mode = (element.get("TargetMode") or "").lower()
+                    kind = (element.get("Type") or "").rsplit("/", 1)[-1]
+                    if mode == "external" and kind not in _FOLLOWED_TYPES:
+                        raise _refuse(f"an external {kind or 'relationship'} "
+                                      f"{element.get('Target', '')!r} in {info.filename}")
+                elif name == "instrText":
+                    fields[-1].append(element.text or "")
+                elif name == "fldSimple":
+                    _check_field(_attribute(element, "instr"), info.filename)
+                elif name not in _OOXML_ANCHORS:
+                    for key, value in element.attrib.items():
+                        if _local(key) in ("href", "src") and _outside(value):
+                            raise _refuse(f"{name} {value!r} in {info.filename}")
+            for field in fields:
+                _check_field("".join(field), info.filename)
+
+
+def _attribute(element: Element, local_name: str) -> str:
+    return next((v for k, v in element.attrib.items() if _local(k) == local_name), "")
+
+
+def _check_field(instruction: str, where: str) -> None:
+    if FIELDS.search(instruction):
+        raise _refuse(f"a field {instruction.strip()[:120]!r} in {where}")
+
+
+def _outside(href: str) -> bool:
+    """A reference to something not in the package: a scheme (``file:``, ``http:``, a drive
+    letter), an absolute path, or a path climbing out of the package (``../``)."""
+    reference = href.strip().replace("\\", "/")
+    if not reference or reference.startswith("#"):
+        return False
+    if _SCHEME.match(reference) or reference.startswith("/"):
+        return True
+    return ".." in reference.split("/")
+
+
+def _check_odf(path: Path, max_inflated: int) -> None:
+    opened = _open(path, max_inflated)
+    if opened is None:
+        return
+    archive, parts = opened
+    budget = _Budget(max_inflated)
+    with archive:
+        for info in parts:
+            if info.filename.startswith("META-INF/"):
+                continue
+            for event, element in _elements(archive, info, budget):
+                if event != "start":
+                    continue
+                name = _local(element.tag)
+                if name in _ODF_DDE:
+                    raise _refuse(f"a DDE link ({name}) in {info.filename}")
+                href = element.get(_XLINK)
+                if href is not None and name not in _ODF_ANCHORS and _outside(href):
+                    raise _refuse(f"{name} {href!r} in {info.filename}")
+
+
+# --- RTF ----------------------------------------------------------------------------------------
+
+_RTF_LINKED_OBJECT = re.compile(rb"\\obj(?:link|autlink)(?![a-z])")
+_RTF_LINKED_PICTURE = re.compile(rb"\\sn\s+pibName(?![a-zA-Z])")
+_RTF_FLDINST = re.compile(rb"\\fldinst(?![a-z])")
+_RTF_HEX = re.compile(rb"\\'([0-9a-fA-F]{2})")
+_RTF_UNICODE = re.compile(rb"\\u(-?\d+)\??")
+_RTF_CONTROL = re.compile(rb"\\[a-zA-Z]+-?\d* ?|\\[^a-zA-Z]|[{}\r\n]")
+
+
+def _rtf_text(raw: bytes) -> str:
+    """RTF source as the text it spells: escapes decoded, control words and braces dropped."""
+    text = _RTF_HEX.sub(lambda m: bytes([int(m.group(1), 16)]), raw)
+    text = _RTF_UNICODE.sub(lambda m: chr(int(m.group(1)) % 65536).encode("utf-8"), text)
+    return _RTF_CONTROL.sub(b"", text).decode("latin-1")
+
+
+def _check_rtf(data: bytes) -> None:
+    if _RTF_LINKED_OBJECT.search(data):
+        raise _refuse("a linked OLE object (\\objlink)")
+    if _RTF_LINKED_PICTURE.search(data):
+        raise _refuse("a linked picture (pibName)")
+    for found in _RTF_FLDINST.finditer(data):
+        instruction = _rtf_text(data[found.end():found.end() + 4096])
+        _check_field(instruction, "an RTF field")
+
+
+# --- Word and PowerPoint 97-2003 ----------------------------------------------------------------
+
+_FIELD_8BIT = re.compile(rb"\x13\s*(INCLUDEPICTURE|INCLUDETEXT|INCLUDE|LINK|IMPORT|DDEAUTO|DDE)\b",
+                         re.IGNORECASE)
+_PPT_LINKED_OLE = b"\x0f\x00\xce\x0f"  # record header: version 0xF, type 0x0FCE ExOleLinkContainer
+
+
+def _check_ole(path: Path, fmt: Format) -> None:
+    import olefile
+
+    try:
+        ole = olefile.OleFileIO(str(path))
+    except Exception:  # olefile raises many kinds on a damaged file; the conversion reports it
+        return
+    with ole:
+        for entry in ole.listdir(streams=True, storages=False):
+            name = "/".join(entry)
+            data = _stream(ole, entry)
+            if entry[-1] == "\x01Ole" and len(data) >= 8 and int.from_bytes(data[4:8],
+                                                                            "little") & 1:
+                raise _refuse(f"a linked OLE object ({name!r})")
+            if fmt is Format.DOC and entry[-1] == "WordDocument":
+                for text in (data, data.decode("utf-16-le", "ignore").encode("latin-1", "ignore"),
+                             data[1:].decode("utf-16-le", "ignore").encode("latin-1", "ignore")):
+                    if found := _FIELD_8BIT.search(text):
+                        raise _refuse(f"a field {found.group(1).decode()!r} in the text")
+            if fmt is Format.PPT and entry[-1] == "PowerPoint Document" \
+                    and _PPT_LINKED_OLE in data:
+                raise _refuse("a linked OLE object (ExOleLinkContainer)")
+
+
+def _stream(ole, entry: list[str]) -> bytes:
+    try:
+        with ole.openstream(entry) as stream:
+            return stream.read(256 * 1024**2)
+    except Exception:  # a damaged stream: nothing to find in it
+        return b""

@@ -1,0 +1,165 @@
+"""A document that reaches outside itself leaves nothing of the outside in the home, with or
+without bubblewrap.
+
+The probe: an RTF ``INCLUDEPICTURE`` field naming a local picture was converted with the
+picture in it when bwrap was missing (the profile's link blocking does not cover RTF fields),
+then OCR'd and found by ``doclake search``. ``tests/support/linkgen.py`` makes a room with every
+way of linking out; each Office file must fail with ``links_outside`` before LibreOffice opens
+it, HTML and e-mail must be read without fetching anything.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from extract.formats.links import LinksOutside, check_links
+from extract.formats.sniff import OFFICE_FORMATS, Format, sniff_file
+from infra.cli.main import app
+from tests.support.linkgen import PICTURE_MARKER, TEXT_MARKER, make_room
+from tests.support.officegen import make_docx
+
+runner = CliRunner()
+FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
+        "DOCLAKE_CPU_WORKERS": "1"}
+
+
+def invoke(*args: str, env: dict[str, str] | None = None):
+    return runner.invoke(app, list(args), env={**FAST, **(env or {})}, catch_exceptions=False)
+
+
+def _soffice():
+    from extract.formats.office import find_soffice
+
+    return find_soffice()
+
+
+needs_soffice = pytest.mark.skipif(_soffice() is None, reason="LibreOffice is not installed")
+
+
+@pytest.fixture
+def room(tmp_path) -> tuple[Path, dict[str, str]]:
+    made = make_room(tmp_path / "room", tmp_path / "outside")
+    return tmp_path / "room", made
+
+
+@pytest.fixture(params=["with bwrap", "without bwrap"])
+def sandbox_mode(request, monkeypatch):
+    """Conversions with the sandbox, or as on a machine without bwrap (or on Lambda)."""
+    from extract.formats import office, sandbox
+
+    if request.param == "with bwrap":
+        if sandbox.find_bwrap() is None:
+            pytest.skip("bwrap is not installed or cannot make namespaces here")
+    else:
+        monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+        monkeypatch.setattr(office, "find_bwrap", lambda: None)
+    monkeypatch.setattr(office, "_template", None)
+    return request.param
+
+
+def everything_under(home: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def test_every_office_file_of_the_room_is_refused_for_its_link(room):
+    folder, made = room
+    office = [name for name in made if sniff_file(folder / name).format in OFFICE_FORMATS]
+    assert len(office) >= 15
+    for name in office:
+        with pytest.raises(LinksOutside) as refused:
+            check_links(folder / name, sniff_file(folder / name).format)
+        assert refused.value.error_type == "links_outside", name
+
+
+def test_hyperlinks_pictures_inside_and_plain_text_pass(tmp_path):
+    from tests.support.linkgen import _docx, _external, _odf
+
+    plain = make_docx(tmp_path / "plain.docx", ["A plain memo with the word LINK in it."])
+    hyperlinked = _docx(tmp_path / "hyperlink.docx",
+                        '<w:p><w:hyperlink r:id="rIdH"><w:r><w:t>see</w:t></w:r></w:hyperlink>'
+                        '</w:p><w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r>'
+                        '<w:instrText> PAGE </w:instrText></w:r><w:r><w:fldChar '
+                        'w:fldCharType="end"/></w:r></w:p>',
+                        _external("rIdH", "hyperlink", "https://example.com/x"))
+    inside = _odf(tmp_path / "inside.odt", "application/vnd.oasis.opendocument.text",
+                  '<text:p>A memo <text:a xlink:href="https://example.com">a link</text:a>'
+                  '<draw:frame><draw:image xlink:href="Pictures/a.png"/></draw:frame></text:p>')
+    rtf = tmp_path / "page.rtf"
+    rtf.write_text('{\\rtf1\\ansi {\\field{\\*\\fldinst PAGE}{\\fldrslt 1}} link text\\par}')
+    for path in (plain, hyperlinked, inside, rtf):
+        check_links(path, sniff_file(path).format)
+
+
+def test_an_office_file_inflating_past_the_limit_is_too_large(tmp_path):
+    bomb = make_docx(tmp_path / "bomb.docx", ["x"])
+    with zipfile.ZipFile(bomb, "a", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/footer1.xml", "<w:ftr>" + " " * (3 * 2**20) + "</w:ftr>")
+    with pytest.raises(Exception) as failed:
+        check_links(bomb, Format.DOCX, max_inflated_bytes=2**20)
+    assert failed.value.error_type == "too_large"
+    assert "DOCLAKE_MAX_INFLATED_BYTES" in str(failed.value)
+
+
+def test_a_split_keyword_and_a_part_python_cannot_parse_are_still_found(tmp_path):
+    from tests.support.linkgen import _docx, _field
+
+    split = _docx(tmp_path / "split.docx", _field(["IN", "CLUDE", "TEXT \"/etc/hostname\""]))
+    with pytest.raises(LinksOutside):
+        check_links(split, Format.DOCX)
+    # An undefined entity first: Python's parser stops there, LibreOffice's may read on.
+    broken = _docx(tmp_path / "broken.docx", "<w:p><w:r><w:t>&nope;</w:t></w:r></w:p>" +
+                   _field(['INCLUDETEXT "/etc/hostname"']))
+    with pytest.raises(LinksOutside):
+        check_links(broken, Format.DOCX)
+
+
+@needs_soffice
+def test_an_rtf_picture_field_is_not_pulled_in_without_bwrap(tmp_path, monkeypatch):
+    """The probe, end to end: run, search, and look at every byte under the home."""
+    from extract.formats import office, sandbox
+
+    monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+    monkeypatch.setattr(office, "find_bwrap", lambda: None)
+    monkeypatch.setattr(office, "_template", None)
+    folder, _ = tmp_path / "room", make_room(tmp_path / "room", tmp_path / "outside")
+    for path in folder.iterdir():
+        if path.name != "include-picture.rtf":
+            path.unlink()
+    home = tmp_path / "home"
+    result = invoke("run", str(folder), "--home", str(home), "--fields", "none")
+    assert result.exit_code == 0, result.output
+    assert "PRIVATE" not in invoke("search", "PRIVATE", "--home", str(home)).output
+    assert PICTURE_MARKER.encode() not in everything_under(home)
+    assert not [p for p in home.rglob("*.pdf") if b"/Image" in p.read_bytes()]
+    jobs = json.loads(invoke("sql", "SELECT status, failure_reason FROM jobs", "--home",
+                             str(home), "--format", "json").output)
+    assert jobs == [{"status": "failed", "failure_reason": "links_outside"}]
+
+
+@needs_soffice
+def test_a_room_of_every_link_leaves_nothing_of_the_outside_in_the_home(room, tmp_path,
+                                                                      sandbox_mode):
+    folder, made = room
+    home = tmp_path / "home"
+    result = invoke("run", str(folder), "--home", str(home), "--fields", "none")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(invoke("sql", "SELECT d.source_name, j.status, j.failure_reason FROM "
+                             "documents d JOIN jobs j USING (document_id)", "--home", str(home),
+                             "--format", "json").output)
+    stored = everything_under(home)
+    assert TEXT_MARKER.encode() not in stored and PICTURE_MARKER.encode() not in stored
+    for marker in ("OUTSIDE", "PRIVATE"):
+        assert marker not in invoke("search", marker, "--home", str(home)).output
+    assert not [p for p in home.rglob("*.pdf") if b"/Image" in p.read_bytes()]
+    by_name = {r["source_name"]: r for r in rows}
+    assert set(by_name) == set(made)
+    for name, row in by_name.items():
+        if Path(name).suffix in (".html", ".eml"):
+            assert row["status"] == "succeeded", row
+        else:
+            assert (row["status"], row["failure_reason"]) == ("failed", "links_outside"), row
