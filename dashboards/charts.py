@@ -5,9 +5,9 @@ SVG (Vega's default ``autosize: pad`` makes room for axes, labels and legends). 
 draws the text with the font it has. Both must agree, or a label that vl-convert measured short
 runs past the SVG's edge and the inline SVG clips it ("ffective_date"). So every chart names its
 font: DejaVu Sans, which vl-convert finds on Linux and fontconfig gives Chromium for
-``sans-serif``; where a browser lacks it, Verdana and then the system's sans-serif are about as
-wide or narrower, so a label measured in DejaVu Sans still fits. No chart sets its own padding
-around a label or limits a label's length: the layout makes the room.
+``sans-serif``. It is among the widest common sans-serif faces, so where a browser lacks it the
+fallback (Arial, Helvetica, Liberation Sans) draws a label narrower than it was measured. No
+chart sets its own padding around a label or limits a label's length: the layout makes room.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import altair as alt
 
 WIDTH, HEIGHT = 1100, 260
-FONT = "DejaVu Sans, Verdana, sans-serif"
+FONT = "DejaVu Sans, sans-serif"
 UTC_AXIS = {"format": "%Y-%m-%d %H:%M:%S", "title": "time (UTC)", "labelAngle": -30,
             "labelOverlap": True}
 
