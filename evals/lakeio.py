@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from evals.scoring import Label, Result
 from lake.events import Event
 
-__all__ = ["read_call_costs", "read_current_versions", "read_documents", "read_labels", "read_results",
-           "write_events", "read_rows"]
+__all__ = ["read_call_costs", "read_current_versions", "read_documents", "read_job_facts",
+           "read_labels", "read_results", "read_traffic", "write_events", "read_rows"]
 
 
 def read_rows(lake_uri: str, sql: str, parameters: list | None = None) -> list[dict]:
@@ -98,6 +98,27 @@ def read_results(lake_uri: str, document_ids: Iterable[str] | None = None) -> li
                    failure_reason=e["row"]["failure_reason"], sha256=e["row"]["sha256"],
                    processing_ms=e["row"]["processing_ms"], tokens=e["row"]["tokens"] or 0)
             for (job, strategy), e in results.items()]
+
+
+def read_job_facts(lake_uri: str) -> dict[str, dict]:
+    """job_id -> what the weekly report breaks figures down by: the version's detected_format,
+    pages, source_path and source_key, and when the version was registered (its document date)."""
+    rows = read_rows(lake_uri, """
+        SELECT d.job_id, d.document_id, d.sha256, d.source_path, d.source_key,
+               d.occurred_at AS registered_at, f.detected_format, s.pages
+        FROM ev_document_registered AS d
+        LEFT JOIN ev_format_detected AS f ON f.dt = d.dt AND f.job_id = d.job_id
+        LEFT JOIN ev_job_split AS s ON s.job_id = d.job_id
+        QUALIFY row_number() OVER (PARTITION BY d.job_id ORDER BY d.occurred_at) = 1""")
+    return {r["job_id"]: {**r, "registered_at": _utc(r["registered_at"])} for r in rows}
+
+
+def read_traffic(lake_uri: str) -> list[dict]:
+    """Every published result without its values: document_id, job_id, strategy,
+    model_version, status, published_at (what the weekly report weighs labels by)."""
+    return read_rows(lake_uri, """
+        SELECT document_id, job_id, strategy, model_version, status, occurred_at AS published_at
+        FROM ev_result_published ORDER BY occurred_at, job_id""")
 
 
 def read_call_costs(lake_uri: str, job_ids: Iterable[str]) -> dict[str, dict]:

@@ -421,6 +421,12 @@ class EvalRunCompleted(Event):
     f1: float | None = Field(None, description="micro-averaged F1 over key=value tokens")
     resamples: int = Field(0, description="bootstrap resamples behind the confidence intervals")
     seed: int = Field(0, description="seed of the bootstrap")
+    week_start: datetime | None = Field(
+        None, description="Monday 00:00 UTC of the week a weekly report scored (`doclake evals "
+        "report`); empty for `doclake evals score`")
+    week_by: str | None = Field(
+        None, description="how the weekly report placed a label in a week: label (the week it "
+        "was labelled) or document (the week its document version was ingested)")
 
 
 class EvalScoreComputed(Event):

@@ -387,7 +387,7 @@ JOIN labels AS l ON l.dt = v.dt AND l.label_id = v.label_id
 """,
     "eval_runs": """
 SELECT eval_run_id, occurred_at AS scored_at, since, until, documents, scored_results, groups,
-       precision, recall, f1, resamples, seed, dt
+       precision, recall, f1, resamples, seed, week_start, week_by, dt
 FROM ev_eval_run
 """,
     "eval_scores": """
@@ -396,6 +396,28 @@ SELECT eval_run_id, level, model_version, strategy, field, precision, recall, f1
        recall_high, f1_low, f1_high, document_id, job_id, label_id, as_labelled,
        occurred_at AS scored_at, dt
 FROM ev_eval_score
+""",
+    # Weekly F1 with its interval, one row per (week, week_by, model version, strategy) and day
+    # the week's report was recorded (`doclake evals report`; the latest run of that day), with
+    # the group figure and its traffic-weighted estimate. A week reported on two days has two
+    # rows: take the latest scored_at (the window keeps dt, so a filter on dt prunes).
+    "weekly_f1": """
+SELECT r.week_start, r.week_by, g.model_version, g.strategy, g.scored_documents AS documents,
+       g.f1, g.f1_low, g.f1_high, w.f1 AS weighted_f1, w.f1_low AS weighted_f1_low,
+       w.f1_high AS weighted_f1_high, r.eval_run_id, r.scored_at, r.dt
+FROM (
+  SELECT eval_run_id, week_start, week_by, scored_at, dt
+  FROM eval_runs
+  WHERE week_start IS NOT NULL
+  QUALIFY row_number() OVER (
+    PARTITION BY dt, week_start, week_by ORDER BY scored_at DESC, eval_run_id DESC) = 1
+) AS r
+JOIN eval_scores AS g
+  ON g.dt = r.dt AND g.eval_run_id = r.eval_run_id AND g.level = 'group' AND g.field = 'overall'
+LEFT JOIN eval_scores AS w
+  ON w.dt = r.dt AND w.eval_run_id = r.eval_run_id AND w.level = 'weighted'
+  AND w.field = 'overall' AND w.model_version IS NOT DISTINCT FROM g.model_version
+  AND w.strategy IS NOT DISTINCT FROM g.strategy
 """,
     "eval_outcomes": """
 SELECT eval_run_id, document_id, job_id, label_id, strategy, model_version, field, outcome,
@@ -523,5 +545,6 @@ CONTRACT_TABLES = (
     "job_latency",
 )
 
-EVAL_TABLES = ("labels", "label_values", "eval_runs", "eval_scores", "eval_outcomes")
+EVAL_TABLES = ("labels", "label_values", "eval_runs", "eval_scores", "eval_outcomes",
+               "weekly_f1")
 """Written by ``doclake evals`` (issue 13): labels as versions, scoring runs and their outcomes."""

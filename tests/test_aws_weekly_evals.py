@@ -52,8 +52,9 @@ def test_the_scheduled_function_writes_the_weekly_report_to_the_results_bucket(
     assert sorted(keys) == ["reports/weekly-2026-05-04.html", "reports/weekly-2026-05-04.md"]
     markdown = s3.get_object(Bucket=results, Key=keys[0] if keys[0].endswith(".md") else keys[1])[
         "Body"].read().decode()
-    assert "# Field accuracy, week to 2026-05-04" in markdown
-    assert "| v1 | rules | 1 | 66.67 |  |  | 0 | new |  |" in markdown
+    assert "# Field accuracy, week 2026-W18 (2026-04-27 to 2026-05-03)" in markdown
+    assert "| v1 | rules | 1 | 66.67 |" in markdown
+    assert "not recorded in eval_runs" in markdown  # the function's role cannot write the lake
     assert "<table>" in s3.get_object(Bucket=results, Key="reports/weekly-2026-05-04.html")[
         "Body"].read().decode()
 

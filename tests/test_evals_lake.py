@@ -128,14 +128,16 @@ def test_eval_views_keep_dt_where_a_filter_can_reach_the_partitions(name):
         assert ("dt", "dt") in pairs, join.sql("trino")
 
 
-def test_the_weekly_report_shows_the_change_since_last_week(lake, tmp_path):
+def test_the_weekly_report_scores_the_last_complete_week(lake, tmp_path):
     from evals.weekly import write_weekly_report
 
     import_labels(lake, _csv(tmp_path / "a.csv", [f"{SHA},party,Acme Inc.,2026-05-01T00:00:00Z"]),
                   "csv", labeller="ann", now=NOW)
-    written = write_weekly_report(lake, str(tmp_path / "weekly"), NOW)
+    written = write_weekly_report(lake, str(tmp_path / "weekly"), NOW)  # a Monday: last week
     markdown = Path(written["md"]).read_text()
-    # one result in the window (party: 1 hit of 2 predicted, 1 expected): F1 2/3, new this week
-    assert "| v1 | rules | 1 | 66.67 |  |  | 0 | new |  |" in markdown
+    assert markdown.startswith("# Field accuracy, week 2026-W18 (2026-04-27 to 2026-05-03)")
+    # the label of 1 May (party: 1 hit of 2 predicted, 1 expected): F1 2/3, no interval with
+    # one document; the week's traffic (the document was ingested on 4 May) is next week's
+    assert "| v1 | rules | 1 | 66.67 |  |  |  | 0 | 0.00 |" in markdown
     assert "| party | v1 | rules | 66.67 | 0 | 1 |" in markdown
     assert "<table>" in Path(written["html"]).read_text()

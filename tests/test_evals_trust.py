@@ -15,7 +15,6 @@ from evals.label_import import import_labels
 from evals.lakeio import write_events
 from evals.score_run import run_scoring, score_lake
 from evals.scoring import Label, Result, coverage, score_all
-from evals.weekly import week_over_week, weekly_markdown
 from extract.fields.base import Extraction
 from extract.fields.publish import result_events
 from extract.fields.result import succeeded_result
@@ -146,26 +145,6 @@ def test_two_strategies_are_never_pooled_into_one_headline(tmp_path):
     out = run.to_dict()
     assert out["overall"] is None and out["fields"] == {} and len(out["groups"]) == 2
     assert any("fewer than 30" in w for w in out["warnings"])
-
-
-def test_week_over_week_is_paired_on_the_documents_both_weeks_share(tmp_path):
-    """The change is computed on shared documents only: last week's extra, hard document does
-    not make this week look better."""
-    from evals.score_run import ScoreRun
-
-    def run_of(docs: dict[str, list[str]]) -> ScoreRun:
-        labels = [label(d, party=["A"]) for d in docs]
-        scored = score_all(labels, [result(d, party=p) for d, p in docs.items()])
-        return ScoreRun("r", None, None, len(labels), tuple(scored),
-                        tuple(group_figures(scored, resamples=0)), (), 0, 13)
-
-    shared = {f"d{i}": ["A"] for i in range(5)}
-    last = run_of({**shared, "hard": ["X"]})
-    this = run_of(dict(shared))
-    change = week_over_week(this, last, ("v1", "single-pass"), resamples=0, seed=13)
-    assert change.documents == 5 and change.difference == 0.0  # unpaired: +25 points
-    markdown = weekly_markdown(this, last, T0)
-    assert "| v1 | single-pass | 5 | 100.00 |  | 83.33 | 5 | +0.00 |  |" in markdown
 
 
 # --- what a quality team also expects: the gate, compare, breakdown, cost, blind sheet ----------

@@ -217,6 +217,16 @@ def _sample_events() -> list[ev.Event]:
             ev.EvalScoreComputed(eval_run_id="e1", level="group", strategy="single-pass",
                                  field="party", precision=0.5, recall=1.0, f1=2 / 3, hits=1,
                                  predicted=2, expected=1, occurred_at=day2),
+            # a weekly report's run, recorded twice the same day (the later one counts)
+            *[ev.EvalRunCompleted(eval_run_id=rid, documents=1, scored_results=1, groups=1,
+                                  week_start=datetime(2026, 4, 27, tzinfo=UTC), week_by="label",
+                                  occurred_at=at(k, day2)) for k, rid in enumerate(("w1", "w2"))],
+            *[ev.EvalScoreComputed(eval_run_id=rid, level=level, model_version="v1",
+                                   strategy="rules", field="overall", precision=f1, recall=f1,
+                                   f1=f1, hits=1, predicted=1, expected=1, f1_low=f1 / 2,
+                                   f1_high=1.0, occurred_at=at(k, day2))
+              for k, rid in enumerate(("w1", "w2"))
+              for level, f1 in (("group", 0.5 + k / 4), ("weighted", 0.6))],
             ev.EvalOutcomeRecorded(eval_run_id="e1", document_id="doc0", job_id="job0",
                                    label_id="label1", strategy="single-pass", field="party",
                                    outcome="spurious", got="Acme", occurred_at=day2)]

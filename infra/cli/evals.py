@@ -471,17 +471,59 @@ def export_finetune(
 
 @evals_app.command()
 def report(
-    out: Annotated[str, typer.Option(help="Path prefix (or s3:// URI prefix): <out>.md and "
-                                     "<out>.html are written.")] = "evals-weekly",
+    out: Annotated[str, typer.Option(help="Path prefix (or s3:// URI prefix): <out>-<week>.md and "
+                                     "<out>-<week>.html are written, one pair per week, "
+                                     "kept.")] = "evals-weekly",
+    week: Annotated[str | None, typer.Option(help="The week to report: 2026-W18 or a date in "
+                    "it (default: the last complete week, Monday to Sunday, UTC).",
+                    show_default=False)] = None,
+    week_by: Annotated[str, typer.Option("--week-by", help="label: a label counts in the week "
+                       "it was labelled; document: in the week its document version was "
+                       "ingested.")] = "label",
+    weeks: Annotated[int, typer.Option(callback=at_least(1), help="Weeks in the trend, ending "
+                     "with the reported one.")] = 8,
+    fail_under: Annotated[float | None, typer.Option(
+        "--fail-under", help="Exit 1 when the low end of a group's F1 interval this week "
+        "(percent, 0-100) is below this, or nothing was scored.", min=0, max=100,
+        show_default=False)] = None,
+    resamples: Annotated[int, typer.Option(callback=at_least(0), help="Bootstrap "
+                         "resamples.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 13,
     home: HomeOption = None,
 ) -> None:
-    """The weekly report: scores, change since last week, worst fields (Markdown and HTML)."""
-    from evals.weekly import write_weekly_report
+    """The weekly report: the week's F1 by group with intervals and a traffic-weighted
+    estimate, the trend over the last weeks (a chart in the HTML), a breakdown by format, size,
+    source folder and schema, and a gate. The week's scores are recorded as an eval run
+    (eval_runs, and the weekly_f1 view), which the report quotes."""
+    from evals.weekly import WEEK_BY, record_report, weekly_report, write_report
+    from evals.weeks import Week
 
-    settings = open_settings(home, Access.READ)
-    written = write_weekly_report(settings.lake, out, _now(), normalizers=_wiring().normalizers(),
-                                  training_sets=_wiring().training_sets())
+    if week_by not in WEEK_BY:
+        raise UserError(f"--week-by {week_by!r} is not a way to place labels in weeks",
+                        f"use one of: {', '.join(WEEK_BY)}")
+    now = _now()
+    try:
+        chosen = Week.parse(week) if week else Week.last_complete(now)
+    except ValueError as error:
+        raise UserError(f"--week {week!r} is not a week", str(error)) from None
+    settings = open_settings(home, Access.WRITE)
+    found = weekly_report(settings.lake, chosen, weeks=weeks, week_by=week_by,
+                          normalizers=_wiring().normalizers(), resamples=resamples, seed=seed,
+                          training_sets=_wiring().training_sets()).with_gate(fail_under)
+    if found.run.labels or found.run.stale:
+        found = record_report(settings.lake, found, now)
+    written = write_report(found, f"{out}-{chosen.label}")
     stderr_console().print("wrote " + " and ".join(written.values()))
+    stderr_console().print(f"week {chosen.label} by {week_by} date: {found.run.labels} labelled "
+                           f"documents, {len(found.run.stale)} stale; " + (
+                               f"eval run {found.run.eval_run_id}" if found.recorded else
+                               "nothing scored, no eval run recorded"))
+    for line in found.gate or ():
+        stderr_console().print(line.message())
+    if found.gate is not None and not found.gate:
+        stderr_console().print("FAIL: nothing was scored this week")
+    if not found.passed:
+        raise typer.Exit(1)
 
 
 @evals_app.command()

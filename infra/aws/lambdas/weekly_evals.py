@@ -1,9 +1,11 @@
 """The weekly evals report on AWS (issue 13): an EventBridge schedule invokes this once a week
-and it runs the same call as ``doclake evals weekly`` locally, ``evals.weekly.write_weekly_report``
-over the lake, writing ``s3://<results bucket>/reports/weekly-<date>.md`` and ``.html``.
+and it runs the same call as ``doclake evals report`` locally, ``evals.weekly.write_weekly_report``
+over the lake, reporting the last complete week and writing
+``s3://<results bucket>/reports/weekly-<date>.md`` and ``.html``.
 
-Read-only on the lake (it scores, it writes no eval events: ``evals score`` does that), and its
-role can only read the lake bucket and put objects under ``reports/`` in the results bucket.
+Read-only on the lake (its role can only read the lake bucket and put objects under
+``reports/`` in the results bucket), so it does not record the week as an eval run: the report
+says so, and ``doclake evals report`` run where the lake is writable records it.
 """
 
 from __future__ import annotations

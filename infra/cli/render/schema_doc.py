@@ -29,9 +29,12 @@ TABLES: dict[str, str] = {
     "quality_checks": "data-quality expectations evaluated by `doclake lake check`",
     "labels": "one row per imported label of a document (a person's answer key), every version",
     "label_values": "one row per value of every label, with its labeller and whether superseded",
-    "eval_runs": "one row per scoring run of `doclake evals score`, with its overall figures",
+    "eval_runs": "one row per scoring run of `doclake evals score` or `evals report`, with its "
+                 "overall figures",
     "eval_scores": "precision, recall and F1 per run, group and field (and per document)",
     "eval_outcomes": "one row per compared value of a scoring run: hit, miss or extra",
+    "weekly_f1": "weekly F1 with its interval per model version and strategy, as each week's "
+                 "`doclake evals report` recorded it, with the traffic-weighted estimate",
 }
 
 # Columns a view computes, or whose meaning there differs from the event field of that name.
@@ -106,6 +109,14 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("eval_runs", "scored_at"): "when the scoring run ran",
     ("eval_scores", "scored_at"): "when the scoring run ran",
     ("eval_outcomes", "scored_at"): "when the scoring run ran",
+    ("weekly_f1", "scored_at"): "when the week's report was recorded",
+    ("weekly_f1", "documents"): "labelled documents of the week behind the figure",
+    ("weekly_f1", "f1_low"): "low end of the 95% interval of F1 (BCa bootstrap over documents)",
+    ("weekly_f1", "f1_high"): "high end of the 95% interval of F1",
+    ("weekly_f1", "weighted_f1"): "F1 with each stratum (format, size) weighted by its share of "
+                                  "the week's traffic",
+    ("weekly_f1", "weighted_f1_low"): "low end of the weighted F1's 95% interval",
+    ("weekly_f1", "weighted_f1_high"): "high end of the weighted F1's 95% interval",
     ("*", "dt"): "the UTC day the row's partition holds; filter on it to read only those days",
 }
 
