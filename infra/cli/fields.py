@@ -1,5 +1,6 @@
 """``doclake fields ...``: score the offline extractor on the Kleister NDA train split
-(k-fold cross-validation, the benchmark's metric) and rebuild the model it ships with."""
+(k-fold cross-validation, the benchmark's metric) and rebuild the model it ships with; with
+``--applicability``, the same for the classifier that decides which documents are NDAs."""
 
 from __future__ import annotations
 
@@ -37,6 +38,108 @@ def _split(data: Path | None) -> Path:
     raise typer.BadParameter("cannot find the Kleister NDA train split; pass --data DIR")
 
 
+def _corpus(data: Path | None) -> Path | None:
+    """The shared corpus beside the Kleister data (``<shared>/corpus``), None when absent."""
+    split = _split(data)
+    for folder in split.parents:
+        if (folder / "corpus" / "MANIFEST.tsv").exists():
+            return folder / "corpus"
+    return None
+
+
+def _applicability(data: Path | None, cache: Path, folds: int, seed: int, write: Path | None,
+                   output_format: str) -> None:
+    """Grouped-fold and held-out precision and recall of the NDA classifier; with ``write``,
+    the model fitted on the development set written there (with its figures)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from extract.fields.applicability import training
+    from extract.fields.kinds import THRESHOLD
+
+    folder = _split(data)
+    if not (folder / "expected.tsv").exists():
+        raise typer.BadParameter(f"{folder} holds no expected.tsv: not a Kleister split")
+    dev, held = training.load_examples(folder, cache, _corpus(data))
+    grouped = training.measure(dev, training.cross_validate(dev, folds=folds, seed=seed),
+                               THRESHOLD)
+    model = training.fit(dev)
+    final = training.measure(held, [model.score(e.text) for e in held], THRESHOLD)
+    report = {"threshold": THRESHOLD, "folds": folds, "seed": seed,
+              "grouped_folds": grouped.to_dict(), "held_out": final.to_dict(),
+              "model_version": model.version}
+    if write is not None:
+        model.details = {k: v for k, v in report.items() if k != "model_version"}
+        model.threshold = THRESHOLD
+        write.write_text(model.to_json() + "\n", encoding="utf-8")
+        Console(stderr=True).print(f"wrote {write} ({model.version}, {len(model.weights)} "
+                                   "weights)")
+    if output_format == "json":
+        print(json.dumps(report))
+        return
+    table = Table("set", "documents", "NDAs", "precision", "recall", "false positives",
+                  "false negatives", title=f"NDA classifier at {THRESHOLD}: {folds}-fold grouped "
+                  "cross-validation on the development set, then the held-out set")
+    for name, f in (("grouped folds", grouped), ("held out", final)):
+        table.add_row(name, str(f.documents), str(f.positives), f"{f.precision:.3f}",
+                      f"{f.recall:.3f}", str(len(f.false_positives)),
+                      str(len(f.false_negatives)))
+    Console().print(table)
+    for name, f in (("grouped folds", grouped), ("held out", final)):
+        for wrong in f.false_positives:
+            Console().print(f"{name}: taken for an NDA: {wrong}")
+        for wrong in f.false_negatives:
+            Console().print(f"{name}: NDA missed: {wrong}")
+
+
+def _calibration(data: Path | None, cache: Path, folds: int, seed: int, write: Path | None,
+                 output_format: str) -> None:
+    """The rules' reliability table and ECE before and after calibration, F1 by confidence
+    floor and the chosen floor (grouped out-of-fold on the Kleister split); with ``write``, the
+    calibration for the shipped model written there."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from extract.fields.rules.calibrating import calibrate, out_of_fold_values
+    from extract.fields.rules.linear import LinearModel
+    from extract.fields.rules.strategy import MODEL_PATH
+
+    documents, _ = _load(data, cache)
+    pairs, expected = out_of_fold_values(documents, folds=folds, seed=seed)
+    calibration = calibrate(pairs, expected, LinearModel.load(MODEL_PATH).version)
+    details = calibration.details
+    if write is not None:
+        write.write_text(calibration.to_json() + "\n", encoding="utf-8")
+        Console(stderr=True).print(f"wrote {write} (for {calibration.model_version})")
+    if output_format == "json":
+        print(json.dumps({**details, "folds": folds, "seed": seed}))
+        return
+    table = Table("confidence", "values", "mean before", "right before", "values after",
+                  "mean after", "right after",
+                  title=f"rules confidence, {folds}-fold grouped out-of-fold on "
+                  f"{len(documents)} documents ({details['values']} values)")
+
+    def cell(value) -> str:
+        return "" if value is None else f"{value:.3f}"
+
+    for before, after in zip(details["reliability_before"], details["reliability_after"],
+                             strict=True):
+        table.add_row(f"{before['low']:.1f}-{before['high']:.1f}", str(before["values"]),
+                      cell(before["mean_confidence"]), cell(before["share_right"]),
+                      str(after["values"]), cell(after["mean_confidence"]),
+                      cell(after["share_right"]))
+    Console().print(table)
+    Console().print(f"ECE before calibration {details['ece_before']:.4f}, after "
+                    f"{details['ece_after']:.4f} (each fold calibrated on the others)")
+    floors = Table("floor", "values kept", "precision", "recall", "F1",
+                   title="dropping calibrated values under a floor")
+    for floor, row in details["by_floor"].items():
+        floors.add_row(floor, str(row["values"]), f"{100 * row['precision']:.2f}",
+                       f"{100 * row['recall']:.2f}", f"{100 * row['f1']:.2f}")
+    Console().print(floors)
+    Console().print(f"chosen floor (highest F1): {details['floor']:.2f}")
+
+
 def _load(data: Path | None, cache: Path):
     from rich.console import Console
 
@@ -63,8 +166,17 @@ def cv(
         "in one fold (the honest figure), or shuffle documents at random.")] = True,
     cache: CacheOption = DEFAULT_CACHE,
     output_format: Annotated[str, typer.Option("--format", help="table|json")] = "table",
+    applicability: Annotated[bool, typer.Option(
+        "--applicability", help="Measure the NDA classifier instead (which documents get NDA "
+        "values): precision and recall on grouped folds (a Kleister near-duplicate group or a "
+        "kind of written document never in two folds) and on the held-out set.")] = False,
+    calibration: Annotated[bool, typer.Option(
+        "--calibration", help="Measure the rules' confidences instead: the reliability table "
+        "and ECE before and after calibration, and F1 by confidence floor.")] = False,
 ) -> None:
-    """Cross-validated precision, recall and F1 (Kleister micro F1), overall and per field."""
+    """Cross-validated precision, recall and F1 (Kleister micro F1), overall and per field;
+    with --applicability the NDA classifier's precision and recall; with --calibration the
+    confidences' reliability."""
     from rich.console import Console
     from rich.table import Table
 
@@ -73,6 +185,12 @@ def cv(
 
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"format {output_format!r}: use table or json")
+    if applicability:
+        _applicability(data, cache, folds, seed, None, output_format)
+        return
+    if calibration:
+        _calibration(data, cache, folds, seed, None, output_format)
+        return
     documents, without_text = _load(data, cache)
     predictions = cross_validate(documents, folds=folds, seed=seed, grouped=grouped)
     report = score(predictions, [d.gold for d in documents], fields=NDA_FIELDS)
@@ -111,12 +229,29 @@ def train(
     cache: CacheOption = DEFAULT_CACHE,
     out: Annotated[Path | None, typer.Option(help="Where to write the model (default: the "
                                              "one the package ships).", show_default=False)] = None,
+    applicability: Annotated[bool, typer.Option(
+        "--applicability", help="Fit the NDA classifier instead, on its development set (the "
+        "held-out set stays out), and write it with its measured figures.")] = False,
+    calibration: Annotated[bool, typer.Option(
+        "--calibration", help="Fit the calibration of the shipped rules model's confidences "
+        "on grouped out-of-fold values and write it with its figures.")] = False,
 ) -> None:
     """Fit the rules model on the whole train split and write it as JSON (deterministic)."""
     from rich.console import Console
 
     from extract.fields.rules.strategy import MODEL_PATH
     from extract.fields.rules.training import fit
+
+    if applicability:
+        from extract.fields.applicability.model import NDA_MODEL_PATH
+
+        _applicability(data, cache, 5, 0, out or NDA_MODEL_PATH, "table")
+        return
+    if calibration:
+        from extract.fields.rules.calibration import CALIBRATION_PATH
+
+        _calibration(data, cache, 5, 0, out or CALIBRATION_PATH, "table")
+        return
 
     documents, _ = _load(data, cache)
     model = fit(documents)

@@ -1,0 +1,215 @@
+"""Which documents are NDAs, learnt: the shipped classifier takes a letter-form NDA with no title
+and refuses a merger agreement that mentions its "Confidentiality Agreement" (texts written
+here, not drawn from the training generator); it is scored without scikit-learn; a word only
+written documents use is never learnt; and, where the shared data is here, the shipped weights
+are the ones training produces and its measured figures are recorded with them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import SHARED
+
+from extract.fields.applicability.model import NDA_MODEL_PATH, KindModel
+from extract.fields.kinds import THRESHOLD, nda_score
+
+SPLIT = SHARED / "data" / "kleister-nda" / "train"
+
+LETTER_NDA = """Northgate Industrial Corp.
+2100 Harbor Boulevard
+Cleveland, Ohio 44114
+
+June 9, 2016
+
+Ms. Rebecca Stone
+Tallis Equity Partners LLC
+500 Fifth Avenue, New York, NY
+
+Dear Ms. Stone:
+
+You have informed us that Tallis Equity Partners LLC ("you") is interested in exploring a
+possible acquisition of Northgate Industrial Corp. (the "Company"). In order to assist you in
+your evaluation, the Company is willing to furnish you with certain information that is
+non-public, confidential or proprietary in nature. In consideration of the Company furnishing
+such information, you agree as follows.
+
+1. All information concerning the Company that is furnished to you or your directors, officers,
+employees, agents or advisors (collectively, "Representatives"), together with any notes or
+analyses prepared by you that contain such information, is referred to as the "Evaluation
+Material". You shall keep the Evaluation Material strictly confidential and shall use it solely
+to evaluate the possible acquisition, and you shall not disclose it to anyone other than your
+Representatives who need to know it.
+
+2. The term Evaluation Material excludes information that is already in your possession, that
+becomes publicly available other than through a breach of this letter agreement, or that you
+receive from a source not bound by a confidentiality obligation to the Company.
+
+3. If you are requested or required by law to disclose any Evaluation Material, you will give
+the Company prompt written notice so that it may seek a protective order.
+
+4. If you decide not to proceed, you will promptly return or destroy all Evaluation Material,
+and an officer of yours will certify the destruction in writing.
+
+5. You acknowledge that you are aware that United States securities laws prohibit any person
+who has material non-public information about a company from purchasing or selling its
+securities.
+
+6. This letter agreement is governed by the laws of the State of New York. Its obligations
+expire two years from the date of this letter.
+
+Please confirm your agreement by signing and returning a copy of this letter.
+
+Very truly yours,
+NORTHGATE INDUSTRIAL CORP.
+By: Martin Hale, Chief Executive Officer
+
+Accepted and agreed:
+TALLIS EQUITY PARTNERS LLC
+By: Rebecca Stone, Managing Partner
+"""
+
+MERGER = """AGREEMENT AND PLAN OF MERGER
+
+by and among
+
+CRESTLINE MEDICAL, INC.,
+ORION ACQUISITION SUB, INC.
+
+and
+
+BRIGHTWATER DIAGNOSTICS CORPORATION
+
+Dated as of October 2, 2017
+
+TABLE OF CONTENTS
+Article I The Merger
+Article II Effect of the Merger on Capital Stock
+Article III Representations and Warranties of the Company
+Article IV Representations and Warranties of Parent and Merger Sub
+Article V Covenants Relating to Conduct of Business
+Article VI Additional Agreements (including Section 6.4 Access to Information; Confidentiality)
+Article VII Conditions Precedent
+Article VIII Termination, Amendment and Waiver
+
+This AGREEMENT AND PLAN OF MERGER (this "Agreement") is entered into as of October 2, 2017, by
+and among Crestline Medical, Inc., a Delaware corporation ("Parent"), Orion Acquisition Sub, Inc.,
+a Delaware corporation and a wholly owned subsidiary of Parent ("Merger Sub"), and Brightwater
+Diagnostics Corporation, a Delaware corporation (the "Company").
+
+ARTICLE I. THE MERGER
+Section 1.1 The Merger. Upon the terms and subject to the conditions set forth in this
+Agreement, and in accordance with the General Corporation Law of the State of Delaware, at the
+Effective Time Merger Sub shall be merged with and into the Company, and the Company shall be the
+surviving corporation.
+Section 1.2 Closing. The closing of the Merger shall take place on the third business day after
+the satisfaction or waiver of the conditions set forth in Article VII.
+
+ARTICLE II. EFFECT OF THE MERGER ON CAPITAL STOCK
+Section 2.1 Conversion of Securities. At the Effective Time, each share of Company Common Stock
+issued and outstanding shall be converted into the right to receive $18.50 in cash, without
+interest (the "Merger Consideration"). Each Company Stock Option shall be cancelled in exchange
+for a cash payment.
+Section 2.2 Exchange of Certificates. Parent shall deposit with the Paying Agent cash sufficient
+to pay the aggregate Merger Consideration.
+
+ARTICLE III. REPRESENTATIONS AND WARRANTIES OF THE COMPANY
+Section 3.1 Organization. The Company is duly organized and validly existing under the laws of
+the State of Delaware. Section 3.2 Capitalization. The authorized capital stock of the Company
+consists of 100,000,000 shares of Company Common Stock. Section 3.3 SEC Reports. The Company has
+filed all reports required to be filed with the Securities and Exchange Commission.
+
+ARTICLE VI. ADDITIONAL AGREEMENTS
+Section 6.1 Proxy Statement. As promptly as practicable, the Company shall prepare and file with
+the SEC a proxy statement relating to the Company Stockholders Meeting.
+Section 6.4 Access to Information; Confidentiality. The Company shall afford to Parent and its
+representatives reasonable access during normal business hours to its properties, books,
+contracts and records. All information exchanged pursuant to this Section 6.4 shall be subject
+to the Confidentiality Agreement, dated June 12, 2017, between Parent and the Company (the
+"Confidentiality Agreement"), which shall remain in full force and effect in accordance with its
+terms.
+Section 6.5 No Solicitation. The Company shall not solicit or knowingly facilitate any Takeover
+Proposal; provided that the Company may furnish non-public information to a person that has made
+a bona fide Takeover Proposal if such person has executed a confidentiality agreement with terms
+no less restrictive than those of the Confidentiality Agreement.
+Section 6.7 Regulatory Approvals. Each party shall file a notification under the HSR Act within
+ten business days.
+
+ARTICLE VII. CONDITIONS PRECEDENT
+Section 7.1 Conditions to Each Party's Obligation. The obligations of each party to effect the
+Merger are subject to the Company Stockholder Approval and the expiration of the HSR waiting
+period.
+
+ARTICLE VIII. TERMINATION
+Section 8.1 Termination. This Agreement may be terminated at any time prior to the Effective
+Time by mutual written consent of Parent and the Company. Section 8.3 Termination Fee. The
+Company shall pay Parent a fee of $21,000,000 if this Agreement is terminated to accept a
+Superior Proposal.
+
+Section 9.8 Governing Law. This Agreement shall be governed by the laws of the State of Delaware.
+
+IN WITNESS WHEREOF, Parent, Merger Sub and the Company have caused this Agreement to be signed
+by their respective officers thereunto duly authorized.
+"""
+
+
+def test_a_letter_form_nda_with_no_title_applies_and_a_merger_agreement_does_not():
+    assert nda_score(LETTER_NDA) >= THRESHOLD
+    assert nda_score(MERGER) < THRESHOLD
+
+
+def test_the_shipped_model_is_scored_without_scikit_learn():
+    """The run time loads JSON and does a dot product: scikit-learn unimportable changes
+    nothing."""
+    code = ("import sys; sys.modules['sklearn'] = None\n"
+            "from extract.fields.kinds import nda_score\n"
+            f"print(nda_score({LETTER_NDA!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert float(out.stdout) == pytest.approx(nda_score(LETTER_NDA))
+
+
+def test_a_word_only_written_documents_use_is_never_learnt():
+    """Honesty: a feature must be used by real and by written documents alike."""
+    from extract.fields.applicability.training import KindExample, fit
+
+    def example(i: int, source: str, is_nda: bool, extra: str) -> KindExample:
+        body = ("confidential information disclose recipient" if is_nda
+                else "rent tenant premises landlord")
+        return KindExample(f"{source}{i}", f"{source}{i}", is_nda, f"{body} {extra}", source)
+
+    examples = [example(i, source, i % 2 == 0, "zorblat" if source == "written" else "")
+                for source in ("written", "kleister") for i in range(8)]
+    model = fit(examples)
+    assert "w:zorblat" not in model.weights and model.weights.get("w:tenant", 0) < 0
+    assert model.weights.get("w:recipient", 0) > 0
+
+
+@pytest.mark.skipif(not (SPLIT / "expected.tsv").exists(),
+                    reason=f"Kleister NDA train split not found at {SPLIT}")
+def test_the_shipped_weights_are_what_training_produces_and_carry_their_figures(tmp_path):
+    """`doclake fields train --applicability --out X` reproduces the shipped file; its details
+    hold the grouped-fold and held-out figures that `fields cv --applicability` prints."""
+    from typer.testing import CliRunner
+
+    from infra.cli.main import app
+
+    out = tmp_path / "nda_kind.json"
+    runner = CliRunner()
+    trained = runner.invoke(app, ["fields", "train", "--applicability", "--out", str(out),
+                                  "--data", str(SPLIT)], catch_exceptions=False)
+    assert trained.exit_code == 0, trained.output
+    fresh, shipped = KindModel.load(out), KindModel.load(NDA_MODEL_PATH)
+    assert fresh.version == shipped.version
+    assert fresh.weights == pytest.approx(shipped.weights) and set(fresh.weights) == set(
+        shipped.weights)
+    measured = runner.invoke(app, ["fields", "cv", "--applicability", "--format", "json",
+                                   "--data", str(SPLIT)], catch_exceptions=False)
+    figures = json.loads(measured.stdout)
+    assert figures["grouped_folds"] == shipped.details["grouped_folds"]
+    assert figures["held_out"] == shipped.details["held_out"]
+    held = figures["held_out"]
+    assert held["documents"] > 100 and 0 < held["ndas"] < held["documents"]
+    assert figures["grouped_folds"]["precision"] >= 0.9  # hard negatives mostly refused
