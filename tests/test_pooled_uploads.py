@@ -38,6 +38,7 @@ def test_a_runtime_ingest_hashes_and_stores_in_a_worker_with_the_files_facts(
     monkeypatch.chdir(tmp_path)  # relative paths: the worker's working folder is not this one
     runtime = LocalRuntime(settings)
     try:
+        runtime.cpu.warm().join()  # the lane has started: no batch is done here
         _refuse_in_this_process(monkeypatch)
         planner = runtime.planner()
         results = planner.ingest_many([os.path.join("link-to-room", "a.pdf"),
@@ -68,6 +69,8 @@ def test_a_file_gone_before_its_turn_stops_ingest_with_its_error(tmp_path, setti
 class _DeadLane:
     """A CPU runner whose process dies on every call (what ``ProcessPoolRunner.call`` raises)."""
 
+    uploads_started = True  # its process exists, so every batch is sent to it
+
     def __init__(self) -> None:
         self.calls = 0
 
@@ -96,16 +99,20 @@ def test_ingest_after_a_run_closed_its_pools_still_stores_and_close_stops_the_la
         tmp_path, settings):
     """A run's end closes its process pools while ingest may still finish the batch in hand:
     that batch is stored all the same, and closing the runtime stops the lane it started."""
+    from infra.local.pooled_uploads import HERE_UNTIL_STARTED
     from infra.local.runtime import LocalRuntime
 
-    source = tmp_path / "late.pdf"
-    source.write_bytes(b"%PDF-1.4 late\n")
+    sources = []
+    for number in range(HERE_UNTIL_STARTED + 1):  # more than is done here before a start
+        sources.append(tmp_path / f"late-{number}.pdf")
+        sources[-1].write_bytes(b"%%PDF-1.4 late %d\n" % number)
     runtime = LocalRuntime(settings)
     planner = runtime.planner()
     runtime.cpu.close()  # what the end of ``process`` does
-    (result,) = planner.ingest_many([source])
-    key = upload_key(result.document_id, result.job_id)
-    assert runtime.objects.get(key) == b"%PDF-1.4 late\n"
+    results = planner.ingest_many(sources)
+    for source, result in zip(sources, results, strict=True):
+        key = upload_key(result.document_id, result.job_id)
+        assert runtime.objects.get(key) == source.read_bytes()
     assert runtime.cpu.uploads._pool is not None  # started again for that batch
     runtime.close()
     assert runtime.cpu.uploads._pool is None
@@ -141,3 +148,37 @@ def test_a_size_limit_above_what_a_worker_may_write_stores_on_ingest_thread(tmp_
     uploads.store(objects, [("uploads/y/a.pdf", source)], None)
     assert lane.calls == 0
     assert objects.get("uploads/x/a.pdf") == objects.get("uploads/y/a.pdf") == source.read_bytes()
+
+
+class _UnstartedLane:
+    """A runtime's CPU whose uploads lane has no process yet: any call to it is counted."""
+
+    uploads_started = False
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def call(self, fn, *args, timeout_s=None):
+        self.calls += 1
+        raise AssertionError("a small batch waited for the lane's start")
+
+
+def test_a_small_batch_before_the_lane_has_started_is_done_on_ingest_thread(tmp_path):
+    """A run's first batches (one file, then two, ...) do not wait for the uploads lane's
+    process to be forked: their few files are hashed and stored here; a larger one goes to it."""
+    from infra.local.objectstore import FolderObjectStore
+    from infra.local.pooled_uploads import HERE_UNTIL_STARTED
+
+    source = tmp_path / "a.pdf"
+    source.write_bytes(b"%PDF-1.4 early\n")
+    objects = FolderObjectStore(tmp_path / "objects")
+    lane = _UnstartedLane()
+    uploads = PooledUploads(lane)
+    (found,) = uploads.fingerprints([source], 1024)
+    uploads.store(objects, [("uploads/x/a.pdf", source)], 1024)
+    assert lane.calls == 0
+    assert found.sha256 == hashlib.sha256(b"%PDF-1.4 early\n").hexdigest()
+    assert objects.get("uploads/x/a.pdf") == source.read_bytes()
+    with pytest.raises(AssertionError, match="waited for the lane"):
+        uploads.fingerprints([source] * (HERE_UNTIL_STARTED + 1), 1024)
+    uploads.close()

@@ -105,6 +105,9 @@ def run(
                             "identical bytes failed before (from the stored copy).")] = False,
 ) -> None:
     """Ingest files and folders and process them to a terminal state."""
+    from infra.local import forkserver
+
+    forkserver.start()  # the workers' fork server imports while this process does
     from extract.readers import READERS
     from ingest.planner import walk_sources
 
@@ -139,7 +142,7 @@ def run(
 
     runtime = LocalRuntime(settings)
     started = time.perf_counter()
-    runtime.cpu.warm()
+    runtime.cpu.warm(rules=schema_name is not None and strategy == "rules")
     runtime.recover()  # what an earlier, interrupted run left behind
     # Workers start on the first documents while the rest are still being stored.
     def request_fields(store, batch) -> None:  # on the ingest thread, as each batch is planned

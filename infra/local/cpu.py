@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
 import threading
 from collections.abc import Callable
 from concurrent.futures import CancelledError as FutureCancelled
@@ -22,21 +21,12 @@ from typing import Any, TypeVar
 from pebble import ProcessExpired, ProcessPool
 
 from extract.errors import TransientError, WorkerTimeout
+from infra.local.forkserver import PRELOAD, context
+
+__all__ = ["PRELOAD", "ProcessPoolRunner"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-# Modules every worker needs: imported once in the fork server, inherited by every worker it
-# starts (a worker replaced after a timeout is ready in milliseconds, not after a fresh import).
-# They are the modules of the functions the lanes run and of the objects sent with them (the
-# readers, the handlers' pool calls, ingest's file work, the stores a worker writes to): a
-# worker unpickles a call by importing its function's module, and before these were preloaded
-# each fresh worker paid that import (0.2 s) on its first call. A burst's first ten renders
-# for a model waited 0.43 to 0.51 s each for it (3 to 20 ms afterwards).
-PRELOAD = ["pypdfium2", "extract.formats.pdf", "extract.readers", "extract.handlers.split",
-           "extract.handlers.index", "extract.handlers.sheet", "ingest.fingerprint",
-           "infra.local.search", "infra.local.objectstore"]
-
 
 # What one parser process may write in one file: decrypted copies are bounded by the file-size
 # setting (512 MiB by default), so 2 GiB stops only a runaway, before it fills the disk.
@@ -67,6 +57,9 @@ class ProcessPoolRunner:
         self.warm_up = warm_up or _warm_up  # what ``warm`` runs in each process
         self._pool: ProcessPool | None = None
         self._lock = threading.Lock()
+        # Set once a call has been handed to a worker process: the pool's processes exist, so a
+        # call no longer waits for them to start (``started``).
+        self._started = threading.Event()
         # ``run`` calls not yet returned (the event loop's; ingest's ``call`` is not counted):
         # above ``workers``, calls wait for a process (the runtime's ``_note_saturation``).
         self.in_flight = 0
@@ -74,26 +67,34 @@ class ProcessPoolRunner:
     def _get_pool(self) -> ProcessPool:
         with self._lock:
             if self._pool is None or not self._pool.active:
-                context = multiprocessing.get_context("forkserver")
-                context.set_forkserver_preload(PRELOAD)
-                self._pool = ProcessPool(max_workers=self.workers, context=context,
+                self._pool = ProcessPool(max_workers=self.workers, context=context(),
                                          initializer=_limit_worker)
             return self._pool
 
-    def warm(self) -> None:
-        """Start the worker processes now (they import PDFium), while the caller does other work."""
+    @property
+    def started(self) -> bool:
+        """Whether the worker processes exist (a call is then not held up by their start)."""
+        return self._started.is_set()
+
+    def warm(self, warm_up: Callable[[], object] | None = None) -> None:
+        """Start the worker processes now, each running ``warm_up`` (default: the runner's),
+        while the caller does other work. Blocks while the processes are forked (the fork
+        server's imports, the first time): ``LanedCpu.warm`` calls it on a thread."""
         pool = self._get_pool()
         for _ in range(self.workers):
-            pool.schedule(self.warm_up)
+            pool.schedule(warm_up or self.warm_up)
+        self._started.set()
 
     def _schedule(self, fn: Callable[..., T], args: tuple, timeout_s: float | None):
         pool = self._get_pool()
         try:
-            return pool, pool.schedule(fn, args=args, timeout=timeout_s)
+            future = pool.schedule(fn, args=args, timeout=timeout_s)
         except RuntimeError:  # pebble: "the pool is not active" between the check and the call
             self._discard(pool)
             pool = self._get_pool()
-            return pool, pool.schedule(fn, args=args, timeout=timeout_s)
+            future = pool.schedule(fn, args=args, timeout=timeout_s)
+        self._started.set()
+        return pool, future
 
     def _failed(self, pool: ProcessPool, fn: Callable, timeout_s: float | None,
                 error: BaseException) -> BaseException:
@@ -148,11 +149,13 @@ class ProcessPoolRunner:
         with self._lock:
             if self._pool is pool:
                 self._pool = None
+                self._started.clear()
         pool.stop()
 
     def close(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
+            self._started.clear()
         if pool is not None:
             pool.stop()
             pool.join(timeout=10)

@@ -58,7 +58,7 @@ from infra.local.stages import StageTimes, TimedCpu, TimedObjects, TimedSink
 from infra.local.startup_objects import freeze_startup_objects
 from infra.settings import Settings
 from ingest.planner import Planner
-from lake.schema import warm_arrow_in_background
+from lake.schema import convert_lists_without_pandas
 from lake.writer import RELAXED_COMMIT, GroupCommitter, ParquetEventWriter
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ class LocalRuntime:
         self.store = SqliteJobStore(home / "jobs.db")
         self.index = Fts5SearchIndex(home / "search.db")
         self.writer = ParquetEventWriter.for_uri(settings.lake)
-        warm_arrow_in_background()  # the first events write, the first batch's, waited for it
+        convert_lists_without_pandas()  # pyarrow's first list, without its import of pandas
         self.stats = RuntimeStats()
         self.cpu = LanedCpu(settings.cpu_workers)  # short calls in a lane of their own
         self.holder = f"{default_worker_name()}:{uuid.uuid4().hex[:8]}"
