@@ -204,32 +204,6 @@ FROM stages
 
 # Contract tables and derived views, in dependency order. Keys are view names.
 DERIVED_VIEWS: dict[str, str] = {
-    # One row per document: its latest version. dt is the document's day (every version's
-    # registration lives there), so the latest version is chosen without leaving the partition.
-    "documents": """
-SELECT
-  r.document_id,
-  r.source_name,
-  r.source_path,
-  r.sha256,
-  r.bytes,
-  f.detected_format,
-  c.created_at,
-  r.version,
-  r.job_id AS latest_job_id,
-  r.dt
-FROM (
-  SELECT dt, document_id, source_name, source_path, sha256, bytes, version, job_id
-  FROM ev_document_registered
-  QUALIFY row_number() OVER (
-    PARTITION BY dt, document_id ORDER BY version DESC, occurred_at DESC) = 1
-) AS r
-JOIN (
-  SELECT dt, document_id, min(occurred_at) AS created_at
-  FROM ev_document_registered GROUP BY dt, document_id
-) AS c ON c.dt = r.dt AND c.document_id = r.document_id
-LEFT JOIN ev_format_detected AS f ON f.dt = r.dt AND f.job_id = r.job_id
-""",
     "jobs": f"""
 WITH transitions AS (
   SELECT dt, job_id, status, occurred_at, CAST(NULL AS VARCHAR) AS failure_reason
@@ -264,6 +238,38 @@ FROM ev_job_created AS c
 JOIN latest AS l ON l.dt = c.dt AND l.job_id = c.job_id
 LEFT JOIN ev_job_split AS s ON s.dt = c.dt AND s.job_id = c.job_id
 LEFT JOIN ev_document_registered AS r ON r.dt = c.dt AND r.job_id = c.job_id
+""",
+    # One row per document: its latest version. dt is the document's day (every version's
+    # registration lives there), so the latest version is chosen without leaving the partition.
+    "documents": """
+SELECT
+  r.document_id,
+  r.source_name,
+  r.source_path,
+  r.sha256,
+  r.bytes,
+  f.detected_format,
+  c.created_at,
+  r.version,
+  r.job_id AS latest_job_id,
+  j.status,
+  j.failure_reason,
+  j.finished_at,
+  r.dt
+FROM (
+  SELECT dt, document_id, source_name, source_path, sha256, bytes, version, job_id
+  FROM ev_document_registered
+  QUALIFY row_number() OVER (
+    PARTITION BY dt, document_id ORDER BY version DESC, occurred_at DESC) = 1
+) AS r
+JOIN (
+  SELECT dt, document_id, min(occurred_at) AS created_at
+  FROM ev_document_registered GROUP BY dt, document_id
+) AS c ON c.dt = r.dt AND c.document_id = r.document_id
+LEFT JOIN ev_format_detected AS f ON f.dt = r.dt AND f.job_id = r.job_id
+LEFT JOIN (
+  SELECT dt, job_id, status, failure_reason, finished_at FROM jobs
+) AS j ON j.dt = r.dt AND j.job_id = r.job_id
 """,
     # started_at: the first attempt's start; finished_at: when the unit was done (or failed);
     # duration_ms: the worker's own measure of the attempt that finished it (unit_done), else

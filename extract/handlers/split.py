@@ -71,6 +71,7 @@ from lake.events import FormatDetected, JobSplit, PageRead, UnitDone, UnitPlanne
 from lake.layout import page_key
 
 SHEET_KIND = "sheet"
+PDF_KIND = "pdf_pages"  # a run of a PDF's pages (units.kind)
 CSV_READER = "csv"
 TEXT_DOCUMENT_READER = "text_file"  # plain text, Markdown, HTML and e-mail files
 SEND_BATCH = 10  # unit messages flagged sent together (the outbox's step): one SQS request
@@ -83,7 +84,7 @@ def plan_pdf_units(pages: int, pages_per_unit: int) -> list[Unit]:
     units = []
     for index, first in enumerate(range(1, pages + 1, pages_per_unit), start=1):
         last = min(first + pages_per_unit - 1, pages)
-        units.append(Unit(job_id="", unit_id=f"u{index:05d}", kind="pdf_pages",
+        units.append(Unit(job_id="", unit_id=f"u{index:05d}", kind=PDF_KIND,
                           first_page=first, last_page=last))
     return units
 

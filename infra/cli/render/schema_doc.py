@@ -41,16 +41,47 @@ TABLES: dict[str, str] = {
 COMPUTED: dict[tuple[str, str], str] = {
     ("documents", "created_at"): "when the first version of the document was registered",
     ("documents", "latest_job_id"): "the job of the latest version",
+    ("documents", "status"): "the status of the latest version's job (jobs.status of "
+                             "latest_job_id)",
+    ("documents", "failure_reason"): "why the latest version's job failed (jobs.failure_reason)",
+    ("documents", "finished_at"): "when the latest version's job succeeded or failed",
     ("jobs", "created_at"): "when the job was planned",
     ("jobs", "finished_at"): "when the job succeeded or failed, in UTC (empty while it runs)",
-    ("jobs", "status"): "queued, extracting, succeeded or failed",
+    ("jobs", "status"): "the job's status (the latest of its events)",
     ("jobs", "source_name"): "the file's own name, from its document's registration",
     ("jobs", "source_path"): "the file's path relative to the folder given to `doclake run`, "
                              "from its document's registration",
     ("failures", "failure_reason"): "a stable code for the error (corrupt, encrypted, "
                                     "timeout...), the same word as jobs.failure_reason (the "
                                     "event's error_type)",
-    ("units", "status"): "pending, running, done or failed",
+    ("units", "status"): "where the unit is (pending: planned, no worker took it yet; "
+                         "running: a worker has it)",
+    ("units", "kind"): "what the unit holds: pdf_pages, a run of a PDF's pages (Office files "
+                       "too, once converted); sheet, one spreadsheet sheet",
+    ("model_calls", "outcome"): "how the call ended (empty: an answer with no text; blocked: "
+                                "refused by the provider's safety filter)",
+    ("model_calls", "provider"): "who answered the call (simulated: --reader simulated, no "
+                                 "real spend)",
+    ("results", "status"): "the result's status (not_applicable: the document is not of the "
+                           "kind the schema is for, so no values)",
+    ("results", "strategy"): "how fields were extracted",
+    ("result_fields", "strategy"): "how fields were extracted",
+    ("failures", "stage"): "the step that failed: a queue's handler, a message no handler could "
+                           "read (dispatch), the poller, or an upload refused (ingest)",
+    ("pages", "reader"): "what read the text: the PDF text layer (text), OCR, a blank page, a "
+                         "spreadsheet (calamine, csv), a text file (text_file)",
+    ("documents", "detected_format"): "the real format, sniffed from the bytes (not the name)",
+    ("eval_outcomes", "outcome"): "the token's fate (wrong: a gold value and a different "
+                                  "prediction; missed: no prediction; spurious: no gold value)",
+    ("eval_scores", "level"): "what the figures are for (group: one model version and "
+                              "strategy; document: one scored result)",
+    ("labels", "value_format"): "how the label's values are written (text: as a reader writes "
+                                "it; kleister: key=value tokens, already normalised)",
+    ("label_values", "value_format"): "how the label's values are written (text: as a reader "
+                                      "writes it; kleister: key=value tokens, normalised)",
+    ("job_latency", "pages"): "pages in the document (sheets for a spreadsheet)",
+    ("daily_costs", "input_tokens"): "tokens sent to that model that day",
+    ("daily_costs", "output_tokens"): "tokens received from that model that day",
     ("units", "attempts"): "deliveries of the unit's message so far",
     ("units", "started_at"): "when the unit's first delivery started",
     ("units", "finished_at"): "when the unit was done or failed for good",
@@ -59,7 +90,9 @@ COMPUTED: dict[tuple[str, str], str] = {
                               "page was stored: waiting for a CPU worker or a model slot, "
                               "reading and storing (each page's own reading time is "
                               "pages.duration_ms; stage_timings splits the two)",
-    ("stage_timings", "stage"): "what the job was doing (the values below, in order)",
+    ("stage_timings", "stage"): "what the job was doing, in the order of stage_number (convert "
+                                "and waiting for a converter: an Office file; split holds the "
+                                "text layer's reading when pages are read at the split)",
     ("stage_timings", "stage_number"): "the stage's place in the job, from 1: ORDER BY it",
     ("stage_timings", "started_at"): "when the stage began: the end of the one before it, or "
                                      "the job's creation",
@@ -122,11 +155,37 @@ COMPUTED: dict[tuple[str, str], str] = {
 
 
 
+# The event models each table's columns come from, first match wins: a column is described by
+# its own table's event, never by another table's field of the same name.
+SOURCES: dict[str, tuple[str, ...]] = {
+    "documents": ("document_registered", "format_detected"),
+    "jobs": ("job_created", "job_failed", "job_split"),
+    "units": ("unit_planned", "unit_done"),
+    "pages": ("page_read",),
+    "failures": ("failure",),
+    "model_calls": ("model_call",),
+    "results": ("result_published",),
+    "result_fields": ("result_field",),
+    "events": (),
+    "job_latency": ("job_created",),
+    "stage_timings": (),
+    "daily_costs": (),
+    "quality_checks": ("expectation_checked",),
+    "labels": ("label",),
+    "label_values": ("label_value", "label"),
+    "eval_runs": ("eval_run",),
+    "eval_scores": ("eval_score",),
+    "eval_outcomes": ("eval_outcome",),
+}
+
+
 @dataclass(frozen=True)
 class ColumnDoc:
     name: str
     type: str
     description: str
+    values: tuple[str, ...] = ()
+    """Every value the column can hold (``column_values``), empty for an open column."""
 
 
 @dataclass(frozen=True)
@@ -136,12 +195,13 @@ class TableDoc:
     columns: tuple[ColumnDoc, ...]
 
 
-def _field_descriptions() -> dict[str, str]:
-    """Column name -> the first description any event model gives a field of that name."""
+def _event_descriptions(table: str) -> dict[str, str]:
+    """Column name -> its description in this table's own event models (``SOURCES``), then
+    the envelope every event carries."""
     from lake.events import EVENT_TYPES, Event
 
     found: dict[str, str] = {}
-    for model in (Event, *EVENT_TYPES.values()):
+    for model in (*(EVENT_TYPES[t] for t in SOURCES.get(table, ())), Event):
         for name, info in model.model_fields.items():
             if info.description and name not in found:
                 found[name] = info.description
@@ -157,12 +217,32 @@ def _in_utc(kind: str, description: str) -> str:
     return description
 
 
+def _with_values(description: str, values: tuple[str, ...], note: str | None) -> str:
+    """The description, then the values the column can hold (and what else, for an open one)."""
+    if not values:
+        return description
+    listed = ", ".join(values)
+    return f"{description}; one of: {listed}" + (f", {note}" if note else "")
+
+
+def describe(table: str, column: str, kind: str) -> ColumnDoc:
+    """One column of one table: its own description (``COMPUTED``, then its table's events),
+    with the values it can hold."""
+    from infra.cli.render.column_values import OPEN_NOTE, column_values
+
+    described = _event_descriptions(table)
+    text = (COMPUTED.get((table, column)) or COMPUTED.get(("*", column))
+            or described.get(column, ""))
+    values = column_values().get((table, column), ())
+    return ColumnDoc(column, kind, _with_values(_in_utc(kind, text), values,
+                                                OPEN_NOTE.get((table, column))), values)
+
+
 @functools.cache
 def tables() -> tuple[TableDoc, ...]:
     """Every analyst table with its columns, types and descriptions."""
     from lake.catalog import connect
 
-    described = _field_descriptions()
     with tempfile.TemporaryDirectory(prefix="doclake-schema-") as empty_lake:
         con = connect(empty_lake)
         try:
@@ -170,10 +250,7 @@ def tables() -> tuple[TableDoc, ...]:
             for table, about in TABLES.items():
                 rows = con.execute(f"DESCRIBE {table}").fetchall()
                 docs.append(TableDoc(table, about, tuple(
-                    ColumnDoc(name, kind, _in_utc(kind, COMPUTED.get((table, name))
-                                                  or COMPUTED.get(("*", name))
-                                                  or described.get(name, "")))
-                    for name, kind, *_ in rows)))
+                    describe(table, name, kind) for name, kind, *_ in rows)))
         finally:
             con.close()
     return tuple(docs)
