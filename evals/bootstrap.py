@@ -203,7 +203,8 @@ def paired(a: tuple[str, str], b: tuple[str, str], first: Sequence[Score],
            second: Sequence[Score], *, resamples: int = RESAMPLES,
            seed: int = SEED) -> Comparison:
     """F1 of ``second`` minus F1 of ``first``, the same documents in the same order, with a
-    BCa interval over the same draws (a paired difference)."""
+    BCa interval over the same draws (a paired difference); no interval when the resampled
+    differences do not vary."""
     f1_a, f1_b = sum(first, Score()).f1, sum(second, Score()).f1
     draws = _draws(len(first), resamples, seed)
     ci = None
@@ -212,6 +213,8 @@ def paired(a: tuple[str, str], b: tuple[str, str], first: Sequence[Score],
         sa, sb = ca[draws].sum(axis=1), cb[draws].sum(axis=1)
         ja, jb = ca.sum(axis=0) - ca, cb.sum(axis=0) - cb
         difference = f1_b - f1_a
+        # None when every resample gives the same difference (each document moved alike): a
+        # zero-width interval would claim a certainty the bootstrap cannot give
         ci = bca(difference, _ratios(*sb.T)[2] - _ratios(*sa.T)[2],
-                 _ratios(*jb.T)[2] - _ratios(*ja.T)[2]) or (difference, difference)
+                 _ratios(*jb.T)[2] - _ratios(*ja.T)[2])
     return Comparison(a, b, len(first), f1_a, f1_b, f1_b - f1_a, ci)

