@@ -78,11 +78,18 @@ def _rare_events() -> list[ev.Event]:
                                  value_format=value_format, occurred_at=at(n)),
                 ev.LabelValueRecorded(**labelled, label_id=f"label-{n}", field="term",
                                       value="2 years", occurred_at=at(n))]
-    for level in ("group", "document"):
+    for level in ("group", "document", "weighted"):
         out.append(ev.EvalScoreComputed(eval_run_id="run", level=level, field="overall",
                                         precision=1, recall=1, f1=1, hits=1, predicted=1,
                                         expected=1, occurred_at=at(1), **(
                                             labelled if level == "document" else {})))
+    for week_by in ("label", "document"):  # two weekly reports, one group each
+        out += [ev.EvalRunCompleted(eval_run_id=f"week-{week_by}", week_by=week_by,
+                                    week_start=datetime(2026, 4, 27, tzinfo=UTC),
+                                    occurred_at=at(2)),
+                ev.EvalScoreComputed(eval_run_id=f"week-{week_by}", level="group",
+                                     field="overall", precision=1, recall=1, f1=1, hits=1,
+                                     predicted=1, expected=1, occurred_at=at(2))]
     for n, outcome in enumerate(("hit", "wrong", "missed", "spurious")):
         out.append(ev.EvalOutcomeRecorded(**labelled, eval_run_id="run", label_id="label-0",
                                           field="term", outcome=outcome, outcome_index=n,

@@ -25,6 +25,7 @@ def _literal(model, field: str) -> tuple[str, ...]:
 @functools.cache
 def column_values() -> dict[tuple[str, str], tuple[str, ...]]:
     """(table, column) -> the values the column can hold, in the order people read them."""
+    from evals.weekly import WEEK_BY
     from extract.fields.result import FieldResult
     from extract.fields.strategies import STRATEGIES
     from extract.formats.sniff import Format
@@ -61,10 +62,12 @@ def column_values() -> dict[tuple[str, str], tuple[str, ...]]:
         ("results", "strategy"): strategies,
         ("result_fields", "strategy"): strategies,
         ("stage_timings", "stage"): STAGE_NAMES,
-        # evals.scoring: one token's fate; evals.score_run: a group's or a document's figures;
-        # evals.labels: how a label's values are written.
+        # evals.scoring: one token's fate; evals.score_run: a group's or a document's figures,
+        # evals.weekly: a group's weighted by stratum; evals.labels: how values are written.
         ("eval_outcomes", "outcome"): ("hit", "wrong", "missed", "spurious"),
-        ("eval_scores", "level"): ("group", "document"),
+        ("eval_scores", "level"): ("group", "document", "weighted"),
+        ("eval_runs", "week_by"): WEEK_BY,
+        ("weekly_f1", "week_by"): WEEK_BY,
         ("labels", "value_format"): ("text", "kleister"),
         ("label_values", "value_format"): ("text", "kleister"),
     }

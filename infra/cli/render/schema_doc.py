@@ -74,7 +74,13 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("eval_outcomes", "outcome"): "the token's fate (wrong: a gold value and a different "
                                   "prediction; missed: no prediction; spurious: no gold value)",
     ("eval_scores", "level"): "what the figures are for (group: one model version and "
-                              "strategy; document: one scored result)",
+                              "strategy; document: one scored result; weighted: a group's, "
+                              "each stratum weighted by its share of traffic)",
+    ("eval_runs", "week_by"): "how a weekly report placed a label in a week (label: the week "
+                              "it was labelled; document: the week its document was ingested); "
+                              "empty for `doclake evals score`",
+    ("weekly_f1", "week_by"): "how the report placed a label in a week (label: the week it was "
+                              "labelled; document: the week its document was ingested)",
     ("labels", "value_format"): "how the label's values are written (text: as a reader writes "
                                 "it; kleister: key=value tokens, already normalised)",
     ("label_values", "value_format"): "how the label's values are written (text: as a reader "
@@ -176,6 +182,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
     "eval_runs": ("eval_run",),
     "eval_scores": ("eval_score",),
     "eval_outcomes": ("eval_outcome",),
+    "weekly_f1": ("eval_run", "eval_score"),
 }
 
 
