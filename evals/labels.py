@@ -16,7 +16,9 @@ document has none", which is what lets an empty gold set be labelled at all):
 - kleister: ``expected.tsv`` (space-separated ``key=value`` tokens) beside ``in.tsv`` or
   ``in.tsv.xz`` (file names, same order); a document is found by the SHA-256 of
   ``documents/<name>`` when that file is there, else by its source file name. Each label covers
-  every field the split names, since the benchmark scores every predicted token.
+  every field the split names, since the benchmark scores every predicted token;
+- label-studio: Label Studio's JSON export of tasks made by ``doclake evals sample --format
+  label-studio`` (``evals.label_studio``).
 
 A label binds to the bytes labelled: when a row gives a ``sha256`` (the labelling sheet always
 does), that version is the one labelled, even if the document has a newer version by the time
@@ -48,7 +50,7 @@ __all__ = ["LabelError", "LabelInput", "DocumentIndex", "parse_labels", "label_e
 
 KEY_KINDS = ("sha256", "document_id", "source_name")  # the first one a row gives is its key
 PROVENANCES = ("blind", "pre-filled", "imported", "reviewer")
-FORMATS = ("csv", "jsonl", "kleister")
+FORMATS = ("csv", "jsonl", "kleister", "label-studio")
 LABEL_NAMESPACE = uuid.UUID("2f8e6a1c-5b0d-4f7e-a3c9-8d1e0b7c4a52")
 
 
@@ -261,7 +263,10 @@ def parse_kleister(path: Path) -> list[LabelInput]:
 
 def parse_labels(path: Path, file_format: str) -> list[LabelInput]:
     """Every label in the file, in file order; raises ``LabelError``."""
-    parsers = {"csv": parse_csv, "jsonl": parse_jsonl, "kleister": parse_kleister}
+    from evals.label_studio import parse_annotations
+
+    parsers = {"csv": parse_csv, "jsonl": parse_jsonl, "kleister": parse_kleister,
+               "label-studio": parse_annotations}
     if file_format not in parsers:
         raise LabelError(f"format {file_format!r}: use one of {', '.join(FORMATS)}")
     return parsers[file_format](path)

@@ -99,6 +99,8 @@ def sample_candidates(lake_uri: str, since: datetime | None = None, *,
     for r in sorted(read_results(lake_uri), key=lambda r: r.published_at):
         if (since is None or r.published_at >= since) and r.document_id not in labelled:
             latest[r.document_id] = r
+    # the version whose result is shown: its sha256 binds the labeller's answer to those bytes
     return [{**documents.get(d, {}), "document_id": d, "model_version": r.model_version,
-             "strategy": r.strategy, "schema_name": r.schema_name, "values": r.values}
+             "strategy": r.strategy, "schema_name": r.schema_name, "values": r.values,
+             "job_id": r.job_id, "sha256": r.sha256 or documents.get(d, {}).get("sha256")}
             for d, r in latest.items()]

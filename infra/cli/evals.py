@@ -86,7 +86,8 @@ def _check_label_file(file: Path, file_format: str) -> None:
 def import_labels(
     file: Annotated[Path, typer.Argument(help="The label file (kleister: expected.tsv or its "
                                          "folder).")],
-    file_format: Annotated[str, typer.Option("--format", help="csv|jsonl|kleister")] = "csv",
+    file_format: Annotated[str, typer.Option("--format", help="csv|jsonl|kleister|"
+                                             "label-studio")] = "csv",
     labeller: Annotated[str | None, typer.Option(help="Who labelled, when the file does not "
                         "say (default: $USER).", show_default=False)] = None,
     labelled_at: Annotated[str | None, typer.Option("--labelled-at", help="When, when the file "
@@ -104,7 +105,9 @@ def import_labels(
     csv: one row per value: sha256 and/or document_id (or source_name), field, value, and
     optionally labeller, labelled_at and provenance; a field with an empty value means "none".
     jsonl: one object per document with "fields": {...}. kleister: expected.tsv beside
-    in.tsv(.xz), matched by the sha256 of documents/<name>, else by the file name. A row's
+    in.tsv(.xz), matched by the sha256 of documents/<name>, else by the file name.
+    label-studio: the project's JSON export of tasks from `evals sample --format label-studio`
+    (each task's latest annotation). A row's
     sha256 names the version labelled: a label of a version that is no longer the latest is
     stale (reported, not scored); a sha256 that is not a version of the row's document_id is
     refused."""
@@ -528,8 +531,8 @@ def report(
 
 @evals_app.command()
 def sample(
-    out: Annotated[Path, typer.Option(help="The labelling sheet (CSV) to write.")] = Path(
-        "labelling-sheet.csv"),
+    out: Annotated[Path, typer.Option(help="The labelling sheet (CSV) or Label Studio tasks "
+                                      "(JSON) to write.")] = Path("labelling-sheet.csv"),
     n: Annotated[int, typer.Option("--n", callback=at_least(1), help="Documents to pick.")] = 50,
     since: SinceOption = None,
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 13,
@@ -539,19 +542,42 @@ def sample(
                      "the value column empty and the model's values and version hidden, so the "
                      "labeller is not anchored on the model's answer; --pre-filled shows them "
                      "(faster, biased towards the model; the labels record which).")] = True,
+    sheet_format: Annotated[str, typer.Option("--format", help="csv (a sheet) or label-studio "
+                            "(Label Studio JSON tasks with each document's pages as text, and "
+                            "<out>.label-config.xml, the labelling interface).")] = "csv",
     home: HomeOption = None,
 ) -> None:
     """Pick documents to label (stratified by model version, strategy, format and size) and
     write a blind sheet (or --pre-filled with the extracted values); fill in `value` and import
-    it with `doclake evals import-labels SHEET`. The sheet's sha256 binds each answer to the
-    bytes the labeller read."""
+    it with `doclake evals import-labels SHEET` (Label Studio: import the project's JSON export
+    with --format label-studio). The sha256 of each document binds the answer to the bytes the
+    labeller read."""
     from evals.sample import sample_candidates, stratified, write_sheet
 
+    if sheet_format not in ("csv", "label-studio"):
+        raise UserError(f"--format {sheet_format!r} is not a sheet format",
+                        "use csv or label-studio")
     now = _now()
     settings = open_settings(home, Access.READ)
     candidates = sample_candidates(settings.lake, parse_moment(since, now, "--since"),
                                    include_labelled=include_labelled)
     picked = stratified(candidates, n, seed)
-    written = write_sheet(out, picked, lambda row: _wiring().schema_fields(
-        row.get("schema_name") or "nda"), blind=blind)
+
+    def fields(row: dict) -> tuple[str, ...]:
+        return _wiring().schema_fields(row.get("schema_name") or "nda")
+
+    if sheet_format == "label-studio":
+        import json
+
+        from evals.label_studio import label_config, tasks
+
+        made = tasks(picked, fields, page_reader(settings), blind=blind)
+        out.write_text(json.dumps(made, ensure_ascii=False, indent=1), encoding="utf-8")
+        names = list(dict.fromkeys(name for row in picked for name in fields(row)))
+        config = out.with_name(f"{out.stem}.label-config.xml")
+        config.write_text(label_config(names), encoding="utf-8")
+        stderr_console().print(f"wrote {len(made)} tasks of {len(candidates)} candidates to {out}"
+                               f" and the labelling interface to {config}")
+        return
+    written = write_sheet(out, picked, fields, blind=blind)
     stderr_console().print(f"wrote {written} documents of {len(candidates)} candidates to {out}")
