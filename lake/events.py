@@ -354,11 +354,20 @@ class ResultFieldExtracted(Event):
     char_offset: int | None = Field(
         None, description="where the value was found: characters from the start of its page")
     confidence: float | None = Field(
-        None, description="the model's probability that the value is right (rules strategy); "
-        "null where the strategy gives none (LLM strategies)")
+        None, description="the calibrated probability that the value is right (rules "
+        "strategy); for an LLM value, low when its evidence does not state it, else null")
     evidence: str | None = Field(
         None, description="the text that decided the value: the best-scoring mention (rules) "
         "or the model's quote aligned to the page (LLM strategies)")
+    evidence_start: int | None = Field(
+        None, description="where the evidence starts: characters from the start of its page's "
+        "stored text")
+    evidence_end: int | None = Field(
+        None, description="where the evidence ends (exclusive): the page text between start and "
+        "end is the evidence")
+    flag: str | None = Field(
+        None, description="why the value is doubtful: evidence_lacks_value (the model's quote "
+        "does not state it) or not_found (no page states it); null otherwise")
 
 
 # --- evals: labels and scores ------------------------------------------------------------------

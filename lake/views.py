@@ -364,7 +364,8 @@ LEFT JOIN (
     # (dt, job_id, strategy) for the latest one.
     "result_fields": """
 SELECT document_id, job_id, field, value, value_index, strategy, model_version, schema_name,
-       page_number, char_offset, confidence, evidence, occurred_at AS published_at, dt
+       page_number, char_offset, confidence, evidence, evidence_start, evidence_end, flag,
+       occurred_at AS published_at, dt
 FROM ev_result_field
 """,
     "quality_checks": """

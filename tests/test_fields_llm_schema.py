@@ -94,8 +94,8 @@ def test_a_name_broken_across_lines_and_a_quote_on_the_wrong_page_are_still_foun
     assert (source.page_number, source.char_offset) == (2, pages[1].text.index("Acme"))
     (quoted,) = locate_values(record, pages, [Quote("party", 0, "between Acme Widgets, Inc.", 1)])
     assert quoted.page_number == 2 and quoted.evidence.startswith("between Acme Widgets,\nInc")
-    nothing = locate_values(NdaFields(party=["Zeta Corp"]), pages)
-    assert nothing == ()
+    (nothing,) = locate_values(NdaFields(party=["Zeta Corp"]), pages)  # stated nowhere
+    assert (nothing.page_number, nothing.evidence, nothing.flag) == (None, None, "not_found")
 
 
 @pytest.mark.parametrize("strategy", ["single-pass", "agentic"])

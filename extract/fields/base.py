@@ -32,8 +32,11 @@ class PageText:
 class Source:
     """Where one value was found: ``value_index`` is its position in a list field (else 0);
     ``char_offset`` counts characters from the start of that page's text; ``evidence`` is the
-    text there that decided the value (the best-scoring mention for the rules, the aligned quote
-    for an LLM); ``confidence`` the model's probability when the strategy has one."""
+    text there that decided the value (the best-scoring mention with its words around, for the
+    rules; the aligned quote, for an LLM), and it is exactly ``page_text[evidence_start:
+    evidence_end]``; ``confidence`` a calibrated probability that the value is right when the
+    strategy has one; ``flag`` a reason to doubt the value (``evidence_lacks_value``: the
+    model's quote does not state it; ``not_found``: no page states it)."""
 
     field: str
     value_index: int
@@ -41,6 +44,9 @@ class Source:
     char_offset: int | None = None
     evidence: str | None = None
     confidence: float | None = None
+    evidence_start: int | None = None
+    evidence_end: int | None = None
+    flag: str | None = None
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,8 @@ def result_events(result: FieldResult, worker: str | None = None,
         strategy=result.strategy, model_version=result.model_version,
         schema_name=result.schema_name, page_number=row.page_number,
         char_offset=row.char_offset, confidence=row.confidence,
-        evidence=row.evidence) for row in result.values]
+        evidence=row.evidence, evidence_start=row.evidence_start, evidence_end=row.evidence_end,
+        flag=row.flag) for row in result.values]
     return events
 
 

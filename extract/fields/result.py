@@ -31,9 +31,15 @@ class ValueRow(BaseModel):
     page_number: int | None = None
     char_offset: int | None = None
     confidence: float | None = None
-    """The model's probability for the value (rules); None where the strategy has none (LLMs)."""
+    """The calibrated probability that the value is right (rules); for an LLM value, low when
+    its evidence does not state it (``flag``), else None."""
     evidence: str | None = None
     """The text that decided the value: the best-scoring mention, or the LLM's quote aligned."""
+    evidence_start: int | None = None
+    evidence_end: int | None = None
+    """``evidence`` is the stored page text from ``evidence_start`` to ``evidence_end``."""
+    flag: str | None = None
+    """Why the value is doubtful (``evidence_lacks_value``, ``not_found``), else None."""
 
 
 class FieldResult(BaseModel):
@@ -110,7 +116,10 @@ def succeeded_result(*, document_id: str, job_id: str, strategy: str, schema_nam
             page_number=source.page_number if source else None,
             char_offset=source.char_offset if source else None,
             confidence=None if confidence is None else round(confidence, 4),
-            evidence=source.evidence if source else None))
+            evidence=source.evidence if source else None,
+            evidence_start=source.evidence_start if source else None,
+            evidence_end=source.evidence_end if source else None,
+            flag=source.flag if source else None))
     for name, indexes in dropped.items():
         if isinstance(fields.get(name), list):
             fields[name] = [v for i, v in enumerate(fields[name]) if i not in indexes]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from pydantic import BaseModel
@@ -19,7 +20,8 @@ from pydantic import BaseModel
 from extract.fields.base import PageText, Source
 from extract.models.base import Prompt
 
-__all__ = ["AGENT_SYSTEM", "SINGLE_PASS_SYSTEM", "DocumentText", "Quote", "answer_schema",
+__all__ = ["AGENT_SYSTEM", "DOUBTFUL_CONFIDENCE", "SINGLE_PASS_SYSTEM", "DocumentText", "Quote",
+           "answer_schema",
            "document_text", "gemini_schema", "locate_values", "page_block", "single_pass_prompt"]
 
 SINGLE_PASS_SYSTEM = """You extract structured fields from one document.
@@ -167,15 +169,27 @@ def _align(needle: str, pages: Sequence[PageText], first: int | None,
     return best[1:] if best else None
 
 
+DOUBTFUL_CONFIDENCE = 0.05
+"""The confidence of an LLM value whose evidence does not state it, or that no page states: far
+under any floor the rules' calibration chooses, so ``DOCLAKE_FIELDS_MIN_CONFIDENCE`` set to that
+floor drops it, and low enough to sort first in a review."""
+
+
 def locate_values(record: BaseModel, pages: Sequence[PageText],
                   quotes: Sequence[Quote] = ()) -> tuple[Source, ...]:
     """Where each value was found: the model's evidence quote aligned loosely to the page text
     (its page tried first), else the value's own text (a name broken across lines, a changed
-    character); the matched text is kept as the evidence. Values found nowhere are left
-    unlocated rather than pinned to a guess."""
+    character); the matched text is kept as the evidence, with its start and end offsets in the
+    page's stored text. A quote that does not state its value (``Delaware`` quoted as "...the
+    State of New York", checked by ``extract.fields.quotes``, the test the fine-tuning export's
+    quotes pass) is flagged ``evidence_lacks_value`` and a value found nowhere ``not_found``,
+    both with ``DOUBTFUL_CONFIDENCE``; the others carry no confidence (the LLMs give none)."""
+    from extract.fields.quotes import states
+
     by_value = {(q.field, q.value_index): q for q in quotes if q.quote.strip()}
+    schema = type(record)
     sources = []
-    for name in type(record).model_fields:
+    for name in schema.model_fields:
         value = getattr(record, name)
         items = value if isinstance(value, list | tuple) else [value]
         for index, item in enumerate(items):
@@ -183,11 +197,22 @@ def locate_values(record: BaseModel, pages: Sequence[PageText],
                 continue
             quote = by_value.get((name, index))
             found = _align(quote.quote, pages, quote.page, QUOTE_CUTOFF) if quote else None
+            flag = None
+            if found is not None:
+                number, start, end = found
+                page_text = next(p.text for p in pages if p.number == number)
+                if isinstance(item, str | date) and not states(schema, name, item,
+                                                                 page_text[start:end]):
+                    flag = "evidence_lacks_value"
             if found is None and isinstance(item, str) and item.strip():
                 found = _align(item, pages, None, VALUE_CUTOFF)
             if found is None:
+                sources.append(Source(name, index, flag="not_found",
+                                      confidence=DOUBTFUL_CONFIDENCE))
                 continue
             number, start, end = found
             text = next(p.text for p in pages if p.number == number)
-            sources.append(Source(name, index, number, start, evidence=text[start:end]))
+            sources.append(Source(name, index, number, start, evidence=text[start:end],
+                                  evidence_start=start, evidence_end=end, flag=flag,
+                                  confidence=DOUBTFUL_CONFIDENCE if flag else None))
     return tuple(sources)

@@ -9,6 +9,7 @@ scores best on its own, with its page, character offset and the words around it.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText, Source
 from extract.fields.document import JoinedText
+from extract.fields.rules.calibration import shipped_calibration
 from extract.fields.rules.candidates import (
     Candidate,
     date_candidates,
@@ -75,8 +77,11 @@ class RulesStrategy:
 
     def __init__(self, model: LinearModel | None = None):
         self.model = model or _shipped_model()
-        self.model_version = rules_version(self.model.version, self.model.to_json().encode(),
-                                           code_digest(*GENERATOR_MODULES))
+        calibration = shipped_calibration(self.model.version)
+        self.model_version = rules_version(
+            self.model.version, self.model.to_json().encode()
+            + (calibration.to_json().encode() if calibration else b""),
+            code_digest(*GENERATOR_MODULES))
 
     def version(self, schema: type[BaseModel] | None = None) -> str:
         """The model's content and the candidate generators' code (``extract.fields.version``)."""
@@ -85,10 +90,17 @@ class RulesStrategy:
     def run(self, pages: Sequence[PageText]) -> Extraction:
         """The synchronous core: the async port calls it, and so can a script."""
         joined = JoinedText.of(pages)
-        return self.decide(propose(joined.text), joined)
+        return self.decide(propose(joined.text), joined, pages)
 
-    def decide(self, proposals: Proposals, joined: JoinedText) -> Extraction:
-        """Pick values from proposals (cross-validation proposes once and decides per fold)."""
+    def decide(self, proposals: Proposals, joined: JoinedText,
+               pages: Sequence[PageText] = ()) -> Extraction:
+        """Pick values from proposals (cross-validation proposes once and decides per fold).
+        Each value's confidence is its probability through the shipped calibration (when it
+        was fitted for this model; else the raw probability); its evidence is the deciding
+        mention with its words around, cut from ``pages`` (the stored text, character for
+        character) at the offsets recorded with it."""
+        calibration = shipped_calibration(self.model.version)
+        texts = {page.number: page.text for page in pages}
         values: dict[str, object] = {}
         sources: list[Source] = []
         for name, (candidates, features) in proposals.items():
@@ -99,9 +111,15 @@ class RulesStrategy:
             for index, (candidate, probability) in enumerate(chosen):
                 start, end = _deciding_mention(candidate, joined.text, field_model)
                 page, offset = joined.locate(start)
-                sources.append(Source(name, index, page, offset,
-                                      evidence=_in_context(joined.text, start, end),
-                                      confidence=probability))
+                left, right = _in_context(joined, start, end)
+                page_start = joined.starts[joined.numbers.index(page)] if page is not None else 0
+                page_text = texts.get(page) or joined.text[page_start:]
+                sources.append(Source(
+                    name, index, page, offset,
+                    evidence=page_text[left - page_start:right - page_start],
+                    confidence=calibration.apply(name, probability) if calibration
+                    else probability,
+                    evidence_start=left - page_start, evidence_end=right - page_start))
             picked = [candidate.value for candidate, _ in chosen]
             values[name] = picked if name == "party" else (picked[0] if picked else None)
         return Extraction(NdaFields.model_validate(values), tuple(sources),
@@ -131,10 +149,23 @@ def _deciding_mention(candidate: Candidate, text: str, model: FieldModel) -> tup
     return best
 
 
-def _in_context(text: str, start: int, end: int, before: int = 60, after: int = 30) -> str:
-    """The mention with a few words either side, on one line: what a reviewer reads."""
-    left = text.find(" ", max(0, start - before), start) if start > before else -1
-    right = text.find(" ", end + after) if end + after < len(text) else -1
-    piece = text[left + 1 if left >= 0 else max(0, start - before) if start > before else 0:
-                 right if right >= 0 else len(text)]
-    return " ".join(piece.split())
+def _in_context(joined: JoinedText, start: int, end: int, before: int = 60,
+                after: int = 30) -> tuple[int, int]:
+    """(left, right) in the joined text of the mention with a few words either side, kept
+    within the mention's page and trimmed of white space at both ends: what a reviewer reads,
+    exactly as stored."""
+    text = joined.text
+    page_index = max(bisect.bisect_right(joined.starts, start) - 1, 0)
+    page_start = joined.starts[page_index] if joined.starts else 0
+    page_end = (joined.starts[page_index + 1] - 2 if page_index + 1 < len(joined.starts)
+                else len(text))  # the page break ("\n\n") is not the page's text
+    floor, ceiling = max(page_start, start - before), min(page_end, end + after)
+    space = text.find(" ", floor, start) if start - before > page_start else -1
+    left = space + 1 if space >= 0 else floor
+    space = text.find(" ", ceiling, page_end) if ceiling < page_end else -1
+    right = space if space >= 0 else page_end
+    while left < start and text[left].isspace():
+        left += 1
+    while right > end and text[right - 1].isspace():
+        right -= 1
+    return left, right
