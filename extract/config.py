@@ -48,7 +48,8 @@ class ExtractConfig(BaseModel):
     unit_lease_s: float = 60.0
     """A read's claim on its unit lasts this long unless renewed (every third of it)."""
     fields_min_confidence: float = 0.0
-    """A field value whose confidence (the model's probability) is below this is not reported."""
+    """A field value whose confidence (calibrated, or 0.05 for a flagged LLM value) is below
+    this is not reported; 0, the floor chosen from the calibration, keeps every value."""
     models: ModelConfig = Field(default_factory=ModelConfig)
 
     @property

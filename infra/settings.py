@@ -82,8 +82,11 @@ class Settings(BaseSettings, ModelConfig):
                          "for OCR.")
 
     fields_min_confidence: float = Field(0.0, ge=0, le=1, description="Field values whose "
-                                         "confidence (the rules model's probability) is below "
-                                         "this are not reported; values without one are kept.")
+                                         "confidence (the rules' calibrated probability; 0.05 "
+                                         "for a flagged LLM value) is below this are not "
+                                         "reported; values without one are kept. 0 is the floor "
+                                         "chosen from the calibration (`doclake fields cv "
+                                         "--calibration`).")
 
     @property
     def lake(self) -> str:
