@@ -54,7 +54,11 @@ def test_the_scheduled_function_writes_the_weekly_report_to_the_results_bucket(
         "Body"].read().decode()
     assert "# Field accuracy, week 2026-W18 (2026-04-27 to 2026-05-03)" in markdown
     assert "| v1 | rules | 1 | 66.67 |" in markdown
-    assert "not recorded in eval_runs" in markdown  # the function's role cannot write the lake
+    quoted = markdown.split("eval run ", 1)[1].split(" ", 1)[0]
+    from lake.catalog import query
+
+    runs = query(lake, "SELECT eval_run_id, week_by FROM eval_runs").to_pylist()
+    assert runs == [{"eval_run_id": quoted, "week_by": "label"}]  # the run it quotes
     assert "<table>" in s3.get_object(Bucket=results, Key="reports/weekly-2026-05-04.html")[
         "Body"].read().decode()
 

@@ -216,8 +216,8 @@ def _actions(statement) -> list[str]:
 
 def test_the_weekly_evals_report_runs_on_a_weekly_schedule_with_least_privilege(synth):
     """Issue 13 on AWS: a weekly rule invokes the function that writes the report to the
-    results bucket's reports/ prefix; its role reads the lake's events and writes reports/,
-    nothing else (no table, no queue, no uploads, no other prefix of the results bucket)."""
+    results bucket's reports/ prefix; its role reads the lake's events, writes reports/ and the
+    week's eval run events, nothing else (no table, no queue, no uploads, no other prefix)."""
     _, tj, stack, _ = synth
     weekly = stack.functions["weekly_evals"]
     spec = settings_functions()["weekly_evals"]
@@ -245,7 +245,11 @@ def test_the_weekly_evals_report_runs_on_a_weekly_schedule_with_least_privilege(
             writes += resources
         if "s3:GetObject*" in _actions(s):
             reads += resources
-    assert writes == [{"Fn::Join": ["", [results, "/reports/*"]]}]
+    # the report's week is recorded as an eval run: those event types, no other lake prefix
+    assert sorted(writes, key=str) == sorted(
+        [{"Fn::Join": ["", [results, "/reports/*"]]}] + [
+            {"Fn::Join": ["", [lake, f"/events/event_type={t}/*"]]}
+            for t in ("eval_run", "eval_score", "eval_outcome")], key=str)
     assert {"Fn::Join": ["", [lake, "/events/*"]]} in reads
     assert all(r in (lake, {"Fn::Join": ["", [lake, "/events/*"]]}) for r in reads), reads
     logical = stack.get_logical_id(weekly.node.default_child)

@@ -36,6 +36,7 @@ from infra.aws.cdk.zips import ROOT, stage
 from infra.aws.glue_catalog import OWNER_PARAMETER
 from infra.aws.tables import INDEXES, PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
 from lake.glue import database_input, raw_table_inputs
+from lake.layout import event_type_prefix
 
 IMAGE_EXCLUDES = [".venv", ".git", "cdk.out", "build", "tests", "benchmarks", "examples",
                   "docs", ".doclake*", "**/__pycache__", "*.egg-info", ".ruff_cache"]
@@ -49,6 +50,7 @@ RESULTS_ACCESS = {"fields": ("pages/*", "results/*"), "poller": ("pages/*", "res
 MODEL_USERS = ("read", "fields")  # the functions that call a model (the Gemini key's readers)
 ATHENA_RESULTS = "athena-results/"
 REPORTS_PREFIX = "reports/"  # the weekly evals reports, in the results bucket
+EVAL_RUN_EVENTS = ("eval_run", "eval_score", "eval_outcome")  # what the weekly report records
 
 
 class DoclakeStack(Stack):
@@ -289,6 +291,9 @@ class DoclakeStack(Stack):
         weekly = self.functions["weekly_evals"]
         self.lake.grant_read(weekly, "events/*")
         self.results.grant_put(weekly, f"{REPORTS_PREFIX}*")
+        # the week it reports is recorded as an eval run: those three event types, nothing else
+        for event_type in EVAL_RUN_EVENTS:
+            self.lake.grant_put(weekly, f"{event_type_prefix(event_type)}/*")
         # The ingest function deletes the version of a second upload to a claimed slot.
         self.uploads.grant_delete(self.functions["ingest"], "uploads/*")
         self.uploads.grant_put(self.presigner, "uploads/*")

@@ -3,9 +3,9 @@ and it runs the same call as ``doclake evals report`` locally, ``evals.weekly.wr
 over the lake, reporting the last complete week and writing
 ``s3://<results bucket>/reports/weekly-<date>.md`` and ``.html``.
 
-Read-only on the lake (its role can only read the lake bucket and put objects under
-``reports/`` in the results bucket), so it does not record the week as an eval run: the report
-says so, and ``doclake evals report`` run where the lake is writable records it.
+Its role reads the lake's events, writes the week's eval run (``eval_run``, ``eval_score`` and
+``eval_outcome`` events, which the report quotes) and puts objects under ``reports/`` in the
+results bucket; nothing else.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ def run(now: datetime, environ=os.environ) -> dict[str, str]:
 
     return write_weekly_report(environ["DOCLAKE_LAKE_URI"],
                                report_prefix(environ["DOCLAKE_RESULTS_BUCKET"], now), now,
-                               normalizers=normalizers(), training_sets=training_sets())
+                               normalizers=normalizers(), training_sets=training_sets(),
+                               record=True)
 
 
 def handler(event, context=None):
