@@ -9,6 +9,7 @@ hashes on a few threads of its own (``ThreadedUploads``), as before.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Sequence
@@ -49,7 +50,8 @@ def fingerprint(path: Path, max_bytes: int | None = None) -> Fingerprint:
             digest.update(chunk)
             if remaining is not None:
                 remaining -= len(chunk)
-    return Fingerprint(digest.hexdigest(), size, os.path.realpath(path))
+    # The path holds no link (open_regular refuses one anywhere on it): it is the real path.
+    return Fingerprint(digest.hexdigest(), size, os.path.abspath(path))
 
 
 def fingerprint_or_error(path: Path, max_bytes: int | None) -> Fingerprint | OSError:
@@ -68,10 +70,31 @@ def fingerprint_files(paths: Sequence[Path], max_bytes: int | None
     return [fingerprint_or_error(path, max_bytes) for path in paths]
 
 
+CHANGED_WHILE_READ = (errno.ELOOP, errno.EINVAL, errno.ENOENT, errno.ENOTDIR)
+
+
 def store_uploads(objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
-                  max_bytes: int | None) -> None:
-    """Store new uploads (key, file) together (``ObjectStore.put_files``), durable on return."""
-    objects.put_files(uploads, max_bytes=max_bytes)
+                  max_bytes: int | None) -> list[str]:
+    """Store new uploads (key, file) together (``ObjectStore.put_files``), durable on return.
+
+    Returns the keys of the files that could not be stored because they changed since they were
+    hashed (a folder on the way swapped for a link, the file for a FIFO, the file gone): the
+    batch is then stored one file at a time, the others kept. Any other error raises."""
+    try:
+        objects.put_files(uploads, max_bytes=max_bytes)
+        return []
+    except OSError as error:
+        if error.errno not in CHANGED_WHILE_READ:
+            raise
+    changed = []
+    for key, path in uploads:
+        try:
+            objects.put_files([(key, path)], max_bytes=max_bytes)
+        except OSError as error:
+            if error.errno not in CHANGED_WHILE_READ:
+                raise
+            changed.append(key)
+    return changed
 
 
 class UploadWork(Protocol):
@@ -83,7 +106,8 @@ class UploadWork(Protocol):
         ...
 
     def store(self, objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
-              max_bytes: int | None) -> None:
+              max_bytes: int | None) -> list[str]:
+        """The keys not stored because their file changed since it was hashed."""
         ...
 
     def close(self) -> None:
@@ -105,8 +129,8 @@ class ThreadedUploads:
         return list(self._threads.map(lambda path: fingerprint_or_error(path, max_bytes), paths))
 
     def store(self, objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
-              max_bytes: int | None) -> None:
-        store_uploads(objects, uploads, max_bytes)
+              max_bytes: int | None) -> list[str]:
+        return store_uploads(objects, uploads, max_bytes)
 
     def close(self) -> None:
         if self._threads is not None:

@@ -25,6 +25,7 @@ from extract.ports import JobStore, NewVersion, ObjectStore, Queue
 from extract.state import Document, Job, JobStatus
 from ingest.fingerprint import Fingerprint, ThreadedUploads, UploadWork
 from lake.events import DocumentRegistered, Event, JobCreated, utc_now
+from lake.files import open_folder_at
 from lake.layout import upload_key
 
 log = logging.getLogger(__name__)
@@ -170,7 +171,7 @@ class Planner:
         passwords = {Path(p): secret for p, secret in (passwords or {}).items()}
         relative = {Path(p): name for p, name in (source_paths or {}).items()}
         cwd = Path.cwd()  # the uploads' work may run in a process whose working folder differs
-        absolute = {p: p if p.is_absolute() else cwd / p for p in paths}
+        absolute = {p: _without_links(cwd / p, relative.get(p)) for p in paths}
         found = self.uploads.fingerprints([absolute[p] for p in paths], self.max_bytes)
         kept = [(p, f) for p, f in zip(paths, found, strict=True) if self._usable(p, f)]
         paths, prints = [p for p, _ in kept], [f for _, f in kept]
@@ -210,8 +211,16 @@ class Planner:
             claimed[digest] = result
             results.append(result)
         if uploads:
-            self.uploads.store(self.objects, [(key, absolute[path]) for key, path in uploads],
-                               self.max_bytes)
+            changed = set(self.uploads.store(
+                self.objects, [(key, absolute[path]) for key, path in uploads], self.max_bytes))
+            if changed:  # changed between its hash and its copy: not planned, said why
+                for key, path in uploads:
+                    if key in changed:
+                        log.warning("skipped %s: %s", path, SKIP_CHANGED)
+                        self.skipped.append((path, SKIP_CHANGED))
+                gone = {v.job_id for v in planned if v.object_key in changed}
+                planned = [v for v in planned if v.job_id not in gone]
+                results = [r for r in results if r.job_id not in gone]
         for version in planned:
             self.store.create_job(version)
             if version.job_id in secrets:
@@ -291,6 +300,18 @@ class Planner:
         )
 
 
+def _without_links(path: Path, source_path: str | None) -> Path:
+    """``path`` as the files are opened (``lake.files.open_regular`` refuses a link anywhere on
+    it): the part the user named (the folder walked, or the folder of a file named) by its real
+    path, links in it followed; the part found in the room (``source_path``) as it is, so a
+    link there is refused, never followed."""
+    parts = Path(source_path).parts if source_path else ()
+    if not parts or path.parts[-len(parts):] != parts:
+        parts = (path.name,)
+    named = Path(*path.parts[:-len(parts)]) if len(parts) < len(path.parts) else Path("/")
+    return Path(os.path.realpath(named), *parts)
+
+
 def expand_paths(paths: list[Path]) -> list[Path]:
     """Files named, and every non-hidden regular file under folders named, in a stable order.
 
@@ -330,6 +351,7 @@ SKIP_LINK = "symbolic link, not followed"
 SKIP_SPECIAL = "not a regular file"
 SKIP_DEEP = "folder deeper than the limit"
 SKIP_UNREADABLE = "unreadable folder"
+SKIP_CHANGED = "changed while it was read"
 
 
 def walk_sources(paths: list[Path], *, max_depth: int = MAX_DEPTH) -> Walk:
@@ -338,10 +360,15 @@ def walk_sources(paths: list[Path], *, max_depth: int = MAX_DEPTH) -> Walk:
     A data room arrives from outside, often an unpacked archive, and unzip keeps symbolic links:
     a link inside a folder given is never followed (``link.csv -> /etc/passwd`` would copy that
     file into the home), nor is anything but a regular file taken (a FIFO blocks a read, a device
-    never ends). A path named on the command line is the user's own choice and is taken as named.
-    The walk is iterative with a depth limit, so a folder nested 1,200 deep is reported, not a
-    ``RecursionError``. Hidden files and folders are skipped silently, as before.
-    Raises ``FileNotFoundError`` naming the first missing path before anything is ingested.
+    never ends). A path named on the command line is the user's own choice: a folder is walked
+    from its real path (links in the path named are followed once, here), so every path found
+    holds no link at all, and ``lake.files.open_regular`` can refuse any link it meets later.
+    The walk goes by descriptors: each folder is opened relative to its parent with
+    ``O_NOFOLLOW | O_DIRECTORY`` and listed through that descriptor, so a folder exchanged for a
+    link while the walk runs is never listed. It is iterative with a depth limit, so a folder
+    nested 1,200 deep is reported, not a ``RecursionError``. Hidden files and folders are
+    skipped silently. Raises ``FileNotFoundError`` naming the first missing path before anything
+    is ingested.
     """
     files: list[tuple[Path, str]] = []
     skipped: list[tuple[Path, str]] = []
@@ -350,36 +377,90 @@ def walk_sources(paths: list[Path], *, max_depth: int = MAX_DEPTH) -> Walk:
             raise FileNotFoundError(f"no such file or folder: {path}")
         if not path.is_dir():
             if path.is_file():
-                files.append((path, path.name))
+                # The folder holding it by its real path; the file itself is still not followed.
+                files.append((Path(os.path.realpath(path.parent)) / path.name, path.name))
             else:
                 skipped.append((path, SKIP_SPECIAL))
             continue
+        root = Path(os.path.realpath(path))
+        try:
+            descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            skipped.append((path, SKIP_UNREADABLE))
+            continue
         found: list[tuple[Path, str]] = []
-        stack: list[tuple[Path, int]] = [(path, 0)]
-        while stack:
-            folder, depth = stack.pop()
+        _walk_folder(_Folder(descriptor, root, 0, None), root, max_depth, found, skipped)
+        files += sorted(found)
+    return Walk(files, skipped)
+
+
+@dataclass
+class _Folder:
+    """A folder open during the walk; closed once listed and every sub-folder opened."""
+
+    fd: int
+    path: Path
+    depth: int
+    parent: _Folder | None
+    pending: int = 0  # sub-folders still to be opened relative to this one
+    listed: bool = False
+
+    def release(self) -> None:
+        if self.listed and self.pending == 0:
+            os.close(self.fd)
+            if self.parent is not None:
+                self.parent.pending -= 1
+                self.parent.release()
+
+
+def _walk_folder(top: _Folder, root: Path, max_depth: int, found: list[tuple[Path, str]],
+                 skipped: list[tuple[Path, str]]) -> None:
+    """Depth first, with at most one open descriptor per level (a folder stays open only while
+    sub-folders of it wait to be opened)."""
+    stack: list[tuple[_Folder, str] | _Folder] = [top]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            parent, name = item
+            child_path = parent.path / name
             try:
-                entries = list(os.scandir(folder))
-            except OSError:
-                skipped.append((folder, SKIP_UNREADABLE))
+                folder = _Folder(open_folder_at(parent.fd, name), child_path, parent.depth + 1,
+                                 parent)
+            except OSError as error:
+                skipped.append((child_path,
+                                SKIP_LINK if error.errno == errno.ELOOP else SKIP_UNREADABLE))
+                parent.pending -= 1
+                parent.release()
                 continue
-            for entry in entries:
-                if entry.name.startswith("."):
-                    continue
-                child = Path(entry.path)
+        else:
+            folder = item
+        try:
+            with os.scandir(folder.fd) as listing:
+                entries = list(listing)
+        except OSError:
+            entries = []
+            skipped.append((folder.path, SKIP_UNREADABLE))
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            child = folder.path / entry.name
+            try:
                 if entry.is_symlink():
                     skipped.append((child, SKIP_LINK))
                 elif entry.is_dir(follow_symlinks=False):
-                    if depth + 1 > max_depth:
+                    if folder.depth + 1 > max_depth:
                         skipped.append((child, SKIP_DEEP))
                     else:
-                        stack.append((child, depth + 1))
+                        folder.pending += 1
+                        stack.append((folder, entry.name))
                 elif entry.is_file(follow_symlinks=False):
-                    found.append((child, child.relative_to(path).as_posix()))
+                    found.append((child, child.relative_to(root).as_posix()))
                 else:
                     skipped.append((child, SKIP_SPECIAL))
-        files += sorted(found)
-    return Walk(files, skipped)
+            except OSError:  # gone since the listing
+                skipped.append((child, SKIP_UNREADABLE))
+        folder.listed = True
+        folder.release()
 
 
 def passwords_for(files: Sequence[Path], roots: Sequence[Path],

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-__all__ = ["fsync_directory", "fsync_file", "is_local", "local_root", "open_lake",
-           "open_regular"]
+__all__ = ["fsync_directory", "fsync_file", "is_local", "local_root", "open_folder_at",
+           "open_lake", "open_regular"]
 
 
 def is_local(uri: str) -> bool:
@@ -65,11 +65,42 @@ def fsync_directory(path: str) -> None:
 
 
 def open_regular(path: str | os.PathLike[str]) -> int:
-    """A descriptor on ``path`` opened without following a link at its last component, or
-    ``OSError`` when it is a link or anything but a regular file (a FIFO would block a read,
-    a device would never end): a walk that checked the same leaves a gap this closes."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    """A descriptor on the regular file at ``path``, reached without following a link anywhere:
+    ``/`` is opened, then each folder of the path relative to its parent with ``O_NOFOLLOW |
+    O_DIRECTORY``, then the file with ``O_NOFOLLOW``. ``OSError`` (``ELOOP``) when any of them is
+    a link, ``EINVAL`` when the file is anything but a regular file (a FIFO would block a read,
+    a device would never end).
+
+    A walk that checked each entry leaves a gap between its look and this open: a folder of the
+    room exchanged for a link to an outside folder in that gap (``renameat2(RENAME_EXCHANGE)``)
+    would lead a plain ``open`` outside the room, since ``O_NOFOLLOW`` alone checks only the last
+    component. The path must therefore hold no link at all (``ingest.planner.walk_sources``
+    gives paths under the real path of each folder named)."""
+    parts = [part for part in os.path.abspath(path).split(os.sep) if part]
+    if not parts:
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    folder = os.open(os.sep, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            child = open_folder_at(folder, part)
+            os.close(folder)
+            folder = child
+        descriptor = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                             dir_fd=folder)
+    finally:
+        os.close(folder)
     if not stat.S_ISREG(os.fstat(descriptor).st_mode):
         os.close(descriptor)
         raise OSError(errno.EINVAL, "not a regular file", str(path))
     return descriptor
+
+
+def open_folder_at(parent: int, name: str) -> int:
+    """The folder ``name`` in the folder open as ``parent``, never through a link (``ELOOP``
+    when ``name`` is one, or is no folder at all: the path is not what a walk saw)."""
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       dir_fd=parent)
+    except NotADirectoryError:  # what O_NOFOLLOW | O_DIRECTORY says of a link (or of a file)
+        raise OSError(errno.ELOOP, "a folder on the path is a symbolic link, or no longer a "
+                      "folder", name) from None

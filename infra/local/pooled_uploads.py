@@ -57,19 +57,18 @@ class PooledUploads:
             return self._here.fingerprints(paths, max_bytes)
 
     def store(self, objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
-              max_bytes: int | None) -> None:
+              max_bytes: int | None) -> list[str]:
         if (max_bytes is None or max_bytes >= MAX_WORKER_FILE_BYTES
                 or self._here_now(len(uploads))):
             # A worker may write no file that large (``RLIMIT_FSIZE``): a home whose size limit
             # is above it copies its uploads here, as before (and so does an early small batch).
-            self._here.store(objects, uploads, max_bytes)
-            return
+            return self._here.store(objects, uploads, max_bytes)
         try:
-            self._cpu.call(store_uploads, objects, list(uploads), max_bytes)
+            return self._cpu.call(store_uploads, objects, list(uploads), max_bytes)
         except TransientError as error:
             log.warning("storing %d uploads in a worker failed (%s); storing them here",
                         len(uploads), error)
-            self._here.store(objects, uploads, max_bytes)
+            return self._here.store(objects, uploads, max_bytes)
 
     def close(self) -> None:
         self._here.close()

@@ -1,0 +1,116 @@
+"""A room that changes while it is read: a folder exchanged for a link to an outside folder.
+
+The probe: with ``room/z`` exchanged in a loop (``renameat2(RENAME_EXCHANGE)``) with a link to
+an outside folder, a plain walk listed the outside folder's files under ``z`` and opened them
+through the link (``O_NOFOLLOW`` checks only the last component): the outside file was ingested
+in 3 of 4 runs. The walk now goes by descriptors and every open refuses a link anywhere on the
+path, so nothing from outside is ever read, however the race falls.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ingest.planner import walk_sources
+from lake.files import open_regular
+
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+MARKER = b"SWAP-OUTSIDE-8812"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def exchange(a: Path, b: Path) -> None:
+    """Swap two names atomically (Linux ``renameat2`` with ``RENAME_EXCHANGE``)."""
+    if _libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b),
+                       RENAME_EXCHANGE) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))
+
+
+def _can_exchange(folder: Path) -> bool:
+    first, second = folder / "x1", folder / "x2"
+    first.mkdir()
+    second.symlink_to(folder)
+    try:
+        exchange(first, second)
+        return True
+    except (OSError, AttributeError):
+        return False
+    finally:
+        for path in (first, second):
+            if path.is_symlink():
+                path.unlink()
+            else:
+                path.rmdir()
+
+
+def all_bytes_under(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file() and
+                    not p.is_symlink())
+
+
+@pytest.fixture
+def swapping_room(tmp_path):
+    """``room/z`` (ten inside files) and ``room/zlink`` (a link to ``outside``, whose files have
+    the same names and the marker), exchanged by a thread as fast as it can until the test
+    ends."""
+    if not _can_exchange(tmp_path):
+        pytest.skip("renameat2(RENAME_EXCHANGE) is not available here")
+    outside, room = tmp_path / "outside", tmp_path / "room"
+    (room / "z").mkdir(parents=True)
+    outside.mkdir()
+    for i in range(10):
+        (room / "z" / f"f{i}.txt").write_text(f"inside {i}\n")
+        (outside / f"f{i}.txt").write_bytes(MARKER + f" {i}\n".encode())
+        (outside / f"only-outside-{i}.txt").write_bytes(MARKER + b" only\n")
+    (room / "zlink").symlink_to(outside, target_is_directory=True)
+    stop = threading.Event()
+    swaps = [0]
+
+    def swap() -> None:
+        while not stop.is_set():
+            exchange(room / "z", room / "zlink")
+            swaps[0] += 1
+
+    thread = threading.Thread(target=swap, daemon=True)
+    thread.start()
+    yield room
+    stop.set()
+    thread.join()
+    assert swaps[0] > 100  # the race really ran
+
+
+def test_a_walk_and_its_opens_never_read_outside_while_a_folder_is_swapped(swapping_room):
+    deadline = time.monotonic() + 3
+    walks = 0
+    while time.monotonic() < deadline:
+        for path, _ in walk_sources([swapping_room]).files:
+            try:
+                fd = open_regular(path)
+            except OSError:
+                continue  # a link met on the way, or the name gone: skipped, never followed
+            with os.fdopen(fd, "rb") as handle:
+                assert MARKER not in handle.read()
+        walks += 1
+    assert walks > 20
+
+
+def test_a_run_over_a_swapping_room_ingests_nothing_from_outside(swapping_room, settings):
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings)
+    planner = runtime.planner()
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        files = walk_sources([swapping_room]).files
+        planner.ingest_many([p for p, _ in files], source_paths=dict(files))
+    planner.close()
+    assert MARKER not in all_bytes_under(settings.home)
