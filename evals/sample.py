@@ -88,13 +88,17 @@ def write_sheet(path: Path, picked: Iterable[dict],
 def sample_candidates(lake_uri: str, since: datetime | None = None, *,
                       include_labelled: bool = False) -> list[dict]:
     """Documents that may be drawn: each one's latest result (published since ``since``), with
-    the document's name, format and pages, leaving out labelled documents unless asked."""
-    from evals.lakeio import read_labels, read_results, read_rows
+    the document's name, format and pages, leaving out labelled documents unless asked (a
+    stale label, of an older version, does not count)."""
+    from evals.lakeio import read_current_versions, read_labels, read_results, read_rows
+    from evals.scoring import split_stale
 
     documents = {r["document_id"]: r for r in read_rows(lake_uri, """
         SELECT d.document_id, d.sha256, d.source_name, d.detected_format, j.pages
         FROM documents AS d LEFT JOIN jobs AS j ON j.dt = d.dt AND j.job_id = d.latest_job_id""")}
-    labelled = set() if include_labelled else {x.document_id for x in read_labels(lake_uri)}
+    # a document whose only label is stale (of an older version) is drawn again
+    labelled = set() if include_labelled else {x.document_id for x in split_stale(
+        read_labels(lake_uri), read_current_versions(lake_uri))[0]}
     latest = {}
     for r in sorted(read_results(lake_uri), key=lambda r: r.published_at):
         if (since is None or r.published_at >= since) and r.document_id not in labelled:

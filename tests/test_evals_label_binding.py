@@ -174,3 +174,16 @@ def test_score_without_labels_says_how_to_import_them(tmp_path: Path):
     gated = invoke("evals", "score", "--home", str(home), "--fail-under", "80")
     assert gated.exit_code == 1 and "FAIL: no labels" in gated.output
     assert sql(str(home), "SELECT count(*) AS n FROM eval_runs") == [{"n": 0}]
+
+
+def test_a_document_whose_label_is_stale_is_drawn_again(tmp_path: Path):
+    from evals.sample import sample_candidates
+
+    lake = str(tmp_path / "lake")
+    _two_versions(lake)
+    sheet = tmp_path / "s.csv"
+    sheet.write_text(f"sha256,field,value\n{V1},term,2 years\n{ELSE},term,2 years\n")
+    import_labels(lake, sheet, "csv", labeller="ann", now=T0 + timedelta(hours=1))
+    assert [c["document_id"] for c in sample_candidates(lake)] == [DOC]
+    (drawn,) = sample_candidates(lake)
+    assert drawn["sha256"] == V2  # the version whose result the sheet shows
