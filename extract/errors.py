@@ -13,7 +13,8 @@
         ├── EncryptedDocument   needs a password we do not have (or have wrong)
         ├── CorruptDocument     the parser refuses the file
         ├── LimitExceeded       a configured limit (bytes, pages, cells, memory, conversion
-        │                       time, pixels) was hit; ``error_type`` names which
+        │                       time, pixels, inflated bytes, nesting) was hit; ``error_type``
+        │                       names which
         └── ConverterUnavailable  LibreOffice is not installed where an Office file needs it
 
 An error of any other class is treated as transient until the message's last allowed delivery,
@@ -91,6 +92,26 @@ class ConverterUnavailable(TerminalError):
     """An Office file needs LibreOffice and this machine has none (or it does not start)."""
 
     error_type = "converter_unavailable"
+
+
+TOO_DEEP = "too_deep"
+
+
+def final_at_once(error: Exception) -> Exception:
+    """``error``, or the terminal error it stands for when trying again cannot help.
+
+    A ``RecursionError`` comes from the document's own shape (100,000 nested ``<div>``s, 3,000
+    nested ``multipart/mixed`` parts): the same bytes fail the same way on every delivery, so it
+    is ``LimitExceeded('too_deep')`` at once instead of five attempts and their backoff."""
+    if isinstance(error, RecursionError):
+        import sys
+
+        return LimitExceeded(
+            f"the document nests deeper than the reader can follow ({error}): Python's "
+            f"recursion limit of {sys.getrecursionlimit()} frames in the worker. The limit is "
+            "not a setting (a deeper stack can crash the worker); save the document with less "
+            "nesting (as PDF, say) to read it", error_type=TOO_DEEP)
+    return error
 
 
 def error_type_of(error: BaseException) -> str:

@@ -24,7 +24,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from extract.context import Delivery, HandlerContext
-from extract.errors import StageTimeLimit, TerminalError, UnitBusy, error_type_of
+from extract.errors import (
+    StageTimeLimit,
+    TerminalError,
+    UnitBusy,
+    error_type_of,
+    final_at_once,
+)
 from extract.fields.claim import ClaimHeld, settle_failed_unclaimed
 from extract.handlers.convert import handle_convert
 from extract.handlers.fields import handle_fields
@@ -79,7 +85,7 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
             await _dispatch(ctx, message, delivery)
         return Outcome.ACK
     except Exception as caught:  # sorted here; only a failure to record it escapes
-        error: Exception = caught
+        error: Exception = final_at_once(caught)
         if isinstance(caught, TimeoutError) and limit.expired():
             error = StageTimeLimit(f"{message.type} ran past its stage's time limit of "
                                    f"{limit_s:g} s; handed back for another try")
