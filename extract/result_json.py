@@ -40,6 +40,7 @@ def result_document(job: Mapping[str, Any]) -> dict:
     return {
         "document_id": job["document_id"],
         "job_id": job["job_id"],
+        "source_path": job.get("source_path") or job.get("source_name"),
         "status": str(job["status"]),
         "failure_reason": job.get("failure_reason"),
         "extracted_fields": {},

@@ -71,7 +71,9 @@ async def publish_results(ctx: HandlerContext, rows: Sequence[FieldClaim]) -> in
             latest[result.document_id] = document.latest_job_id if document else None
         if latest[result.document_id] in (result.job_id, None):
             key = result_key(result.document_id)  # two strategies of one job: the later wins
-            objects[key] = (key, result.published_bytes(),
+            job = ctx.store.get_job(result.job_id)
+            source_path = (job.source_path or job.source_name) if job is not None else None
+            objects[key] = (key, result.published_bytes(source_path),
                             {"job_id": result.job_id, "strategy": result.strategy})
     if objects:  # one batch, off the event loop: the folder store fsyncs each file and folder
         await asyncio.to_thread(ctx.objects.put_many, list(objects.values()))

@@ -64,9 +64,10 @@ class FieldResult(BaseModel):
     applies: bool | None = None
     applicability_score: float | None = None
 
-    def published(self) -> dict[str, Any]:
+    def published(self, source_path: str | None = None) -> dict[str, Any]:
         """The JSON at ``results/{document_id}.json``: the write-up's keys first, then ours
-        (job, strategy, schema; the reason when failed). Milliseconds are whole numbers."""
+        (job, the file's path as ingested, strategy, schema; the reason when failed).
+        Milliseconds are whole numbers."""
         document: dict[str, Any] = {
             "document_id": self.document_id,
             "status": self.status,
@@ -75,6 +76,7 @@ class FieldResult(BaseModel):
             "token_usage": {"input": self.input_tokens, "output": self.output_tokens},
             "processing_ms": self.processing_ms,
             "job_id": self.job_id,
+            "source_path": source_path,
             "strategy": self.strategy,
             "schema": self.schema_name,
             "values": [row.model_dump()
@@ -87,10 +89,11 @@ class FieldResult(BaseModel):
             document["error"] = {"reason": self.failure_reason, "message": self.failure_message}
         return document
 
-    def published_bytes(self) -> bytes:
+    def published_bytes(self, source_path: str | None = None) -> bytes:
         """Deterministic bytes (same result, same file): a repeated publication rewrites nothing
         a reader could tell apart."""
-        return (json.dumps(self.published(), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        return (json.dumps(self.published(source_path), ensure_ascii=False, indent=2)
+                + "\n").encode("utf-8")
 
 
 def succeeded_result(*, document_id: str, job_id: str, strategy: str, schema_name: str,

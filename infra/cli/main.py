@@ -38,6 +38,7 @@ from infra.cli.render.output import (
     terminal_safe,
 )
 from infra.cli.serve import serve as serve_command
+from infra.cli.show import show as show_command
 
 if TYPE_CHECKING:
     from infra.local.runtime import LocalRuntime
@@ -51,6 +52,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(aws_app, name="aws")
 app.add_typer(fields_app, name="fields")
 app.command("serve")(serve_command)
+app.command("show")(show_command)
 app.command("dashboard")(dashboard_command)
 app.add_typer(evals_app, name="evals")
 
@@ -393,9 +395,14 @@ def search(
     if not hits and output_format == "table":
         stderr_console().print("no match")
         return
-    print_records(("document", "page", "snippet", "document_id", "job_id"),
-                  ((h.source_name, h.page_number, " ".join(h.snippet.split()), h.document_id, h.job_id)
-                   for h in hits), output_format)
+    # A person reads the file, the page and the words around the match; the ids, for a
+    # program's next step (doclake show ID, a join in SQL), come in csv and json only.
+    rows = [(h.source_name, h.page_number, " ".join(h.snippet.split()), h.document_id, h.job_id)
+            for h in hits]
+    if output_format == "table":
+        print_records(("document", "page", "snippet"), (row[:3] for row in rows), output_format)
+    else:
+        print_records(("document", "page", "snippet", "document_id", "job_id"), rows, output_format)
 
 
 # --- SQL ----------------------------------------------------------------------------------------

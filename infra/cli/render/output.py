@@ -5,9 +5,12 @@
 - A table never shortens a value: a column too narrow folds its text onto more lines, because ids
   cut to ``01a22b…`` all look alike; a table too wide for the terminal even so (each column
   needs at least its longest word) is printed one record per block, like ``psql``'s ``\\x``.
-- Every value is rendered to a string by one function (``_text``, over ``plain``), the same in
-  every format: intervals as ISO 8601 durations (``PT1.222473S``), decimals as numbers, BLOBs as
-  base64, timestamps in ISO 8601; never a Python repr.
+- Every value is rendered to a string by one function (``_text``, over ``plain``): intervals as
+  ISO 8601 durations (``PT2M30.313917S``) in CSV and JSON, decimals as numbers, BLOBs as base64,
+  timestamps in ISO 8601; never a Python repr. A float carries no binary noise
+  (``0.30000000000000004`` is ``0.3``: twelve significant digits, ``clean_float``).
+- A table is for reading (``table_cell``): numbers are right-aligned, an interval reads
+  ``2 min 30.3 s``, and a column of milliseconds (``..._ms``) shows whole ones.
 - JSON is one array of row objects (or one object, for commands that report one thing).
 - Whole numbers print as integers (``3``, never ``3.0``) in every format.
 """
@@ -67,11 +70,48 @@ def _is_month_day_nano(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(value, "months") and hasattr(value, "nanoseconds")
 
 
+def clean_float(value: float) -> float:
+    """A float without the noise of binary arithmetic: twelve significant digits
+    (``46434.18759899998`` is ``46434.187599``, ``0.1 + 0.2`` is ``0.3``); a double holds
+    fifteen or more, so no figure a person or a program uses is changed."""
+    return float(f"{value:.12g}") if math.isfinite(value) else value
+
+
+def human_duration(months: int = 0, days: int = 0, nanoseconds: int = 0) -> str:
+    """An interval as a person reads it: ``2 min 30.3 s``, ``1 d 1 h 30 min``, ``313 ms``;
+    seconds to a tenth, under a second in whole milliseconds."""
+    if months <= 0 and days <= 0 and nanoseconds <= 0 and (months or days or nanoseconds):
+        return "-" + human_duration(-months, -days, -nanoseconds)
+    years, months = divmod(months, 12)
+    hours, rest = divmod(nanoseconds, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    parts = [f"{n} {unit}" for n, unit in ((years, "y"), (months, "mo"), (days, "d"),
+                                             (hours, "h"), (minutes, "min")) if n]
+    if rest and not parts and rest < 1_000_000_000:
+        return f"{round(rest / 1_000_000)} ms"
+    if rest:
+        seconds = f"{rest / 1_000_000_000:.1f}".removesuffix(".0")
+        if seconds != "0":
+            parts.append(f"{seconds} s")
+    return " ".join(parts) or "0 s"
+
+
+def _interval_parts(value: Any) -> tuple[int, int, int] | None:
+    """(months, days, nanoseconds) of an interval value, None for anything else."""
+    if isinstance(value, timedelta):
+        return 0, value.days, (value.seconds * 1_000_000 + value.microseconds) * 1000
+    if _is_month_day_nano(value):
+        return value.months, value.days, value.nanoseconds
+    return None
+
+
 def plain(value: Any) -> Any:
-    """A JSON-friendly value; integral floats and decimals become ints, intervals ISO 8601
-    durations, bytes base64 text."""
+    """A JSON-friendly value; integral floats and decimals become ints, other floats lose their
+    binary noise (``clean_float``), intervals become ISO 8601 durations, bytes base64 text."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
+    if isinstance(value, float):
+        return clean_float(value)
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, datetime | date | time):
@@ -127,9 +167,25 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+
+
+def table_cell(value: Any, column: str) -> str:
+    """A value as a table shows it: an interval as ``2 min 30.3 s``, a duration in
+    milliseconds (a column named ``..._ms``) in whole ones, the rest as ``_text``."""
+    parts = _interval_parts(value)
+    if parts is not None:
+        return human_duration(*parts)
+    if column.endswith("_ms") and _is_number(value) and math.isfinite(value):
+        return str(round(value))
+    return _text(value)
+
+
 def print_records(columns: Sequence[str], rows: Iterable[Sequence[Any]], output_format: str,
                   *, title: str | None = None) -> None:
-    """Rows (sequences in ``columns`` order) in the chosen format, on stdout."""
+    """Rows (sequences in ``columns`` order) in the chosen format, on stdout; in a table, a
+    column of numbers is right-aligned."""
     rows = list(rows)
     if output_format == "json":
         json.dump([{c: plain(v) for c, v in zip(columns, row, strict=True)} for row in rows],
@@ -141,14 +197,19 @@ def print_records(columns: Sequence[str], rows: Iterable[Sequence[Any]], output_
         for row in rows:
             writer.writerow([_text(v) for v in row])
     else:
-        print_table(columns, ([_text(v) for v in row] for row in rows), title=title)
+        numeric = [any(_is_number(row[i]) for row in rows)
+                   and all(row[i] is None or _is_number(row[i]) for row in rows)
+                   for i in range(len(columns))]
+        print_table(columns, ([table_cell(v, c) for v, c in zip(row, columns, strict=True)]
+                              for row in rows), title=title, numeric=numeric)
     sys.stdout.flush()
 
 
 def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], *,
-                title: str | None = None) -> None:
+                title: str | None = None, numeric: Sequence[bool] | None = None) -> None:
     """A box table on stdout whose cells fold instead of being cut with an ellipsis; one block
-    per record when the terminal is too narrow for every column (``fits``)."""
+    per record when the terminal is too narrow for every column (``fits``). ``numeric``: the
+    columns to right-align."""
     from rich.console import Console
 
     rows = [list(row) for row in rows]
@@ -158,7 +219,7 @@ def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], *,
     rows = [[terminal_safe(cell) for cell in row] for row in rows]
     console = Console(highlight=False)
     if fits(columns, rows, console.width):
-        console.print(_box_table(columns, rows, title))
+        console.print(_box_table(columns, rows, title, numeric))
     else:
         print_record_blocks(console, columns, rows, title=title)
 
@@ -195,14 +256,16 @@ def print_record_blocks(console, columns: Sequence[str], rows: Sequence[Sequence
         console.print("(no rows)")
 
 
-def _box_table(columns: Sequence[str], rows: list[list[str]], title: str | None):
+def _box_table(columns: Sequence[str], rows: list[list[str]], title: str | None,
+               numeric: Sequence[bool] | None = None):
     from rich.table import Table
 
     view = Table(title=title)
     for index, name in enumerate(columns):
         # Ids keep their full width where the screen allows; other columns fold first.
         widest = max((len(row[index]) for row in rows), default=0) if _is_id(name) else None
-        view.add_column(name, overflow="fold", min_width=min(widest, 40) if widest else None)
+        view.add_column(name, overflow="fold", min_width=min(widest, 40) if widest else None,
+                        justify="right" if numeric and numeric[index] else "left")
     for row in rows:
         view.add_row(*row)
     return view
