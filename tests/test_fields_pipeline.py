@@ -103,7 +103,8 @@ async def test_a_finished_job_gets_one_result_and_a_redelivery_does_no_work(tmp_
         "extracted_fields": {"effective_date": None, "jurisdiction": "Acme", "party": ["Acme", "Beta"],
                              "term": None},
         "model_version": "fake-1", "token_usage": {"input": 120, "output": 30},
-        "processing_ms": published["processing_ms"], "job_id": doc.job_id, "strategy": "fake",
+        "processing_ms": published["processing_ms"], "job_id": doc.job_id,
+        "source_path": "nda.pdf", "strategy": "fake",
         "schema": "nda", "values": published["values"],
         "applicability": {"kind": "nda", "applies": True, "score": 1.0}}
     assert [(v["field"], v["value"], v["page_number"], v["char_offset"], v["confidence"])
