@@ -33,7 +33,6 @@ import resource
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from extract.errors import (
 )
 from extract.formats.limits import memory_limit
 from extract.formats.sandbox import find_bwrap, sandbox
+from extract.formats.scratch import scratch_folder, sweep_orphans
 from extract.formats.sniff import Format
 
 CONVERTER = "soffice"
@@ -137,21 +137,29 @@ def _write_settings(profile: Path) -> None:
 
 
 _template: Path | None = None
+_swept = False
 
 
 async def _profile_template(soffice: str, timeout_s: float) -> Path | None:
     """A profile initialised once per process; None if LibreOffice cannot even start. Two
-    conversions starting together may both make one: the last one made is kept, no harm."""
-    global _template
+    conversions starting together may both make one: the first one made is kept, the other
+    removed at once."""
+    global _template, _swept
     if _template is not None and _template.is_dir():
         return _template
-    folder = Path(tempfile.mkdtemp(prefix="doclake-lo-template-"))
+    if not _swept:  # this process's first conversion: folders of killed processes go first
+        _swept = True
+        await asyncio.to_thread(sweep_orphans)
+    folder = scratch_folder("lo-template")
     _write_settings(folder)
     code, _ = await _run([*_isolation(folder), soffice, *_flags(folder),
                           "--terminate_after_init"], timeout_s, None, folder)
     if code != 0:
         shutil.rmtree(folder, ignore_errors=True)
         return None
+    if _template is not None and _template.is_dir():  # another conversion made one meanwhile
+        shutil.rmtree(folder, ignore_errors=True)
+        return _template
     if _template is None:
         atexit.register(_remove_template)
     _template = folder
@@ -228,7 +236,7 @@ async def convert_to_pdf(source: Path, fmt: Format, limits: ConvertLimits
         raise ConverterUnavailable(
             "LibreOffice is not installed (no soffice on PATH): install libreoffice-writer-nogui "
             "and libreoffice-impress-nogui, or set DOCLAKE_SOFFICE")
-    work = Path(tempfile.mkdtemp(prefix="doclake-convert-"))
+    work = scratch_folder("convert")
     try:
         started = time.perf_counter()
         template = await _profile_template(soffice, limits.timeout_s)

@@ -24,6 +24,7 @@ from typing import Any
 
 from extract.errors import CorruptDocument, EncryptedDocument, LimitExceeded
 from extract.formats.limits import memory_limit
+from extract.formats.scratch import scratch_prefix
 from extract.formats.sniff import Format
 
 READER = "calamine"
@@ -314,7 +315,7 @@ def plan_workbook(path: Path, fmt: Format, limits: SheetLimits,
     """Open the workbook once: list its sheets, and read sheet 1, or every sheet when
     ``read_all`` (an old .xls, parsed whole anyway) or when there is only one."""
     with memory_limit(limits.max_memory_bytes, "reading the workbook"), \
-            tempfile.TemporaryDirectory(prefix="doclake-sheet-") as folder:
+            tempfile.TemporaryDirectory(prefix=scratch_prefix("sheet")) as folder:
         workbook = _open(path, fmt, folder)
         sheets = _sheets(workbook)
         wanted = sheets if (read_all or len(sheets) == 1) else sheets[:1]
@@ -325,7 +326,7 @@ def plan_workbook(path: Path, fmt: Format, limits: SheetLimits,
 def read_sheet(path: Path, fmt: Format, position: int, limits: SheetLimits) -> SheetText:
     """One sheet's text, by position (1-based)."""
     with memory_limit(limits.max_memory_bytes, "reading the sheet"), \
-            tempfile.TemporaryDirectory(prefix="doclake-sheet-") as folder:
+            tempfile.TemporaryDirectory(prefix=scratch_prefix("sheet")) as folder:
         workbook = _open(path, fmt, folder)
         sheets = _sheets(workbook)
         if not 1 <= position <= len(sheets):

@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path, PurePath
 
@@ -39,6 +38,7 @@ from extract.errors import (
 from extract.formats.document_text import read_text_document
 from extract.formats.office import decrypt_office
 from extract.formats.pdf import count_pages
+from extract.formats.scratch import scratch_folder
 from extract.formats.sniff import (
     OFFICE_FORMATS,
     SHEET_FORMATS,
@@ -223,7 +223,7 @@ async def _decrypt(ctx: HandlerContext, job: Job, path: Path, sniffed: Sniffed) 
                                 "(--password, or one for this file in --passwords)")
     if sniffed.format in (Format.ODT, Format.ODS, Format.ODP):
         raise EncryptedDocument(f"{what}: decrypting OpenDocument files is not supported")
-    folder = tempfile.mkdtemp(prefix="doclake-decrypt-")
+    folder = str(scratch_folder("decrypt"))
     target = Path(folder) / "decrypted"
     try:
         await ctx.cpu.run(decrypt_office, path, target, password,

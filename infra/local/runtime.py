@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from extract import run_choices
 from extract.context import SLOT_RELEASE, HandlerContext, default_worker_name
+from extract.formats.scratch import sweep_orphans
 from extract.handlers.split import pages_read_at_split
 from extract.handling import Outcome, handle_dead_letter, handle_message, settle_together
 from extract.messages import (
@@ -208,8 +209,11 @@ class LocalRuntime:
         # them itself before it takes uploads, and passes False here.
         erased = self.store.erase_passwords() if erase_passwords else 0
         removed = self._remove_stale_decrypted()
+        # Scratch folders of killed processes (a document's copy in a conversion's folder).
+        swept = len(sweep_orphans())
         return {"released": released, "resent_splits": resent_splits,
-                "erased_passwords": erased, "removed_decrypted": removed}
+                "erased_passwords": erased, "removed_decrypted": removed,
+                "removed_scratch": swept}
 
     def _remove_stale_decrypted(self) -> int:
         """Decrypted copies whose job ended while no poller was there to remove them (a crash

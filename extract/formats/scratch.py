@@ -1,0 +1,72 @@
+"""Scratch folders that belong to the process that made them, and a sweep of the orphans.
+
+A conversion copies the document into ``$TMPDIR/doclake-convert-*/in/``, a decryption writes a
+decrypted copy, a workbook may be unpacked: each is removed when its step ends, and the
+LibreOffice template profile when its process exits. A process killed with ``kill -9`` runs no
+``finally`` and no ``atexit``, and its folders (a copy of a document among them) would stay.
+So every such folder carries its owner's process id in its name
+(``doclake-<kind>-<pid>-<random>``), and ``sweep_orphans`` removes the ones whose owner is gone:
+the local runtime sweeps when it starts (a resume after a crash), and every process sweeps once
+before its first conversion.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_OWNED = re.compile(r"^doclake-(?:convert|lo-template|decrypt|sheet)-(\d+)-")
+
+
+def scratch_folder(kind: str) -> Path:
+    """A new private folder ``$TMPDIR/doclake-<kind>-<pid>-<random>`` (mode 0700)."""
+    return Path(tempfile.mkdtemp(prefix=scratch_prefix(kind)))
+
+
+def scratch_prefix(kind: str) -> str:
+    """The name prefix of this process's folders of ``kind`` (for ``TemporaryDirectory``)."""
+    return f"doclake-{kind}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def sweep_orphans(folder: str | os.PathLike[str] | None = None) -> list[str]:
+    """Remove the scratch folders in ``folder`` (``$TMPDIR``) owned by this user whose process
+    is gone; returns their paths. A live process's folders, another user's, and anything not
+    named by ``scratch_folder`` are left alone (a reused process id only delays a removal)."""
+    root = Path(folder or tempfile.gettempdir())
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        owned = _OWNED.match(entry.name)
+        if owned is None or int(owned.group(1)) == os.getpid():
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or \
+                    entry.stat(follow_symlinks=False).st_uid != os.geteuid():
+                continue
+        except OSError:
+            continue
+        if not _alive(int(owned.group(1))):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    if removed:
+        log.info("removed %d scratch folders left by processes that are gone", len(removed))
+    return removed
