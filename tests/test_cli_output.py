@@ -61,10 +61,10 @@ def test_a_script_prints_every_result_and_the_last_statement_needs_no_semicolon(
     assert result.output.split("\n\n") == ["one\n1", "two\n2\n"]
 
 
-def test_an_error_in_a_script_stops_it_with_exit_1(home):
+def test_an_error_in_a_script_stops_it_with_exit_2(home):
     result = invoke("sql", "SELECT 1 AS one; SELECT nope FROM jobs; SELECT 3 AS three", "--home",
                     home, "--format", "csv")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "nope" in result.output and "three" not in result.output
 
 
