@@ -201,3 +201,11 @@ def test_the_schema_reference_lists_each_columns_values_under_its_own_table():
     assert "failed" not in docs[("stage_timings", "stage")].description.split("one of:")[0]
     assert all(c.description for c in docs.values()), [k for k, c in docs.items()
                                                        if not c.description]
+
+
+def test_the_analysts_page_lists_every_reader_and_stage():
+    text = (ROOT / "docs" / "analysts.md").read_text(encoding="utf-8")
+    for key in (("pages", "reader"), ("stage_timings", "stage"), ("jobs", "status"),
+                ("results", "status"), ("model_calls", "outcome")):
+        for value in column_values()[key]:
+            assert f"`{value}`" in text, (key, value)
