@@ -25,6 +25,13 @@ timeout and at most ``MAX_CONNECTIONS`` are served at once (503 beyond), a secre
 a private temporary file and hashed as it arrives, then stored with no lock held (a slot is
 claimed, not locked). Anything unexpected is a 4xx or a 500 with a JSON body, never a traceback
 on the wire; the traceback goes to the log.
+
+Strict where RFC 9112 says reject: whitespace before a header's colon, an obs-folded line and a
+line without a colon are 400 (``header_problem``); http.server's own refusals (400, 414, 431,
+501, 505) answer JSON too; the request line and headers must be in within
+``HEADERS_DEADLINE_S`` and a body within ``BODY_DEADLINE_S`` plus its length at
+``BODY_MIN_RATE`` (408, then closed: a deadline for the whole request, not a timeout per read);
+``X-Doclake-Source-Name`` is UTF-8 (raw, percent-encoded, or RFC 5987 ``UTF-8''...``).
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from extract import run_choices
 from extract.result_json import publish_result
@@ -66,7 +73,14 @@ SOCKET_TIMEOUT_S = 30.0  # a client that stops sending mid-request is dropped af
 LINGER_S = 2.0
 LINGER_BYTES = 4 * 1024 * 1024
 MIN_SECRET_BYTES = 32
+# Deadlines for a whole request, not for each read: a client sending a header line every few
+# seconds would otherwise hold its connection (and, 64 of them, the server) for ever.
+HEADERS_DEADLINE_S = 20.0  # the request line and every header
+BODY_DEADLINE_S = 30.0  # a body, plus the time its length takes at BODY_MIN_RATE
+BODY_MIN_RATE = 256 * 1024  # bytes per second
 _DIGITS = re.compile(r"[0-9]{1,19}")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_EXT_VALUE = re.compile(r"(?i:utf-8)'[^']*'(.*)")
 _LOCAL_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -92,6 +106,105 @@ def content_length(headers, *, required: bool) -> int:
     if len(set(values)) != 1 or not _DIGITS.fullmatch(values[0]):
         raise BadRequest("Content-Length must be one number of bytes (digits only)")
     return int(values[0])
+
+
+def header_problem(lines: list[bytes]) -> str | None:
+    """Why the raw header lines break RFC 9112 (section 5), or None. Refused rather than
+    repaired, as a proxy in front may have read them another way: a line folded onto the one
+    before (obs-fold), a line without a colon, whitespace (or anything but a token) before the
+    colon (``Transfer-Encoding : chunked``)."""
+    for raw in lines:
+        line = raw.rstrip(b"\r\n")
+        if not line:
+            continue
+        if line[:1] in (b" ", b"\t"):
+            return "a header line folded onto the one before (obs-fold) is not accepted"
+        name, colon, _ = line.partition(b":")
+        if not colon:
+            return "a header line without a colon"
+        if not _TOKEN.fullmatch(name.decode("latin-1")):
+            return (f"the header name {name.decode('latin-1')[:60]!r} is not a token (no "
+                    "whitespace before the colon)")
+    return None
+
+
+def source_name_header(value: str | None) -> str:
+    """The document's name from ``X-Doclake-Source-Name``: UTF-8, sent as an RFC 5987 value
+    (``UTF-8''r%C3%A9sum%C3%A9.pdf``), percent-encoded, or as raw UTF-8 bytes (which
+    ``http.server`` hands over decoded as Latin-1). Raw bytes that are not UTF-8 are Latin-1."""
+    if not value:
+        return "upload"
+    extended = _EXT_VALUE.fullmatch(value)
+    try:
+        if extended:
+            return unquote(extended.group(1), errors="strict")
+        if "%" in value:
+            return unquote(value, errors="strict")
+    except UnicodeDecodeError:
+        raise BadRequest("X-Doclake-Source-Name is not UTF-8 once percent-decoded") from None
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
+def source_name_for_header(name: str) -> str:
+    """The header value a client should send for ``name``: as it is when plain ASCII, else an
+    RFC 5987 value."""
+    if name.isascii() and "%" not in name and name.isprintable():
+        return name
+    return "UTF-8''" + quote(name, safe="")
+
+
+class _Watchdog:
+    """Closes a connection whose request is not in by its deadline: answers 408 first when
+    nothing else has been written."""
+
+    def __init__(self, connection: socket.socket, seconds: float):
+        self.connection = connection
+        self.lock = threading.Lock()
+        self.answering = False  # the handler has begun its answer: the watchdog writes nothing
+        self.fired = False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self.lock:
+            self.fired = True
+            if not self.answering:
+                body = b'{"error": "the request did not arrive in time", "status": 408}'
+                with contextlib.suppress(OSError):
+                    self.connection.sendall(
+                        b"HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def begin_answer(self) -> bool:
+        """Mark the answer begun; False when the watchdog has fired (write nothing)."""
+        with self.lock:
+            self.answering = True
+            return not self.fired
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+class _RecordingReader:
+    """A request's ``rfile`` while its headers are read: keeps each raw line for the check."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.lines: list[bytes] = []
+
+    def readline(self, limit: int = -1) -> bytes:
+        line = self.inner.readline(limit)
+        self.lines.append(line)
+        return line
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
 
 
 def check_secret(secret: bytes) -> bytes:
@@ -208,7 +321,8 @@ class ServeApp:
         return {"document_id": slot.document_id, "expires_in": self.expiry_s,
                 "max_bytes": self.max_bytes,
                 "upload": {"method": "PUT", "url": f"{self.base_url}/{slot.object_key}?{query}",
-                           "headers": {"X-Doclake-Source-Name": source_name}},
+                           "headers": {"X-Doclake-Source-Name":
+                                       source_name_for_header(source_name)}},
                 "result_url": f"{self.base_url}/{slot.result_key}"}
 
     def slot_used(self, slot: Slot) -> bool:
@@ -325,7 +439,12 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base's name
             log.info("%s %s", self.address_string(), format % args)
 
+        _watchdog: _Watchdog | None = None
+
         def _send(self, status: int, body: dict | bytes, *, close: bool = False) -> None:
+            if self._watchdog is not None and not self._watchdog.begin_answer():
+                self.close_connection = True
+                return  # the deadline passed: the watchdog has answered 408
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -344,11 +463,56 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
 
         def handle_one_request(self) -> None:
             """Every request through here: a malformed one is a 4xx, a failure of ours a 500
-            with a JSON body; neither sends a traceback."""
+            with a JSON body; neither sends a traceback. The request line and headers must be
+            in within ``HEADERS_DEADLINE_S`` (an idle kept-alive connection too)."""
+            self._watchdog = _Watchdog(self.connection, HEADERS_DEADLINE_S)
             try:
                 super().handle_one_request()
             except (TimeoutError, ConnectionError):
                 self.close_connection = True
+            finally:
+                self._watchdog.cancel()
+                if self._watchdog.fired:
+                    self.close_connection = True
+
+        def _deadline(self, seconds: float) -> None:
+            """A new deadline for the rest of this request (its body)."""
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+                if self._watchdog.fired:
+                    raise ConnectionError("the request's deadline passed")
+            self._watchdog = _Watchdog(self.connection, seconds)
+
+        def parse_request(self) -> bool:
+            """http.server's parsing, then RFC 9112's rules on the raw header lines (400)."""
+            recording = _RecordingReader(self.rfile)
+            self.rfile = recording
+            try:
+                parsed = super().parse_request()
+            finally:
+                self.rfile = recording.inner
+            if not parsed:
+                return False
+            problem = header_problem(recording.lines)
+            if problem is not None:
+                self.send_error(HTTPStatus.BAD_REQUEST, problem)
+                return False
+            self._deadline(BODY_DEADLINE_S)
+            return True
+
+        def send_error(self, code: int, message: str | None = None,
+                       explain: str | None = None) -> None:
+            """http.server's own refusals (400 for a bad request line, 414, 431, 501, 505) with
+            a JSON body like every other refusal, and the connection closed."""
+            try:
+                phrase = HTTPStatus(code).phrase
+            except ValueError:
+                phrase = "error"
+            if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):
+                # An unreadable request line leaves http.server at HTTP/0.9, which would send
+                # the body alone: the refusal is an HTTP/1.1 answer all the same.
+                self.request_version = "HTTP/1.1"
+            self._send(code, {"error": message or phrase, "status": int(code)}, close=True)
 
         def _guarded(self, method) -> None:
             try:
@@ -410,7 +574,8 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
                                    f"{size} bytes, over this slot's limit of {grant.max_bytes}")
             if size == 0:
                 return self._error(HTTPStatus.BAD_REQUEST, "the body is empty")
-            name = Path(self.headers.get("X-Doclake-Source-Name") or "upload").name[:255]
+            name = Path(source_name_header(self.headers.get("X-Doclake-Source-Name"))).name[:255]
+            self._deadline(BODY_DEADLINE_S + size / BODY_MIN_RATE)
             if not app.claim(slot):
                 return self._error(HTTPStatus.CONFLICT,
                                    "this slot has its upload already; ask for a new one")
