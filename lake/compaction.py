@@ -189,6 +189,26 @@ def compact(
 AUTO_MIN_SMALL_FILES = 2
 
 
+def compact_folders(lake_uri: str | tuple[pafs.FileSystem, str], folders: Iterable[str]) -> int:
+    """Compact each partition folder (``<root>/event_type=T/dt=D``) of ``folders``: the writer's
+    background compaction. A function of a lake's address alone (a local root is a string), so
+    it can run in another process; never raises (the events are durable regardless). Returns
+    how many partitions were compacted."""
+    compacted = 0
+    for folder in folders:
+        event_type = folder.rsplit("/", 2)[-2].removeprefix("event_type=")
+        day = folder.rsplit("/", 1)[-1].removeprefix("dt=")
+        try:
+            report = compact(lake_uri, event_types=[event_type], days=[day])
+        except Exception as error:  # noqa: BLE001 - the events are durable regardless
+            logger.warning("background compaction of %s failed: %s", folder, error)
+            continue
+        for error in report.errors:
+            logger.warning("background compaction: %s", error)
+        compacted += len(report.partitions)
+    return compacted
+
+
 def compact_after_run(lake_uri: str, *, min_small_files: int = AUTO_MIN_SMALL_FILES,
                       log: Callable[[str], None] | None = None) -> CompactionReport | None:
     """Compaction as the last step of ``doclake run`` / ``worker``: never raises.

@@ -23,10 +23,11 @@ import os
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -82,6 +83,11 @@ class ParquetEventWriter:
     def __init__(self, filesystem: pafs.FileSystem, root: str, *, compression: str = "snappy",
                  compression_level: int | None = None,
                  compact_after_files: int | None = AUTO_COMPACT_FILES):
+        """``compact_in`` (settable later): where a local lake's background compaction runs,
+        ``compact_in(fn, *args)`` returning ``fn(*args)`` (the local runtime gives a worker
+        process: reading, merging and rewriting files is per-file work, kept out of the process
+        that coordinates a run); None: on a thread of this process."""
+        self.compact_in: Callable[..., Any] | None = None
         self.filesystem = filesystem
         self.root = root.rstrip("/")
         self.compression = compression
@@ -177,20 +183,16 @@ class ParquetEventWriter:
         self._compaction = self._compactor.submit(self._compact, due)
 
     def _compact(self, folders: list[str]) -> None:
-        from lake.compaction import compact  # loaded only when a compaction runs (numpy)
+        from lake.compaction import compact_folders  # loaded only when a compaction runs (numpy)
 
-        for folder in folders:
-            event_type = folder.rsplit("/", 2)[-2].removeprefix("event_type=")
-            day = folder.rsplit("/", 1)[-1].removeprefix("dt=")
+        if self.compact_in is not None and self._local:
             try:
-                report = compact((self.filesystem, self.root), event_types=[event_type],
-                                 days=[day])
-            except Exception as error:  # noqa: BLE001 - the events are durable regardless
-                logger.warning("background compaction of %s failed: %s", folder, error)
-                continue
-            for error in report.errors:
-                logger.warning("background compaction: %s", error)
-            self.stats.compactions += len(report.partitions)
+                self.stats.compactions += self.compact_in(compact_folders, self.root, folders)
+                return
+            except Exception as error:  # noqa: BLE001 - its process died: compact here instead
+                logger.warning("background compaction in a worker failed (%s); compacting here",
+                               error)
+        self.stats.compactions += compact_folders((self.filesystem, self.root), folders)
 
     def wait_for_compaction(self) -> None:
         """Block until a background compaction, if any, has finished."""

@@ -296,9 +296,7 @@ def _process(runtime: LocalRuntime, done):
         runtime.stats.interrupted = True
         return runtime.stats
     if not stats.interrupted:  # merge this run's small event files (lake, issue 7); never raises
-        from lake.compaction import compact_after_run
-
-        compact_after_run(str(runtime.settings.lake))
+        runtime.compact_lake()
     return stats
 
 

@@ -14,11 +14,13 @@ So the pool is split by how long a call takes and how many of them can queue:
   layers, rendering for a model, sheets and workbook plans, CSV and text files, decryption,
   indexing. An Office file's path after LibreOffice (its page count, its text layer, its index,
   its fields) never enters the scans lane.
-- ``uploads`` (one process): ingest's own file work (``UPLOAD_CALLS``: hashing each file and
-  storing the new ones, a batch a call), called from ingest's thread (``call``). Started on its
+- ``uploads`` (one process, the file-work lane): ingest's own file work (``UPLOAD_CALLS``:
+  hashing each file and storing the new ones, a batch a call), called from ingest's thread
+  (``call``). Started on its
   first call. Its own lane so that a drop's first documents are not stored behind the splits
   of those before them, nor a split behind the copy of a large upload; and out of the main
-  process, whose CPU is the run's ceiling (2,032 files: 1.7 s of its 2.8 s for ingest).
+  process, whose CPU is the run's ceiling (2,032 files: 1.7 s of its 2.8 s for ingest). The
+  lake's compaction, in the background and after a run, runs there too (``file_work``).
 
 Lanes are separate processes rather than one pool with a cap on OCR's share: with a cap, OCR
 leaves a core idle whenever nothing else is queued, and a short call still waits for the OCR
@@ -90,6 +92,11 @@ class LanedCpu:
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         return await self.lane(fn).run(fn, *args, timeout_s=timeout_s)
+
+    def file_work(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in the uploads lane's process, from any thread, blocking, no time
+        limit: per-file work a run's coordinating process hands off (the lake's compaction)."""
+        return self.uploads.call(fn, *args)
 
     def call(self, fn: Callable[..., T], *args: Any, timeout_s: float | None = None) -> T:
         """``run`` from a thread of its own, blocking (``ProcessPoolRunner.call``)."""

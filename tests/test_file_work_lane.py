@@ -1,0 +1,85 @@
+"""The lake's compaction, after a run and in the background, is done by the file-work lane's
+worker process, not by the process that coordinates the run; its outcome is the same."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from lake import compaction
+from lake.events import PageRead
+from lake.layout import COMPACTED_PREFIX
+
+
+def _small_files(runtime, count: int) -> None:
+    at = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+    for number in range(count):  # one flush each: one small file each in one partition
+        runtime.writer.write([PageRead(job_id="j", unit_id="u", page_number=number + 1,
+                                       reader="text", chars=10,
+                                       occurred_at=at + timedelta(seconds=number))])
+
+
+def _page_files(settings) -> list[str]:
+    from pathlib import Path
+
+    return sorted(p.name for p in Path(settings.lake).rglob("*.parquet")
+                  if "event_type=page_read" in str(p))
+
+
+def _refuse_here(monkeypatch) -> None:
+    """Compaction raises if this process does it; the worker, forked from the fork server,
+    does not see the patch."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the coordinating process compacted")
+
+    monkeypatch.setattr(compaction, "compact", refuse)
+
+
+def test_after_a_run_the_lake_is_compacted_by_a_worker(settings, monkeypatch):
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings)
+    try:
+        _small_files(runtime, 3)
+        assert len(_page_files(settings)) == 3
+        _refuse_here(monkeypatch)
+        report = runtime.compact_lake()
+    finally:
+        runtime.close()
+    assert report is not None and report.files_before == 3 and report.files_after == 1
+    (merged,) = _page_files(settings)
+    assert merged.startswith(COMPACTED_PREFIX)
+
+
+def test_background_compaction_runs_in_a_worker(settings, monkeypatch):
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings)
+    runtime.writer.compact_after_files = 3
+    try:
+        _refuse_here(monkeypatch)
+        _small_files(runtime, 3)  # the third file starts a background compaction
+        runtime.writer.wait_for_compaction()
+    finally:
+        runtime.close()
+    assert runtime.writer.stats.compactions == 1
+    (merged,) = _page_files(settings)
+    assert merged.startswith(COMPACTED_PREFIX)
+
+
+def test_a_compaction_the_worker_cannot_do_is_done_here(settings):
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings)
+
+    def dead_lane(fn, *args):
+        raise RuntimeError("the worker process died")
+
+    runtime.cpu.file_work = dead_lane  # what both paths call
+    runtime.writer.compact_in = dead_lane
+    try:
+        _small_files(runtime, 2)
+        report = runtime.compact_lake()
+    finally:
+        runtime.close()
+    assert report is not None and report.files_after == 1
+    assert len(_page_files(settings)) == 1
