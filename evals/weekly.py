@@ -263,13 +263,17 @@ BY_TEXT = {"label": "by label date (the week each labeller answered; `--week-by 
 def weekly_markdown(report: WeeklyReport) -> str:
     run, week = report.run, report.week
     last = week.until.date().toordinal() - 1
+    kinds = Counter({s.label.label_id: s.label.provenance or "unrecorded"
+                     for s in run.scored}.values())
+    made = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())) or "none"
     quoted = (f"eval run {run.eval_run_id} (in eval_runs)" if report.recorded else
               "not recorded in eval_runs (a read-only run)")
     lines = [f"# Field accuracy, week {week.label} ({week.start} to "
              f"{datetime.fromordinal(last).date()}), {report.week_by} date", "",
              f"Weeks counted {BY_TEXT[report.week_by]}. {run.labels} labelled documents in the "
              f"week, {len(run.stale)} stale labels (of a version that is no longer the "
-             f"document's latest: not scored); {quoted}. Micro F1 over key=value tokens by "
+             f"document's latest: not scored); labels by provenance: {made} (pre-filled "
+             f"labels lean towards the model's answer); {quoted}. Micro F1 over key=value tokens by "
              f"group (model version and strategy); intervals: {INTERVAL}. Weighted F1: each "
              "stratum (format and size bucket) weighted by its share of the week's traffic "
              "(documents ingested that week); covered: the share of that traffic in strata with "

@@ -103,7 +103,7 @@ def test_a_quality_teams_four_weeks(tmp_path: Path):
     assert sorted(p.name for p in out.parent.iterdir()) == [
         f"weekly-{w}.{x}" for w in WEEKS[2:] for x in ("html", "md")]
     markdown = (out.parent / f"weekly-{WEEKS[3]}.md").read_text()
-    assert "label date" in markdown
+    assert "label date" in markdown and "labels by provenance: blind 8 " in markdown
     trend = [line for line in markdown.splitlines() if line.startswith("| 2026-W")]
     assert [line.split(" | ")[0] for line in trend] == [f"| {w}" for w in WEEKS]
     # the breakdown points at the new client's folder
