@@ -6,7 +6,7 @@ against each implementation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,10 +45,13 @@ class ObjectStore(Protocol):
         over the size limit is stored only far enough to be failed ``file_too_large``)."""
         ...
 
-    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
-                  ) -> None:
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None,
+                  digests: Mapping[str, str] | None = None) -> None:
         """Several ``put_file``s at once (a batch of uploads), all stored on return; each
-        object is atomic, the batch is not."""
+        object is atomic, the batch is not. Each file is opened with
+        ``lake.files.open_regular`` (no link anywhere on its path). ``digests`` (key -> sha256
+        of what is copied): a file whose copied bytes hash otherwise is not stored, and
+        ``OSError(ESTALE)`` is raised: it changed since it was hashed."""
         ...
 
     def get(self, key: str) -> bytes:

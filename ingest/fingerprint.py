@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,18 +70,21 @@ def fingerprint_files(paths: Sequence[Path], max_bytes: int | None
     return [fingerprint_or_error(path, max_bytes) for path in paths]
 
 
-CHANGED_WHILE_READ = (errno.ELOOP, errno.EINVAL, errno.ENOENT, errno.ENOTDIR)
+CHANGED_WHILE_READ = (errno.ELOOP, errno.EINVAL, errno.ENOENT, errno.ENOTDIR, errno.ESTALE)
 
 
 def store_uploads(objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
-                  max_bytes: int | None) -> list[str]:
-    """Store new uploads (key, file) together (``ObjectStore.put_files``), durable on return.
+                  max_bytes: int | None, digests: Mapping[str, str] | None = None) -> list[str]:
+    """Store new uploads (key, file) together (``ObjectStore.put_files``), durable on return;
+    with ``digests`` (key -> the sha256 the planner decided on), the bytes stored are checked to
+    be the bytes hashed, as they are copied.
 
     Returns the keys of the files that could not be stored because they changed since they were
-    hashed (a folder on the way swapped for a link, the file for a FIFO, the file gone): the
-    batch is then stored one file at a time, the others kept. Any other error raises."""
+    hashed (a folder on the way swapped for a link, the file for a FIFO, the file gone or
+    rewritten): the batch is then stored one file at a time, the others kept. Any other error
+    raises."""
     try:
-        objects.put_files(uploads, max_bytes=max_bytes)
+        objects.put_files(uploads, max_bytes=max_bytes, digests=digests)
         return []
     except OSError as error:
         if error.errno not in CHANGED_WHILE_READ:
@@ -89,7 +92,7 @@ def store_uploads(objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
     changed = []
     for key, path in uploads:
         try:
-            objects.put_files([(key, path)], max_bytes=max_bytes)
+            objects.put_files([(key, path)], max_bytes=max_bytes, digests=digests)
         except OSError as error:
             if error.errno not in CHANGED_WHILE_READ:
                 raise
@@ -106,7 +109,7 @@ class UploadWork(Protocol):
         ...
 
     def store(self, objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
-              max_bytes: int | None) -> list[str]:
+              max_bytes: int | None, digests: Mapping[str, str] | None = None) -> list[str]:
         """The keys not stored because their file changed since it was hashed."""
         ...
 
@@ -129,8 +132,8 @@ class ThreadedUploads:
         return list(self._threads.map(lambda path: fingerprint_or_error(path, max_bytes), paths))
 
     def store(self, objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
-              max_bytes: int | None) -> list[str]:
-        return store_uploads(objects, uploads, max_bytes)
+              max_bytes: int | None, digests: Mapping[str, str] | None = None) -> list[str]:
+        return store_uploads(objects, uploads, max_bytes, digests)
 
     def close(self) -> None:
         if self._threads is not None:

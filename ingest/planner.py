@@ -214,7 +214,8 @@ class Planner:
             results.append(result)
         if uploads:
             changed = set(self.uploads.store(
-                self.objects, [(key, absolute[path]) for key, path in uploads], self.max_bytes))
+                self.objects, [(key, absolute[path]) for key, path in uploads], self.max_bytes,
+                {key: fingerprints[path].sha256 for key, path in uploads}))
             if changed:  # changed between its hash and its copy: not planned, said why
                 for key, path in uploads:
                     if key in changed:

@@ -140,6 +140,22 @@ def test_object_store_put_files_stores_each_file_whole_or_to_the_limit(object_st
     assert object_store.get("uploads/big/j") == b"%PDF-1.7 xxx"  # the limit and one byte
 
 
+def test_object_store_put_files_stores_only_the_bytes_that_were_hashed(object_store, tmp_path):
+    import errno
+    import hashlib
+
+    source = tmp_path / "upload.pdf"
+    source.write_bytes(b"%PDF-1.7 as hashed")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    object_store.put_files([("uploads/d/j", source)], digests={"uploads/d/j": digest})
+    assert object_store.get("uploads/d/j") == b"%PDF-1.7 as hashed"
+    source.write_bytes(b"%PDF-1.7 rewritten since")  # after its hash, before its copy
+    with pytest.raises(OSError) as changed:
+        object_store.put_files([("uploads/e/j", source)], digests={"uploads/e/j": digest})
+    assert changed.value.errno == errno.ESTALE
+    assert object_store.list("uploads/") == ["uploads/d/j"]
+
+
 def test_folder_store_put_files_fsyncs_a_shared_parent_once(tmp_path, monkeypatch):
     """A batch of uploads, a new folder each under ``uploads/``: every rename and every new
     folder durable, for one fsync of ``uploads/`` (a file at a time fsynced it once a file)."""

@@ -114,3 +114,34 @@ def test_a_run_over_a_swapping_room_ingests_nothing_from_outside(swapping_room, 
         planner.ingest_many([p for p, _ in files], source_paths=dict(files))
     planner.close()
     assert MARKER not in all_bytes_under(settings.home)
+
+
+def test_a_file_rewritten_between_its_hash_and_its_copy_is_not_stored(tmp_path, settings):
+    """The bytes stored are the bytes hashed: the copy hashes as it goes and must match."""
+    from infra.local.runtime import LocalRuntime
+    from ingest.fingerprint import ThreadedUploads
+    from ingest.planner import SKIP_CHANGED, Planner
+
+    class RewriteBeforeCopy(ThreadedUploads):
+        def store(self, objects, uploads, max_bytes, digests=None):
+            for _, path in uploads:
+                if path.name == "a.txt":
+                    path.write_bytes(MARKER + b" rewritten in place")
+            return super().store(objects, uploads, max_bytes, digests)
+
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "a.txt").write_text("the bytes that were hashed\n")
+    (room / "b.txt").write_text("a file left alone\n")
+    runtime = LocalRuntime(settings)
+    try:
+        planner = Planner(runtime.store, runtime.objects, runtime.queue, runtime.writer.write,
+                          uploads=RewriteBeforeCopy())
+        files = walk_sources([room]).files
+        results = planner.ingest_many([p for p, _ in files], source_paths=dict(files))
+        assert [r.source_name for r in results] == ["b.txt"]
+        assert [(p.name, reason) for p, reason in planner.skipped] == [("a.txt", SKIP_CHANGED)]
+        assert [job.source_name for job in runtime.store.list_jobs()] == ["b.txt"]
+    finally:
+        runtime.close()
+    assert MARKER not in all_bytes_under(settings.home)

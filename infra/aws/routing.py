@@ -4,7 +4,7 @@ the results bucket. The handlers see one store with one key layout, as locally."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
@@ -41,11 +41,11 @@ class RoutedObjectStore:
     def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
         self._for(key).put_file(key, path, max_bytes=max_bytes)
 
-    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
-                  ) -> None:
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None,
+                  digests: Mapping[str, str] | None = None) -> None:
         uploads, results = _by_bucket(files)
-        self.uploads.put_files(uploads, max_bytes=max_bytes)
-        self.results.put_files(results, max_bytes=max_bytes)
+        self.uploads.put_files(uploads, max_bytes=max_bytes, digests=digests)
+        self.results.put_files(results, max_bytes=max_bytes, digests=digests)
 
     def get(self, key: str) -> bytes:
         return self._for(key).get(key)

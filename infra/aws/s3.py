@@ -8,12 +8,14 @@ bucket) is read at that version only, so bytes put at the key later are never re
 
 from __future__ import annotations
 
+import errno
 import functools
+import hashlib
 import io
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +27,31 @@ from lake.layout import unpinned
 
 PUT_THREADS = 8  # a unit's five pages go up together; S3 latency, not bandwidth, is the cost
 DELETE_BATCH = 1000  # DeleteObjects' limit
+
+
+class _Hashing(io.RawIOBase):
+    """A raw stream over a binary file (its first ``limit`` bytes, if given) that hashes what
+    is read through it: the bytes uploaded are the bytes hashed."""
+
+    def __init__(self, handle, limit: int | None):
+        self._handle = handle
+        self._left = limit
+        self.sha256 = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        view = memoryview(buffer)
+        if self._left is not None:
+            if self._left <= 0:
+                return 0
+            view = view[:self._left]
+        count = self._handle.readinto(view) or 0
+        self.sha256.update(view[:count])
+        if self._left is not None:
+            self._left -= count
+        return count
 
 
 class _Bounded(io.RawIOBase):
@@ -89,19 +116,25 @@ class S3ObjectStore:
         _a_few_at_a_time([functools.partial(self.put, key, data, metadata=metadata)
                           for key, data, metadata in objects])
 
-    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
-                  ) -> None:
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None,
+                  digests: Mapping[str, str] | None = None) -> None:
         """Upload several files of a data room, a few at a time (each its own request). Each is
         read through ``lake.files.open_regular``: no link anywhere on its path is followed (ingest
         gives such paths), so a folder swapped for a link since the walk uploads nothing."""
-        _a_few_at_a_time([functools.partial(self._put_source, key, path, max_bytes)
+        _a_few_at_a_time([functools.partial(self._put_source, key, path, max_bytes,
+                                            (digests or {}).get(key))
                           for key, path in files])
 
-    def _put_source(self, key: str, path: Path, max_bytes: int | None) -> None:
-        with os.fdopen(open_regular(path), "rb") as handle, mapped(f"s3 upload {key}"):
-            stream = handle if max_bytes is None else io.BufferedReader(
-                _Bounded(handle, max_bytes + 1))
-            self.client.upload_fileobj(stream, self.bucket, self._writable(key))
+    def _put_source(self, key: str, path: Path, max_bytes: int | None,
+                    digest: str | None) -> None:
+        with os.fdopen(open_regular(path), "rb") as handle:
+            hashed = _Hashing(handle, None if max_bytes is None else max_bytes + 1)
+            with mapped(f"s3 upload {key}"):
+                self.client.upload_fileobj(io.BufferedReader(hashed), self.bucket,
+                                           self._writable(key))
+        if digest is not None and hashed.sha256.hexdigest() != digest:
+            self.delete_prefix(key)
+            raise OSError(errno.ESTALE, "the file changed since it was hashed", str(path))
 
     def put_file(self, key: str, path: Path, *, max_bytes: int | None = None) -> None:
         """Upload a local file; with ``max_bytes``, no more than ``max_bytes + 1`` of it (what

@@ -9,11 +9,13 @@ rule for both.
 from __future__ import annotations
 
 import ctypes
+import errno
 import functools
+import hashlib
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from lake.files import fsync_directory, open_regular
@@ -264,18 +266,24 @@ def copy_file(source: Path, path: Path, *, max_bytes: int | None = None) -> None
     copy_many([(source, path)], max_bytes=max_bytes)
 
 
-def copy_many(copies: Sequence[tuple[Path, Path]], *, max_bytes: int | None = None) -> None:
+def copy_many(copies: Sequence[tuple[Path, Path]], *, max_bytes: int | None = None,
+              digests: Mapping[Path, str] | None = None) -> None:
     """``copy_file`` for several files, durable together (``_published``: one fsync per folder,
     or two ``syncfs`` for a large batch): the folders are made, each file is copied under a
     temporary name, made durable, then all are renamed. A copy that fails (a source gone, or
-    swapped for a link) leaves none of the batch stored, and raises its error."""
-    _published(copies, lambda item, fd: _copy_into(item[0], fd, max_bytes),
+    swapped for a link) leaves none of the batch stored, and raises its error. ``digests``
+    (target -> sha256): a copy whose bytes hash otherwise fails with ``OSError(ESTALE)``."""
+    digests = digests or {}
+    _published(copies, lambda item, fd: _copy_into(item[0], fd, max_bytes, digests.get(item[1])),
                lambda item: item[1])
 
 
-def _copy_into(source: Path, target_fd: int, max_bytes: int | None) -> None:
-    """Copy ``source`` (a regular file, no link followed) into ``target_fd`` (not fsynced)."""
+def _copy_into(source: Path, target_fd: int, max_bytes: int | None,
+               digest: str | None = None) -> None:
+    """Copy ``source`` (a regular file, no link anywhere on its path) into ``target_fd`` (not
+    fsynced); with ``digest``, the bytes copied must have that sha256."""
     source_fd = open_regular(source)
+    hashed = hashlib.sha256() if digest is not None else None
     try:
         remaining = None if max_bytes is None else max_bytes + 1
         while remaining is None or remaining > 0:
@@ -284,7 +292,11 @@ def _copy_into(source: Path, target_fd: int, max_bytes: int | None) -> None:
             if not chunk:
                 break
             _write_all(target_fd, chunk)
+            if hashed is not None:
+                hashed.update(chunk)
             if remaining is not None:
                 remaining -= len(chunk)
     finally:
         os.close(source_fd)
+    if hashed is not None and hashed.hexdigest() != digest:
+        raise OSError(errno.ESTALE, "the file changed since it was hashed", str(source))

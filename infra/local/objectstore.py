@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -84,11 +84,13 @@ class FolderObjectStore:
         """Copy a local file in; with ``max_bytes``, no more than ``max_bytes + 1`` of it."""
         durable.copy_file(path, self._path(key), max_bytes=max_bytes)
 
-    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
-                  ) -> None:
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None,
+                  digests: Mapping[str, str] | None = None) -> None:
         """Copy local files in with one fsync per folder (``durable.copy_many``): a batch of
         uploads, a folder each under ``uploads/``, fsyncs that folder once, not once a file."""
-        durable.copy_many([(path, self._path(key)) for key, path in files], max_bytes=max_bytes)
+        durable.copy_many([(path, self._path(key)) for key, path in files], max_bytes=max_bytes,
+                          digests=None if digests is None else
+                          {self._path(key): digests[key] for key, _ in files if key in digests})
 
     def get(self, key: str) -> bytes:
         try:

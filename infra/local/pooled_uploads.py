@@ -19,7 +19,7 @@ for ingest to fail. A call that raised (a file gone) raises as it would have on 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from extract.errors import TransientError
@@ -57,18 +57,18 @@ class PooledUploads:
             return self._here.fingerprints(paths, max_bytes)
 
     def store(self, objects: ObjectStore, uploads: Sequence[tuple[str, Path]],
-              max_bytes: int | None) -> list[str]:
+              max_bytes: int | None, digests: Mapping[str, str] | None = None) -> list[str]:
         if (max_bytes is None or max_bytes >= MAX_WORKER_FILE_BYTES
                 or self._here_now(len(uploads))):
             # A worker may write no file that large (``RLIMIT_FSIZE``): a home whose size limit
             # is above it copies its uploads here, as before (and so does an early small batch).
-            return self._here.store(objects, uploads, max_bytes)
+            return self._here.store(objects, uploads, max_bytes, digests)
         try:
-            return self._cpu.call(store_uploads, objects, list(uploads), max_bytes)
+            return self._cpu.call(store_uploads, objects, list(uploads), max_bytes, digests)
         except TransientError as error:
             log.warning("storing %d uploads in a worker failed (%s); storing them here",
                         len(uploads), error)
-            return self._here.store(objects, uploads, max_bytes)
+            return self._here.store(objects, uploads, max_bytes, digests)
 
     def close(self) -> None:
         self._here.close()

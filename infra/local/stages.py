@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,10 +81,10 @@ class TimedObjects:
         with self.times.timing("store_put"):
             self.inner.put_file(key, path, max_bytes=max_bytes)
 
-    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None
-                  ) -> None:
+    def put_files(self, files: Sequence[tuple[str, Path]], *, max_bytes: int | None = None,
+                  digests: Mapping[str, str] | None = None) -> None:
         with self.times.timing("store_put"):
-            self.inner.put_files(files, max_bytes=max_bytes)
+            self.inner.put_files(files, max_bytes=max_bytes, digests=digests)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
