@@ -177,12 +177,21 @@ def test_every_documented_value_set_is_exactly_what_the_lake_holds(found):
     assert mismatches(column_values(), found) == []
 
 
-def test_a_value_removed_from_an_enum_is_caught(found):
-    documented = dict(column_values())
-    documented[("model_calls", "outcome")] = tuple(
-        v for v in documented[("model_calls", "outcome")] if v != "timeout")
-    documented[("stage_timings", "stage")] = tuple(
-        v for v in documented[("stage_timings", "stage")] if v != "convert")
+def test_a_value_removed_from_an_enum_is_caught(found, monkeypatch):
+    """Drop a word from the enums the docs are read from (the model call's outcomes, the
+    stages): the documentation loses it, the lake still holds it, the comparison says so."""
+    from enum import StrEnum
+
+    import extract.models.base
+    import lake.views
+    from infra.cli.render import column_values as module
+
+    fewer = StrEnum("Outcome", {m.name: m.value for m in extract.models.base.Outcome
+                                if m.value != "timeout"})
+    monkeypatch.setattr(extract.models.base, "Outcome", fewer)
+    monkeypatch.setattr(lake.views, "STAGE_NAMES",
+                        tuple(v for v in lake.views.STAGE_NAMES if v != "convert"))
+    documented = module.column_values.__wrapped__()
     assert mismatches(documented, found) == [
         "('model_calls', 'outcome'): the lake holds ['timeout'], not documented",
         "('stage_timings', 'stage'): the lake holds ['convert'], not documented"]

@@ -56,8 +56,8 @@ COMPUTED: dict[tuple[str, str], str] = {
                                     "event's error_type)",
     ("units", "status"): "where the unit is (pending: planned, no worker took it yet; "
                          "running: a worker has it)",
-    ("units", "kind"): "what the unit holds: pdf_pages, a run of a PDF's pages (Office files "
-                       "too, once converted); sheet, one spreadsheet sheet",
+    ("units", "kind"): "what the unit holds (pdf_pages: a run of a PDF's pages, an Office "
+                       "file's once converted; sheet: one spreadsheet sheet, CSV or text file)",
     ("model_calls", "outcome"): "how the call ended (empty: an answer with no text; blocked: "
                                 "refused by the provider's safety filter)",
     ("model_calls", "provider"): "who answered the call (simulated: --reader simulated, no "
