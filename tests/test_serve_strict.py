@@ -168,3 +168,18 @@ def test_the_slot_tells_a_client_how_to_send_a_non_ascii_name(app):
                                        [f"Content-Length: {len(body)}".encode()], body))
     sent = answer["upload"]["headers"]["X-Doclake-Source-Name"]
     assert sent.isascii() and serve_module.source_name_header(sent) == "résumé.pdf"
+
+
+def test_a_connection_that_sends_nothing_is_closed_at_the_deadline_without_an_answer(
+        settings, monkeypatch):
+    """No 408 on an idle connection: a client would take it for its next request's answer."""
+    monkeypatch.setattr(serve_module, "HEADERS_DEADLINE_S", 1.0)
+    app = ServeApp(settings, run_workers=False).start()
+    try:
+        host, port = app.httpd.server_address[:2]
+        with socket.create_connection((host, port), timeout=30) as conn:
+            started = time.monotonic()
+            assert conn.recv(1024) == b""
+            assert time.monotonic() - started < 10
+    finally:
+        app.stop()

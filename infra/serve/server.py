@@ -47,6 +47,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -157,11 +158,15 @@ def source_name_for_header(name: str) -> str:
 
 
 class _Watchdog:
-    """Closes a connection whose request is not in by its deadline: answers 408 first when
-    nothing else has been written."""
+    """Closes a connection whose request is not in by its deadline: answers 408 first when a
+    request has begun (``begun()``; an idle kept-alive connection is just closed, as a 408 there
+    could be taken for the answer to the client's next request) and nothing else has been
+    written."""
 
-    def __init__(self, connection: socket.socket, seconds: float):
+    def __init__(self, connection: socket.socket, seconds: float,
+                 begun: Callable[[], bool] = lambda: True):
         self.connection = connection
+        self.begun = begun
         self.lock = threading.Lock()
         self.answering = False  # the handler has begun its answer: the watchdog writes nothing
         self.fired = False
@@ -172,7 +177,7 @@ class _Watchdog:
     def _fire(self) -> None:
         with self.lock:
             self.fired = True
-            if not self.answering:
+            if not self.answering and self.begun():
                 body = b'{"error": "the request did not arrive in time", "status": 408}'
                 with contextlib.suppress(OSError):
                     self.connection.sendall(
@@ -465,7 +470,8 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
             """Every request through here: a malformed one is a 4xx, a failure of ours a 500
             with a JSON body; neither sends a traceback. The request line and headers must be
             in within ``HEADERS_DEADLINE_S`` (an idle kept-alive connection too)."""
-            self._watchdog = _Watchdog(self.connection, HEADERS_DEADLINE_S)
+            self._begun = False  # set once the request line is in (parse_request)
+            self._watchdog = _Watchdog(self.connection, HEADERS_DEADLINE_S, lambda: self._begun)
             try:
                 super().handle_one_request()
             except (TimeoutError, ConnectionError):
@@ -485,6 +491,7 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
 
         def parse_request(self) -> bool:
             """http.server's parsing, then RFC 9112's rules on the raw header lines (400)."""
+            self._begun = True
             recording = _RecordingReader(self.rfile)
             self.rfile = recording
             try:
