@@ -17,6 +17,7 @@ from collections import Counter
 __all__ = ["HEAD_CHARS", "NDA_TITLE", "features"]
 
 HEAD_CHARS = 400
+HEAD_VALUE = 1.0  # a head word's value (0.5 and 0.3 lowered grouped-fold recall)
 BODY_LENGTH = 5.0
 """The body vector's length: at 1 its many small values were outweighed by the head's words
 (grouped cross-validation, ``doclake fields cv --applicability``: recall 0.895 at 1, 0.973
@@ -41,7 +42,7 @@ def features(text: str) -> dict[str, float]:
     and ``other_title`` (1 when the head has such a title)."""
     folded = " ".join(text.lower().split())
     head = folded[:HEAD_CHARS]
-    found: dict[str, float] = {f"h:{w}": 1.0 for w in set(_words(head))}
+    found: dict[str, float] = {f"h:{w}": HEAD_VALUE for w in set(_words(head))}
     words = _words(folded)
     counts = Counter(words)
     counts.update(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))

@@ -712,36 +712,55 @@ def untitled_nda(w: _Writer) -> str:
 
 def letter_nda(w: _Writer) -> str:
     """The M&A confidentiality letter: no title, the evaluation of a possible transaction."""
-    return _letter(w, [
-        "In connection with your consideration of a possible negotiated transaction (a "
-        "\"Transaction\") with {A} (the \"Company\"), the Company is prepared to make available "
-        "to you certain information concerning its business, financial condition and "
-        "operations. As a condition to such information being furnished to you, you agree to "
-        "treat it in accordance with the provisions of this letter.",
-        "The term \"Evaluation Material\" means all information furnished to you or your "
+    material = w.pick("Evaluation Material", "Confidential Information", "Information")
+    paragraphs = [
+        w.pick("In connection with your consideration of a possible negotiated transaction (a "
+               "\"Transaction\") with {A} (the \"Company\"), the Company is prepared to make "
+               "available to you certain information concerning its business, financial "
+               "condition and operations. As a condition to such information being furnished to "
+               "you, you agree to treat it in accordance with the provisions of this letter.",
+               "You have advised us that you are interested in exploring a possible business "
+               "combination with {A} (the \"Company\"). In order to allow you to evaluate the "
+               "possible transaction, the Company will deliver to you, upon your request, "
+               "certain information about its properties, employees, finances and operations.",
+               "{B} (\"you\") has requested information regarding {A} (the \"Company\") in "
+               "connection with a potential acquisition of the Company. In consideration of "
+               "the Company furnishing that information, you agree as set forth below."),
+        f"The term \"{material}\" means all information furnished to you or your "
         "Representatives by or on behalf of the Company, whether oral or written, together "
         "with all notes, analyses and compilations prepared by you that contain or reflect "
-        "such information. Evaluation Material does not include information that is or "
-        "becomes generally available to the public other than as a result of a disclosure by "
-        "you.",
-        "You agree that the Evaluation Material will be used solely for the purpose of "
-        "evaluating a Transaction, that it will be kept confidential, and that you will not "
-        "disclose it except to your Representatives who need to know it for that purpose.",
+        f"such information. {material} does not include information that is or becomes "
+        "generally available to the public other than as a result of a disclosure by you, or "
+        "that you receive from a source not known by you to be bound by a confidentiality "
+        "obligation.",
+        w.pick(f"You agree that the {material} will be used solely for the purpose of "
+               "evaluating a Transaction, that it will be kept confidential, and that you will "
+               "not disclose it except to your Representatives who need to know it for that "
+               "purpose.", f"You shall hold the {material} in strict confidence, use it only "
+               "to evaluate the possible transaction and disclose it only to those of your "
+               "directors, officers, employees and advisors who need to know it and who are "
+               "informed of its confidential nature."),
         w.pick("Without the Company's prior written consent, you will not disclose to any "
-               "person the fact that the Evaluation Material has been made available or that "
+               "person the fact that the information has been made available or that "
                "discussions are taking place.",
                "For a period of {N} months, you will not, without the prior written consent of "
                "the Company, acquire any securities of the Company or solicit proxies from its "
-               "stockholders."),
-        "At the Company's request, you will promptly return or destroy all Evaluation Material "
-        "and certify its destruction in writing.",
+               "stockholders.",
+               "For {N} months from the date of this letter, you will not solicit for "
+               "employment any officer of the Company with whom you had contact during your "
+               "evaluation."),
+        w.pick("If you are required by law or legal process to disclose any of the "
+               f"{material}, you will notify the Company promptly so that it may seek a "
+               "protective order.", f"At the Company's request, you will promptly return or "
+               f"destroy all {material} and certify its destruction in writing."),
         "You understand that neither the Company nor its Representatives make any "
-        "representation as to the accuracy or completeness of the Evaluation Material, and "
-        "that no agreement providing for a Transaction shall exist unless a definitive "
-        "agreement has been executed.",
+        f"representation as to the accuracy or completeness of the {material}, and that no "
+        "agreement providing for a Transaction shall exist unless a definitive agreement has "
+        "been executed.",
         "This letter shall be governed by the laws of the State of {S} and shall expire {N} "
-        "months from the date hereof."],
-        heading=w.pick("", "", "PRIVATE AND CONFIDENTIAL", "Confidential"))
+        "months from the date hereof."]
+    return _letter(w, paragraphs, close=w.pick("Very truly yours,", "Sincerely,"),
+                   heading=w.pick("", "", "PRIVATE AND CONFIDENTIAL", "Confidential"))
 
 
 def employee_confidentiality(w: _Writer) -> str:
