@@ -377,3 +377,63 @@ def test_the_stream_mapping_sends_what_it_gives_up_on_to_a_queue(synth):
     sends = [s for s in _role_statements(tj, stack, stack.publisher)
              if "sqs:SendMessage" in _actions(s)]
     assert [s["Resource"] for s in sends] == [destination]
+
+
+def test_the_glue_database_is_named_marked_the_stacks_and_every_table_names_it(synth):
+    """jsii drops a plain dict's PascalCase keys: the template once held ``DatabaseInput: {}``
+    and tables naming a database that was never made."""
+    _, tj, _, _ = synth
+    (logical, database), = _resources(tj, "AWS::Glue::Database").items()
+    given = database["Properties"]["DatabaseInput"]
+    assert given["Name"] == DeploySettings().prefix
+    assert given["Parameters"]["doclake_owner"] == "cloudformation"
+    tables = _resources(tj, "AWS::Glue::Table").values()
+    assert {json.dumps(t["Properties"]["DatabaseName"]) for t in tables} == {
+        json.dumps({"Ref": logical})}
+
+
+def test_every_image_asset_is_built_for_the_functions_architecture(synth):
+    """An image built on an ARM laptop or a Graviton runner for its own platform fails at
+    start on an x86_64 function (exec format error): the platform is pinned on each asset."""
+    _, tj, stack, _ = synth
+    assembly = stack.node.root.synth()
+    manifest = json.loads((Path(assembly.directory) / f"{stack.artifact_id}.assets.json")
+                          .read_text())
+    images = manifest["dockerImages"]
+    functions = [f["Properties"] for f in _resources(tj, "AWS::Lambda::Function").values()
+                 if f["Properties"].get("PackageType") == "Image"]
+    assert functions and {f["Architectures"][0] for f in functions} == {"x86_64"}
+    used = {json.dumps(f["Code"]["ImageUri"]).split(":")[-1].strip('"}]') for f in functions}
+    assert used <= set(images)
+    assert {images[i]["source"].get("platform") for i in used} == {"linux/amd64"}
+
+
+def test_outputs_name_everything_a_user_or_the_cli_needs(synth):
+    from infra.aws import outputs
+
+    _, tj, _, _ = synth
+    wanted = set(outputs.DESCRIPTIONS) - {outputs.GEMINI_KEY_SECRET}  # no model, no key
+    assert set(tj["Outputs"]) == wanted
+    assert all(tj["Outputs"][k]["Description"] for k in wanted)
+
+
+def test_cors_on_the_uploads_bucket_only_for_the_origins_a_setting_lists(tmp_path):
+    from aws_cdk import App
+    from aws_cdk.assertions import Template
+
+    from infra.aws.cdk.stack import DoclakeStack
+
+    def cors(context: dict) -> list:
+        app = App(outdir=str(tmp_path / "out"), context=context)
+        stack = DoclakeStack(app, "Cors", settings=DeploySettings.from_context(
+            app.node.try_get_context), build_dir=tmp_path / "zips")
+        uploads = Template.from_stack(stack).to_json()["Resources"][
+            stack.get_logical_id(stack.uploads.node.default_child)]["Properties"]
+        return uploads.get("CorsConfiguration", {}).get("CorsRules", [])
+
+    assert cors({}) == []
+    (rule,) = cors({"cors_origins": "https://app.example, https://b.example:8443"})
+    assert rule["AllowedOrigins"] == ["https://app.example", "https://b.example:8443"]
+    assert sorted(rule["AllowedMethods"]) == ["POST", "PUT"]
+    with pytest.raises(ValueError, match="not an origin"):
+        DeploySettings(cors_origins="app.example").upload_origins()

@@ -181,6 +181,26 @@ async def test_503_on_every_model_is_a_transient_failure_for_the_queue():
     assert fake.count(PRIMARY) >= 2 and fake.count(FALLBACK) >= 2
 
 
+async def test_a_rejected_or_placeholder_key_is_retried_as_key_not_set_never_rejected():
+    """A bad key is the same for every model: the fallback is not asked, and the failure is a
+    ``ModelKeyNotSet`` (transient: the queue tries again later, once the key is put), not the
+    terminal ``model_rejected`` a bad request gets. The placeholder asks no model at all."""
+    from extract.errors import TransientError
+    from extract.models.base import ModelKeyNotSet
+    from extract.models.config import KEY_PLACEHOLDER
+
+    bad_key = error(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key.")
+    with FakeGemini(lambda call: bad_key) as fake, pytest.raises(ModelKeyNotSet) as failure:
+        await read(fake)
+    assert isinstance(failure.value, TransientError)
+    assert failure.value.error_type == "model_key_not_set"
+    assert [c.api_key for c in fake.calls] == ["test-key"]  # one model, once
+    with (FakeGemini(lambda call: answer("ok")) as fake,
+          pytest.raises(ModelKeyNotSet, match="placeholder")):
+        await read(fake, gemini_api_key=KEY_PLACEHOLDER)
+    assert fake.calls == []
+
+
 async def test_no_api_key_means_unavailable_with_a_clear_message():
     with pytest.raises(ModelsUnavailable, match="DOCLAKE_GEMINI_API_KEY"):
         build_models(ModelConfig())

@@ -40,7 +40,8 @@ from extract.models.pricing import PriceTable
 from extract.ports import EventSink
 from lake.events import ModelCalled
 
-__all__ = ["CallSite", "Image", "Ledger", "ModelClient", "ModelFailed", "ModelProvider",
+__all__ = ["CallSite", "Image", "Ledger", "ModelClient", "ModelFailed", "ModelKeyNotSet",
+           "ModelProvider",
            "Outcome", "Prompt", "ProviderError", "Reply", "RetryPolicy"]
 
 
@@ -92,12 +93,15 @@ class ProviderError(Exception):
     """One failed attempt. ``http_status`` is None when no answer came (timeout, network)."""
 
     def __init__(self, message: str, *, outcome: Outcome = Outcome.ERROR,
-                 http_status: int | None = None, network: bool = False, sent: bool = True):
+                 http_status: int | None = None, network: bool = False, sent: bool = True,
+                 key_rejected: bool = False):
         super().__init__(message)
         self.outcome = outcome
         self.http_status = http_status
         self.network = network
         self.sent = sent  # False: the request never left (a connect or pool timeout)
+        self.key_rejected = key_rejected
+        """The provider refused the API key (or none is set yet): ``ModelKeyNotSet``."""
 
     @property
     def maybe_billed(self) -> bool:
@@ -130,6 +134,15 @@ class ModelFailed(TransientError):
         self.http_status = http_status
         self.retryable = retryable
         self.model = model
+
+
+class ModelKeyNotSet(TransientError):
+    """The API key is a placeholder or the provider rejects it. Retried with the queue's delay,
+    never a terminal ``model_rejected``: an operator who puts the key after the first uploads
+    (on AWS: the secret's value, read again within a minute) gets every document read; only a
+    key still missing at the message's last delivery fails its job, with this reason."""
+
+    error_type = "model_key_not_set"
 
 
 class ModelProvider(Protocol):
@@ -266,6 +279,9 @@ class ModelClient:
                     return await self._attempt(prompt, site, ledger,
                                                attempt.retry_state.attempt_number)
         except ProviderError as error:
+            if error.key_rejected:  # the same key for every model: no fallback helps
+                raise ModelKeyNotSet(f"{self.name}: the API key is not set or not valid "
+                                     f"({error})") from error
             raise ModelFailed(f"{self.name}: {error}", outcome=error.outcome,
                               http_status=error.http_status, retryable=error.retryable,
                               model=self.name) from error

@@ -14,7 +14,11 @@ from pydantic import BaseModel, Field, SecretStr
 
 from extract.models.pricing import DEFAULT_PRICES, ModelPrice
 
-__all__ = ["ModelConfig"]
+__all__ = ["KEY_PLACEHOLDER", "ModelConfig"]
+
+KEY_PLACEHOLDER = "doclake:put-the-gemini-api-key-here"
+"""What a key's secret holds until an operator puts the real key (the CDK stack creates it with
+this value): the model is not asked, the call fails as ``ModelKeyNotSet`` and is retried."""
 
 
 class ModelConfig(BaseModel):

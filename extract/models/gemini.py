@@ -12,9 +12,11 @@ the same second. ``ModelClient`` retries instead, one ledger row and one limiter
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from extract.models.base import Outcome, Prompt, ProviderError, Reply
+from extract.models.config import KEY_PLACEHOLDER
 
 __all__ = ["BLOCKING_FINISH_REASONS", "GeminiProvider", "thinking_for"]
 
@@ -67,6 +69,16 @@ def _enum_name(value: Any) -> str | None:
     return getattr(value, "name", None) or str(value)
 
 
+def key_rejected(code: int | None, message: str | None, details: Any) -> bool:
+    """Whether an error answer refuses the API key itself: Gemini answers a bad key with 400
+    ``INVALID_ARGUMENT`` "API key not valid" (reason ``API_KEY_INVALID``), an expired or
+    revoked one with 400 or 403. Any other 400 is about the request."""
+    if code not in (400, 401, 403):
+        return False
+    text = f"{message or ''} {json.dumps(details, default=str) if details else ''}"
+    return "API_KEY_INVALID" in text or "api key" in text.lower()
+
+
 class GeminiProvider:
     """``ModelProvider`` on google-genai's async client (one client, one connection pool)."""
 
@@ -88,6 +100,7 @@ class GeminiProvider:
             async_client_args={"limits": _limits(max_connections)},
         )
         self._client = genai.Client(api_key=api_key, http_options=options)
+        self._placeholder = api_key.strip() in ("", KEY_PLACEHOLDER)
 
     def _config(self, model: str, prompt: Prompt, timeout_s: float) -> Any:
         types = self._types
@@ -112,6 +125,9 @@ class GeminiProvider:
     async def generate(self, model: str, prompt: Prompt, *, timeout_s: float) -> Reply:
         from google.genai import errors
 
+        if self._placeholder:
+            raise ProviderError("no API key yet: the key's secret still holds its placeholder",
+                                sent=False, key_rejected=True)
         types = self._types
         parts: list[Any] = [types.Part.from_bytes(data=image.data, mime_type=image.mime_type)
                             for image in prompt.images]
@@ -122,7 +138,9 @@ class GeminiProvider:
                 config=self._config(model, prompt, timeout_s))
         except errors.APIError as error:
             raise ProviderError(f"HTTP {error.code} {error.status or ''}: {error.message}"[:500],
-                                http_status=error.code) from error
+                                http_status=error.code,
+                                key_rejected=key_rejected(error.code, error.message,
+                                                          error.details)) from error
         except Exception as error:
             raise _network_error(error) from error
         return _reply(response)

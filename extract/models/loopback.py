@@ -29,8 +29,11 @@ Handler = Callable[[str, str, bytes], Awaitable[Reply]]
 class LoopbackServer:
     """``start()`` binds 127.0.0.1 on a free port and returns the base URL; ``stop()`` ends it."""
 
-    def __init__(self, handler: Handler, *, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, handler: Handler, *, host: str = "127.0.0.1", port: int = 0,
+                 with_headers: bool = False):
         self.handler = handler
+        self.with_headers = with_headers
+        """Call ``handler`` with a fourth argument: the request's headers (lower-case names)."""
         self.host = host
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -99,8 +102,10 @@ class LoopbackServer:
                 if request is None:
                     return
                 try:
+                    extra = ({k.decode().lower(): v.decode() for k, v in request.headers},
+                             ) if self.with_headers else ()
                     status, payload, headers = await self.handler(
-                        request.method.decode(), request.target.decode(), body)
+                        request.method.decode(), request.target.decode(), body, *extra)
                 except Exception as error:  # a bug in a fake answers 500, like a real server
                     status, payload, headers = 500, {"error": {"code": 500, "message": repr(error),
                                                                "status": "INTERNAL"}}, {}

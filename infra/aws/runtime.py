@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 
 import boto3
+from pydantic import SecretStr
 
 from extract.context import HandlerContext
 from extract.ports import EventSink
@@ -25,7 +26,8 @@ class AwsRuntime:
                  session: boto3.session.Session | None = None):
         session = session or boto3.session.Session()
         self.settings = settings
-        self.pipeline = pipeline or Settings(**secret_settings(session, settings))
+        self.pipeline = pipeline or Settings()
+        self.key = ModelKey(session, settings.gemini_api_key_secret)
         self.s3 = session.client("s3")
         self.sqs = session.client("sqs")
         self.dynamodb = session.client("dynamodb")
@@ -42,6 +44,12 @@ class AwsRuntime:
         self.cpu = SubprocessRunner()
 
     def context(self, sink: EventSink, worker: str) -> HandlerContext:
+        """One invocation's context, with the model key as the secret holds it now (read
+        again once ``KEY_MAX_AGE_S`` has passed: a key put after the deploy takes within a
+        minute, on warm containers too)."""
+        key = self.key.current()
+        if key is not None and key != _key_of(self.pipeline):
+            self.pipeline = self.pipeline.model_copy(update={"gemini_api_key": SecretStr(key)})
         return HandlerContext(store=self.store, objects=self.objects, queue=self.queue,
                               sink=sink, cpu=self.cpu, config=self.pipeline.extract_config(),
                               index=None, worker=worker)
@@ -55,17 +63,44 @@ class AwsRuntime:
         raise KeyError(f"no configured queue for {arn}")
 
 
-def secret_settings(session: boto3.session.Session, settings: AwsSettings) -> dict[str, str]:
-    """The pipeline settings kept in Secrets Manager (the Gemini API key), read with the
-    function's role; an empty dict when the stack made no secret."""
-    if not settings.gemini_api_key_secret:
-        return {}
-    from infra.aws.errors import mapped
+KEY_MAX_AGE_S = 60.0
+"""How long a container keeps the key it read before asking Secrets Manager again."""
 
-    with mapped("secretsmanager get the Gemini API key"):
-        value = session.client("secretsmanager").get_secret_value(
-            SecretId=settings.gemini_api_key_secret)["SecretString"]
-    return {"gemini_api_key": value.strip()}
+
+class ModelKey:
+    """The Gemini API key from its Secrets Manager secret, through Powertools' parameters
+    utility (its cache, ``max_age``); None when the stack made no secret. A secret still holding
+    ``KEY_PLACEHOLDER`` (or empty) is returned as it is: the model client then fails each call
+    as ``ModelKeyNotSet`` (retried), never as a rejected request."""
+
+    def __init__(self, session: boto3.session.Session, secret: str | None, *,
+                 max_age_s: float = KEY_MAX_AGE_S) -> None:
+        self.secret = secret
+        self.max_age_s = max_age_s
+        self._provider = None
+        if secret:
+            from aws_lambda_powertools.utilities.parameters import SecretsProvider
+
+            self._provider = SecretsProvider(boto3_client=session.client("secretsmanager"))
+
+    def current(self) -> str | None:
+        if self._provider is None:
+            return None
+        from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+
+        from extract.errors import TransientError
+
+        try:
+            value = self._provider.get(self.secret, max_age=int(self.max_age_s))
+        except GetParameterError as error:  # denied, throttled, gone: this delivery waits
+            raise TransientError(f"secretsmanager get the Gemini API key: {error}",
+                                 error_type="model_key_not_set") from error
+        return str(value or "").strip()
+
+
+def _key_of(settings: Settings) -> str | None:
+    key = settings.gemini_api_key
+    return None if key is None else key.get_secret_value()
 
 
 @functools.cache

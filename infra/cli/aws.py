@@ -1,33 +1,161 @@
-"""``doclake aws ...``: set up the AWS side of the lake (the Glue catalog and Athena views)."""
+"""``doclake aws ...``: make a deployed stack usable and check it (``setup``, ``smoke``), or set up
+the Glue catalog of any lake (``catalog``). ``--stack NAME`` reads every name from the stack's
+CloudFormation outputs (``infra.aws.outputs``): nothing is copied by hand."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
 
-aws_app = typer.Typer(no_args_is_help=True, help="AWS: Glue tables and Athena views.")
+aws_app = typer.Typer(no_args_is_help=True, help="AWS: set up and check a deployed stack; Glue "
+                      "tables and Athena views.")
+
+StackOption = Annotated[str, typer.Option("--stack", help="The CloudFormation stack's name "
+                        "(cdk deploy's: Doclake).")]
+RegionOption = Annotated[str | None, typer.Option(help="AWS region (default from the "
+                         "environment).")]
+
+
+def _session(region: str | None):
+    import boto3
+
+    from infra.cli.errors import UserError
+
+    session = boto3.Session(region_name=region)
+    if session.region_name is None:
+        raise UserError("no AWS region", "pass --region, or set AWS_REGION")
+    return session
+
+
+def _outputs(session, stack: str):
+    """The stack's outputs, or a ``UserError`` saying why there are none."""
+    from botocore.exceptions import BotoCoreError
+
+    from infra.aws.outputs import StackNotFound, stack_outputs
+    from infra.cli.errors import UserError
+
+    try:
+        return stack_outputs(session.client("cloudformation"), stack)
+    except StackNotFound as error:
+        raise UserError(str(error), "the stack's name as cdk deploy printed it (Doclake), in "
+                        "the region it was deployed to") from None
+    except BotoCoreError as error:
+        raise UserError(f"cannot read stack {stack}: {error}", "set AWS_PROFILE, or "
+                        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") from None
+
+
+@aws_app.command()
+def setup(
+    stack: StackOption,
+    region: RegionOption = None,
+    print_only: Annotated[bool, typer.Option("--print", help="Print the statements (the same "
+                          "as doclake lake views --dialect athena) and run nothing.")] = False,
+) -> None:
+    """After cdk deploy: create the Athena database, raw tables and analyst views (jobs, results,
+    daily_costs...) in the stack's workgroup, one query per statement, and print each."""
+    from infra.aws import outputs as names
+    from infra.aws.athena_setup import SetupFailed, run_setup, statements_for
+    from infra.cli.errors import UserError
+
+    session = _session(region)
+    found = _outputs(session, stack)
+    statements = statements_for(found[names.DATABASE], found[names.LAKE_BUCKET],
+                                found.get(names.PROJECTION_START) or "2025-01-01")
+    if print_only:  # byte for byte what ``doclake lake views --dialect athena`` prints
+        from lake.athena import setup_script
+
+        print(setup_script(found[names.LAKE_BUCKET], database=found[names.DATABASE],
+                           projection_start=found.get(names.PROJECTION_START) or "2025-01-01"),
+              end="")
+        return
+    workgroup = found[names.WORKGROUP]
+    print(f"stack {stack}: database {found[names.DATABASE]}, workgroup {workgroup}, "
+          f"{len(statements)} statements")
+    done = 0
+    try:
+        for ran in run_setup(statements, workgroup=workgroup, boto3_session=session):
+            done += 1
+            print(f"ok  {ran.summary}  ({ran.seconds:.1f} s, query {ran.query_id})")
+    except SetupFailed as error:
+        raise UserError(f"statement {done + 1} of {len(statements)} failed: {error}",
+                        "the ones before it are done; fix the cause and run setup again "
+                        "(every statement can run twice)") from None
+    print(f"done: {done} statements in {workgroup}; try: doclake sql --engine athena "
+          f"--stack {stack} \"SELECT status, count(*) AS jobs FROM jobs GROUP BY status\"")
+
+
+@aws_app.command()
+def smoke(
+    stack: StackOption,
+    region: RegionOption = None,
+    file: Annotated[str | None, typer.Option(help="The document to send (default: a "
+                    "one-page text PDF made on the spot).", show_default=False)] = None,
+    content_type: Annotated[str, typer.Option(help="Its content type.")] = "application/pdf",
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the result.")] = 300,
+) -> None:
+    """One document through the stack's front door: a slot, the upload, the result JSON;
+    prints its status and the time it took. Exit 1 when it failed or no result came in time
+    (``not_applicable``: read and indexed, and the fields schema does not fit it, is a pass)."""
+    from pathlib import Path
+
+    from infra.aws import outputs as names
+    from infra.aws.smoke import SmokeFailed, run_smoke, smoke_pdf
+    from infra.cli.errors import UserError
+
+    session = _session(region)
+    found = _outputs(session, stack)
+    if file is None:
+        data, name = smoke_pdf(), "doclake-smoke.pdf"
+    else:
+        try:
+            data, name = Path(file).read_bytes(), Path(file).name
+        except OSError as error:
+            raise UserError(f"--file {file}: {error.strerror}", "a readable file") from None
+    try:
+        result = run_smoke(found[names.FRONT_DOOR_URL], session, data=data, source_name=name,
+                           content_type=content_type, timeout_s=timeout)
+    except SmokeFailed as error:
+        print(f"smoke failed: {error}")
+        raise typer.Exit(1) from None
+    print(f"document {result.document_id}: {result.status} in {result.seconds:.1f} s")
+    print(json.dumps(result.result, indent=2))
+    if result.status == "failed":
+        raise typer.Exit(1)
 
 
 @aws_app.command()
 def catalog(
-    bucket: Annotated[str, typer.Option(help="The lake bucket.")],
+    bucket: Annotated[str | None, typer.Option(help="The lake bucket (or --stack).",
+                      show_default=False)] = None,
+    stack: Annotated[str | None, typer.Option(help="Read the bucket and database from this "
+                     "stack's outputs.", show_default=False)] = None,
     database: Annotated[str, typer.Option(help="Glue database.")] = "doclake",
     prefix: Annotated[str, typer.Option(help="Key prefix of the lake in the bucket.")] = "",
     projection_start: Annotated[str, typer.Option(help="First day (YYYY-MM-DD) of the lake.")]
     = "2025-01-01",
-    region: Annotated[str | None, typer.Option(help="AWS region (default from the environment).")]
-    = None,
+    region: RegionOption = None,
     print_only: Annotated[bool, typer.Option("--print", help="Print the definitions (Glue "
                           "table inputs and Athena's CREATE VIEW) and call nothing.")] = False,
 ) -> None:
-    """Create or update the Glue tables (partition projection) and the Athena views. On a
-    database the CDK stack made, only the views: its raw tables are the stack's."""
+    """Create or update the Glue tables (partition projection) and the views straight in Glue,
+    with no Athena query. On a database the CDK stack made, only the views: its raw tables are
+    the stack's."""
     from rich.console import Console
 
-    if print_only:
-        import json
+    from infra.cli.errors import UserError
 
+    if stack is not None:
+        from infra.aws import outputs as names
+
+        found = _outputs(_session(region), stack)
+        bucket, database = found[names.LAKE_BUCKET], found[names.DATABASE]
+        projection_start = found.get(names.PROJECTION_START) or projection_start
+    if bucket is None:
+        raise UserError("doclake aws catalog needs --bucket or --stack",
+                        "doclake aws catalog --stack Doclake")
+    if print_only:
         from infra.aws.glue_catalog import catalog_definitions
 
         definitions = catalog_definitions(database, bucket, prefix,
@@ -56,13 +184,26 @@ ATHENA_SETTINGS = {
 }
 
 
-def athena_settings(environ=None) -> dict[str, str | None]:
-    """The database, workgroup and result location, from ``DOCLAKE_ATHENA_*`` (the workgroup
-    the CDK stack makes enforces its own result location; ``s3_output`` is for others)."""
+STACK_VARIABLE = "DOCLAKE_AWS_STACK"
+
+
+def athena_settings(environ=None, session=None) -> dict[str, str | None]:
+    """The database, workgroup and result location, from ``DOCLAKE_ATHENA_*``; with
+    ``DOCLAKE_AWS_STACK`` set, the database and workgroup that stack's outputs name (a
+    ``DOCLAKE_ATHENA_*`` variable still wins). The stack's workgroup enforces its own result
+    location; ``s3_output`` is for others."""
     import os
 
     environ = os.environ if environ is None else environ
-    return {key: environ.get(name) or default for key, (name, default) in ATHENA_SETTINGS.items()}
+    found = {key: environ.get(name) for key, (name, _) in ATHENA_SETTINGS.items()}
+    stack = environ.get(STACK_VARIABLE)
+    if stack and session is not None:
+        from infra.aws import outputs as names
+
+        outputs = _outputs(session, stack)
+        found["database"] = found["database"] or outputs[names.DATABASE]
+        found["workgroup"] = found["workgroup"] or outputs[names.WORKGROUP]
+    return {key: found[key] or default for key, (_, default) in ATHENA_SETTINGS.items()}
 
 
 def split_statements(query: str) -> list[str]:
@@ -98,12 +239,12 @@ def athena_sql(query: str, output_format: str, *, environ=None, region: str | No
     from infra.cli.errors import UserError
     from infra.cli.render.output import print_records
 
-    settings = athena_settings(environ)
     statements = split_statements(query)
     session = boto3.Session(region_name=region)
     if session.region_name is None:
         raise UserError("no AWS region for --engine athena",
                         "pass --region, or set AWS_REGION (or AWS_DEFAULT_REGION)")
+    settings = athena_settings(environ, session)
     for statement in statements:
         try:
             frame = wr.athena.read_sql_query(statement, database=settings["database"],

@@ -3,28 +3,29 @@ in-process: the AWS end-to-end tests run on what ``cdk deploy`` would create, no
 
 ``synth()`` runs the CDK app (no account, no Docker) and returns the template. ``StackDeployment``
 walks the template's resources and creates, in a moto server of its own
-(``support.iam_moto_server``, IAM enforced), each one it can with the template's properties:
+(``support.iam_moto_server``, IAM enforced), each one it can with the template's properties;
+``HANDLERS`` lists the types and ``NOT_CREATED`` the ones left out, each with its reason
+(``not_created`` on a deployment: a test prints and asserts it). A type in neither list stops
+the deployment: nothing in the template is skipped without a word.
 
-- ``AWS::S3::Bucket`` (its EventBridge notification switch and versioning), ``AWS::SQS::Queue`` (visibility,
-  retention, the ``RedrivePolicy`` to its DLQ), ``AWS::DynamoDB::Table`` (keys, indexes, stream,
-  TTL), ``AWS::SecretsManager::Secret``, ``AWS::Events::Rule`` (patterns and targets);
-- ``AWS::IAM::Role`` and ``AWS::IAM::Policy``: each role becomes an IAM user carrying the role's
-  policies, with an access key; a handler runs with its role's key, so a grant missing from the
-  stack is an AccessDenied here;
-- ``AWS::Lambda::Function`` and ``AWS::Lambda::EventSourceMapping`` are read, not created: a
-  function is its handler (the image's command or the zip's handler), its environment, its
-  role, its timeout (the invocation's remaining time counts down from it; ``invocations`` notes
-  how long each call took) and memory; a mapping is its source, batch size and filters, which
-  ``drain`` and ``publish`` honour.
+- created: S3 buckets (EventBridge switch, versioning), SQS queues (redrive), the DynamoDB
+  table (indexes, stream, TTL), secrets, the SNS topic, IAM roles and policies (each role an IAM
+  user with an access key: a handler runs with its role's key, so a missing grant is an
+  AccessDenied here), managed policies (``user_with`` gives a person one), EventBridge rules
+  with a pattern, the Glue database and tables (a table naming a database the template does
+  not create stops the deployment, as CloudFormation rolls back), the Athena workgroup, the
+  alarms and the dashboard;
+- read and played: functions (handler, environment, role, timeout, memory), event source
+  mappings (``drain``, ``publish``), the function URL (``FunctionUrlServer`` on 127.0.0.1),
+  schedules (moto's S3 -> EventBridge delivery stops at a rule without a pattern).
 
-``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::Sub``, ``Fn::Select`` and the pseudo parameters
-resolve to the physical names created. A resource type not listed above (alarms, Glue, Athena,
-the dashboard) is not created; an environment or policy that referred to one would fail to
-resolve, loudly. Schedules are read, not created
-(moto's S3 -> EventBridge delivery stops at a rule without a pattern). Not modelled: resource
-policies (the TLS-only bucket and queue policies: the
-endpoint is plain HTTP), AWS managed policies (the Lambda basic execution role: logs only), and
-Lambda's own scaling.
+Parameters take their defaults (or ``parameters=``), conditions are evaluated and a resource
+whose condition is false is skipped. ``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::Sub``,
+``Fn::Select``, ``Fn::If`` and the pseudo parameters resolve to what was created. The template's
+``Outputs``, resolved, are published as a CloudFormation stack of the deployment's name, so the
+CLI's ``--stack`` reads them with ``describe_stacks`` as it does on AWS. Not modelled: resource
+policies (the TLS-only bucket and queue policies: the endpoint is plain HTTP), AWS managed
+policies (the Lambda basic execution role: logs only), and Lambda's own scaling.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -49,6 +51,38 @@ SUPPORT = Path(__file__).resolve().parent
 # The queue-fed functions in the order a document moves through them.
 PIPELINE = ("split", "read", "sheet", "convert", "index", "fields")
 _LOGICAL_SUFFIX = re.compile(r"[0-9A-F]{8}$")
+
+# How the harness treats each resource type of the template, in the order it goes through them
+# (a type that names another comes after it). ``CREATED``: made in moto from the template's own
+# properties; ``READ``: read and played in-process; ``NOT_CREATED``: left out, with the reason.
+HANDLERS = {
+    "AWS::S3::Bucket": "_bucket", "AWS::DynamoDB::Table": "_table",
+    "AWS::SecretsManager::Secret": "_secret", "AWS::SQS::Queue": "_queue",
+    "AWS::SNS::Topic": "_topic", "AWS::IAM::Role": "_role",
+    "AWS::IAM::ManagedPolicy": "_managed_policy", "AWS::Lambda::Function": "_function",
+    "AWS::Lambda::Url": "_function_url", "AWS::IAM::Policy": "_policy",
+    "AWS::Events::Rule": "_rule", "AWS::Lambda::EventSourceMapping": "_mapping",
+    "AWS::Glue::Database": "_database", "AWS::Glue::Table": "_glue_table",
+    "AWS::Athena::WorkGroup": "_workgroup", "AWS::CloudWatch::Alarm": "_cloudwatch_alarm",
+    "AWS::CloudWatch::Dashboard": "_dashboard",
+}
+ORDER = tuple(HANDLERS)
+READ = {
+    "AWS::Lambda::Function": "its handler runs in-process with its environment and role's key",
+    "AWS::Lambda::EventSourceMapping": "``drain`` and ``publish`` play it (batch size, filters)",
+    "AWS::Lambda::Url": "``serve_function_url`` plays it on 127.0.0.1 (its IAM auth unchecked)",
+}
+CREATED = {kind for kind in HANDLERS if kind not in READ}
+NOT_CREATED = {
+    "AWS::S3::BucketPolicy": "resource policies are not evaluated by moto; the TLS-only "
+                             "condition cannot hold on its plain-HTTP endpoint",
+    "AWS::SQS::QueuePolicy": "resource policies are not evaluated by moto; the TLS-only "
+                             "condition cannot hold on its plain-HTTP endpoint",
+    "AWS::Lambda::Permission": "who may invoke a function (EventBridge, the URL): the tests "
+                               "invoke handlers themselves",
+    "AWS::Lambda::EventInvokeConfig": "asynchronous invocation retries: the tests invoke "
+                                      "synchronously",
+}
 
 
 # --- the template ---------------------------------------------------------------------------
@@ -180,12 +214,23 @@ def key_of(logical: str) -> str:
 
 class StackDeployment:
     def __init__(self, template: dict, server: IamMoto, *, prefix: str | None = None,
-                 environment: dict[str, str] | None = None):
+                 environment: dict[str, str] | None = None,
+                 parameters: dict[str, str] | None = None):
         self.template = template
+        given = dict(parameters or {})
+        self.parameters = {name: given.pop(name, spec.get("Default"))
+                           for name, spec in template.get("Parameters", {}).items()}
+        if given:
+            raise KeyError(f"parameters the template does not declare: {sorted(given)}")
         self.environment = dict(environment or {})  # what AWS has and moto lacks (endpoints)
         self.server = server
         self.prefix = prefix or f"dl{uuid.uuid4().hex[:8]}"
-        self.resources: dict[str, dict] = template["Resources"]
+        self.conditions = {name: bool(self.resolve(rule))
+                           for name, rule in template.get("Conditions", {}).items()}
+        # A resource whose condition is false is not created, as CloudFormation skips it.
+        self.resources: dict[str, dict] = {
+            k: v for k, v in template["Resources"].items()
+            if "Condition" not in v or self.conditions[v["Condition"]]}
         self.physical: dict[str, dict[str, str]] = {}  # logical -> {"Ref": ..., attributes}
         self.credentials: dict[str, tuple[str, str]] = {}  # role logical -> access key
         self.functions: dict[str, Function] = {}
@@ -193,22 +238,44 @@ class StackDeployment:
         self.schedules: dict[str, dict] = {}  # rules without a pattern, not created in moto
         self._iterators: dict[str, str] = {}
         self.invocations: list[Invocation] = []  # every handler call, with how long it took
-        for kind in ("AWS::S3::Bucket", "AWS::DynamoDB::Table", "AWS::SecretsManager::Secret"):
-            for logical in self._of(kind):
-                getattr(self, "_" + kind.split("::")[2].lower())(logical)
-        queues = self._of("AWS::SQS::Queue")  # dead-letter queues first: the others name them
-        for logical in sorted(queues, key=lambda q: "RedrivePolicy" in self._props(q)):
-            self._queue(logical)
-        for logical in self._of("AWS::IAM::Role"):
-            self._role(logical)
-        for logical in self._of("AWS::Lambda::Function"):
-            self._function(logical)
-        for logical in self._of("AWS::IAM::Policy"):
-            self._policy(logical)
-        for logical in self._of("AWS::Events::Rule"):
-            self._rule(logical)
-        for logical in self._of("AWS::Lambda::EventSourceMapping"):
-            self._mapping(logical)
+        self.databases: set[str] = set()  # the Glue databases this deployment created
+        self.url_servers: list[FunctionUrlServer] = []
+        self.lock = threading.RLock()  # one handler at a time: each swaps the environment
+        kinds = {v["Type"] for v in self.resources.values()}
+        unknown = kinds - set(CREATED) - set(READ) - set(NOT_CREATED)
+        if unknown:
+            raise NotImplementedError(f"resource types the harness neither creates, reads nor "
+                                      f"names with a reason: {sorted(unknown)}")
+        self.not_created = {kind: NOT_CREATED[kind] for kind in sorted(kinds & set(NOT_CREATED))}
+        """The template's resource types this deployment leaves out, each with its reason."""
+        for kind in ORDER:
+            logicals = self._of(kind)
+            if kind == "AWS::SQS::Queue":  # dead-letter queues first: the others name them
+                logicals.sort(key=lambda q: "RedrivePolicy" in self._props(q))
+            for logical in logicals:
+                getattr(self, HANDLERS[kind])(logical)
+        self.stack_name = self.prefix
+        self.outputs = self._publish_outputs()
+
+    def _publish_outputs(self) -> dict[str, str]:
+        """The template's ``Outputs``, resolved against what was created, published as a
+        CloudFormation stack of this deployment's name in moto: ``describe_stacks`` then
+        answers what it answers after ``cdk deploy``, and the CLI reads it the same way. The
+        stack holds only the outputs (moto's CloudFormation would create the resources a second
+        time); its one resource is an empty wait-condition handle."""
+        outputs = {key: str(self.resolve(value["Value"]))
+                   for key, value in self.template.get("Outputs", {}).items()
+                   if "Condition" not in value or self.conditions[value["Condition"]]}
+        body = {"Resources": {"Outputs": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+                "Outputs": {key: {"Value": value, "Description": self.template["Outputs"][key]
+                                  .get("Description", "")} for key, value in outputs.items()}}
+        self.client("cloudformation").create_stack(StackName=self.stack_name,
+                                                   TemplateBody=json.dumps(body))
+        return outputs
+
+    def close(self) -> None:
+        for server in self.url_servers:
+            server.close()
 
     # -- reading the template --
 
@@ -237,6 +304,15 @@ class StackDeployment:
                 return self._attribute(logical, attribute)
             if fn == "Fn::Join":
                 return arg[0].join(str(v) for v in self.resolve(arg[1]))
+            if fn == "Fn::If":
+                name, yes, no = arg
+                return self.resolve(yes if self.conditions[name] else no)
+            if fn == "Fn::Equals":
+                return self.resolve(arg[0]) == self.resolve(arg[1])
+            if fn == "Fn::Not":
+                return not self.resolve(arg[0])
+            if fn == "Condition":
+                return self.conditions[arg]
             if fn == "Fn::Select":
                 return self.resolve(arg[1])[int(arg[0])]
             if fn == "Fn::Split":
@@ -257,6 +333,8 @@ class StackDeployment:
                   "AWS::NoValue": None}
         if name in pseudo:
             return pseudo[name]  # type: ignore[return-value]
+        if name in self.parameters:
+            return self.parameters[name]  # type: ignore[return-value]
         return self._attribute(name, "Ref")
 
     def _attribute(self, logical: str, attribute: str) -> str:
@@ -330,6 +408,83 @@ class StackDeployment:
         self.physical[logical] = {"Ref": url, "QueueUrl": url, "Arn": arn,
                                   "QueueName": url.rsplit("/", 1)[-1]}
 
+    def _topic(self, logical: str) -> None:
+        props = self.resolve(self._props(logical))
+        arn = self.client("sns").create_topic(Name=props.get("TopicName") or self._name(
+            logical, limit=256))["TopicArn"]
+        self.physical[logical] = {"Ref": arn, "TopicArn": arn,
+                                  "TopicName": arn.rsplit(":", 1)[-1]}
+
+    def _database(self, logical: str) -> None:
+        """A Glue database under the template's own name (CloudFormation makes one up from the
+        logical id when ``DatabaseInput`` has none). Glue names are per account: one left by
+        an earlier deployment on this server is dropped first, as a stack deleted before."""
+        props = self.resolve(self._props(logical))
+        database = dict(props.get("DatabaseInput") or {})
+        database.setdefault("Name", logical.lower())
+        glue = self.client("glue")
+        with contextlib.suppress(glue.exceptions.EntityNotFoundException):
+            glue.delete_database(Name=database["Name"])
+        glue.create_database(DatabaseInput=database)
+        self.databases.add(database["Name"])
+        self.physical[logical] = {"Ref": database["Name"]}
+
+    def _glue_table(self, logical: str) -> None:
+        """A Glue table from its ``TableInput``: the database it names must be one this template
+        creates, or CloudFormation rolls the stack back ("database not found")."""
+        props = self.resolve(self._props(logical))
+        database, table = props["DatabaseName"], props["TableInput"]
+        if database not in self.databases:
+            raise LookupError(f"Glue table {logical} ({table.get('Name')}) names database "
+                              f"{database!r}, which the template does not create (it creates "
+                              f"{sorted(self.databases) or 'none'})")
+        self.client("glue").create_table(DatabaseName=database, TableInput=table)
+        self.physical[logical] = {"Ref": f"{database}|{table['Name']}"}
+
+    def _workgroup(self, logical: str) -> None:
+        props = self.resolve(self._props(logical))
+        athena = self.client("athena")
+        with contextlib.suppress(Exception):  # one left by an earlier deployment on this server
+            athena.delete_work_group(WorkGroup=props["Name"], RecursiveDeleteOption=True)
+        athena.create_work_group(Name=props["Name"],
+                                 Configuration=props.get("WorkGroupConfiguration", {}),
+                                 Description=props.get("Description", ""))
+        self.physical[logical] = {"Ref": props["Name"]}
+
+    def _cloudwatch_alarm(self, logical: str) -> None:
+        props = self.resolve(self._props(logical))
+        name = props.pop("AlarmName", None) or self._name(logical, limit=255)
+        self.client("cloudwatch").put_metric_alarm(AlarmName=name, **props)
+        self.physical[logical] = {"Ref": name,
+                                  "Arn": f"arn:aws:cloudwatch:{REGION}:{ACCOUNT}:alarm:{name}"}
+
+    def _dashboard(self, logical: str) -> None:
+        props = self.resolve(self._props(logical))
+        name = props.get("DashboardName") or self._name(logical, limit=255)
+        self.client("cloudwatch").put_dashboard(DashboardName=name,
+                                                DashboardBody=props["DashboardBody"])
+        self.physical[logical] = {"Ref": name}
+
+    def _managed_policy(self, logical: str) -> None:
+        """An IAM managed policy, created with its document; ``user_with`` gives a person it."""
+        props = self.resolve(self._props(logical))
+        name = props.get("ManagedPolicyName") or self._name(logical, limit=128)
+        arn = self.client("iam").create_policy(
+            PolicyName=name, PolicyDocument=json.dumps(props["PolicyDocument"]),
+            Description=props.get("Description", ""))["Policy"]["Arn"]
+        self.physical[logical] = {"Ref": arn, "PolicyArn": arn}
+
+    def user_with(self, policy: str) -> tuple[str, str]:
+        """A new IAM user carrying only the managed policy ``policy`` (its logical id's start):
+        the key a person given that policy would have."""
+        arn = self.resource("AWS::IAM::ManagedPolicy", policy)["Ref"]
+        iam = self.client("iam")
+        name = self._name(f"user-{uuid.uuid4().hex[:6]}", limit=64)
+        iam.create_user(UserName=name)
+        iam.attach_user_policy(UserName=name, PolicyArn=arn)
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return key["AccessKeyId"], key["SecretAccessKey"]
+
     def _role(self, logical: str) -> None:
         props = self.resolve(self._props(logical))
         iam = self.client("iam")
@@ -363,6 +518,16 @@ class StackDeployment:
         self.functions[key_of(logical)] = Function(
             logical, name, handler, {k: str(v) for k, v in environment.items()}, role,
             int(props.get("Timeout", 3)), int(props.get("MemorySize", 128)))
+
+    def _function_url(self, logical: str) -> None:
+        """The URL served on 127.0.0.1 by ``FunctionUrlServer``: each request becomes a
+        function URL event (payload 2.0) for the target's handler, run as its role."""
+        props = self._props(logical)
+        target = props["TargetFunctionArn"]["Fn::GetAtt"][0]
+        server = FunctionUrlServer(self, key_of(target))
+        self.url_servers.append(server)
+        self.physical[logical] = {"Ref": server.url, "FunctionUrl": server.url,
+                                  "FunctionArn": self.physical[target]["Arn"]}
 
     def _rule(self, logical: str) -> None:
         props = self.resolve(self._props(logical))
@@ -423,6 +588,7 @@ class StackDeployment:
         role's key; the handlers' cached runtime is dropped on the way in and out."""
         spec = self.functions[function]
         key_id, secret = self.credentials[spec.role]
+        self.lock.acquire()
         values = {**spec.environment, "AWS_ACCESS_KEY_ID": key_id,
                   "AWS_SECRET_ACCESS_KEY": secret, "AWS_ENDPOINT_URL": self.server.endpoint,
                   "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
@@ -434,6 +600,7 @@ class StackDeployment:
                 yield spec
         finally:
             _forget_clients()
+            self.lock.release()
 
     def invoke(self, function: str, event: dict, context=None, *,
                remaining_s: float | None = None) -> Any:
@@ -538,6 +705,32 @@ class StackDeployment:
         with _environment({"AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret}):
             yield
 
+    def cli_environment(self, credentials: tuple[str, str] | None = None) -> dict[str, str]:
+        """The environment of a person's shell pointed at this deployment: the deployer's key
+        (or ``credentials``), the region, the endpoint; this checkout on the path."""
+        key_id, secret = credentials or self.server.admin
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_",
+                                                                              "DOCLAKE_"))}
+        return {**environment, "AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret,
+                "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION,
+                "AWS_ENDPOINT_URL": self.server.endpoint, "AWS_EC2_METADATA_DISABLED": "true",
+                "PYTHONPATH": os.pathsep.join([str(SUPPORT.parents[1]), str(SUPPORT.parent)])}
+
+    def play_while(self, process: subprocess.Popen, *, timeout_s: float = 240) -> None:
+        """Lambda working on its own while ``process`` runs (a person's command waiting for a
+        result): the ingest queue, the pipeline, the poller and the stream, round after round."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while process.poll() is None:
+            if time.monotonic() > deadline:
+                process.kill()
+                raise TimeoutError(f"{process.args} still running after {timeout_s} s")
+            self.drain("ingest")
+            self.run_until_still()
+            self.publish()
+            time.sleep(0.2)
+
     def publish(self, records: list[dict] | None = None) -> int:
         """One stream batch through the publisher (the new, filtered records by default)."""
         batch = self.stream_records() if records is None else records
@@ -639,3 +832,43 @@ class LambdaContext:
         import time
 
         return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+class FunctionUrlServer:
+    """A Lambda function URL played on 127.0.0.1: a request becomes the payload-2.0 event the
+    URL sends, the handler runs in-process as its function (``StackDeployment.invoke``), and its
+    answer becomes the HTTP response. The URL's IAM auth (SigV4) is not checked here."""
+
+    def __init__(self, deployment: StackDeployment, function: str) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        def handle(request: BaseHTTPRequestHandler) -> None:
+            length = int(request.headers.get("Content-Length") or 0)
+            body = request.rfile.read(length).decode() if length else ""
+            event = {"version": "2.0", "rawPath": request.path.split("?")[0],
+                     "headers": {k.lower(): v for k, v in request.headers.items()},
+                     "body": body, "isBase64Encoded": False,
+                     "requestContext": {"http": {"method": request.command,
+                                                 "path": request.path}}}
+            answer = deployment.invoke(function, event) or {}
+            payload = str(answer.get("body", "")).encode()
+            request.send_response(int(answer.get("statusCode", 200)))
+            for name, value in (answer.get("headers") or {}).items():
+                request.send_header(name, value)
+            request.send_header("Content-Length", str(len(payload)))
+            request.end_headers()
+            request.wfile.write(payload)
+
+        class Handler(BaseHTTPRequestHandler):
+            do_POST = do_GET = handle
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

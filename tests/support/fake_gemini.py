@@ -28,6 +28,7 @@ class Call:
     body: dict[str, Any]
     n: int  # 1 for the model's first call
     at: float  # monotonic time of arrival
+    api_key: str | None = None  # the x-goog-api-key header the client sent
 
     @property
     def image(self) -> dict[str, Any] | None:
@@ -78,7 +79,7 @@ class FakeGemini:
 
     def __post_init__(self) -> None:
         self._counts: Counter[str] = Counter()
-        self.server = LoopbackServer(self._handle)
+        self.server = LoopbackServer(self._handle, with_headers=True)
 
     @property
     def url(self) -> str:
@@ -87,10 +88,12 @@ class FakeGemini:
     def count(self, model: str | None = None) -> int:
         return sum(1 for c in self.calls if model is None or c.model == model)
 
-    async def _handle(self, method: str, path: str, body: bytes):
+    async def _handle(self, method: str, path: str, body: bytes,
+                      headers: dict[str, str] | None = None):
         model = path.rsplit("/", 1)[-1].split(":", 1)[0]
         self._counts[model] += 1
-        call = Call(model, path, json.loads(body or b"{}"), self._counts[model], time.monotonic())
+        call = Call(model, path, json.loads(body or b"{}"), self._counts[model], time.monotonic(),
+                    (headers or {}).get("x-goog-api-key"))
         self.calls.append(call)
         wait = self.delay(call)
         if wait:

@@ -4,8 +4,9 @@ tests that deploy the synthesized template (``support.awsstack``).
 Its own process because moto keeps the enforcement switch and its request counter in module
 globals: the in-process server every other AWS test shares stays unenforced. moto checks
 identity policies against a resource only where its handler names one (S3 and SQS do); for
-DynamoDB, DynamoDB Streams and Secrets Manager the resource is taught here (the table, index or
-stream ARN; the secret's ARN), so a role without a grant on *that* table or secret is refused.
+DynamoDB, DynamoDB Streams, Secrets Manager and Glue the resource is taught here (the table,
+index or stream ARN; the secret's ARN; the Glue table or database), so a role without a grant
+on *that* table, secret or database is refused.
 
 Run as ``python -m support.iam_moto_server``: prints ``http://127.0.0.1:PORT`` and serves until
 its standard input closes. Its standard input also carries the simulation clock's commands
@@ -16,6 +17,7 @@ answers the seconds until the earliest hidden SQS message becomes visible again 
 
 from __future__ import annotations
 
+import json
 import sys
 
 ACCOUNT = "123456789012"
@@ -59,6 +61,25 @@ def _secrets_resource(self) -> str:
         return self.backend.describe_secret(secret)["ARN"]
     except Exception:
         return "*"
+
+
+def _glue_resource(self) -> str:
+    """The Glue resource a call names: a table, a database, else the catalog. AWS checks the
+    catalog, the database and the tables a call reaches; one resource stands for them here,
+    the narrowest the call names."""
+    try:
+        body = json.loads(self.body or "{}")
+    except ValueError:
+        return "*"
+    base = f"arn:aws:glue:{REGION}:{ACCOUNT}"
+    database = body.get("DatabaseName") or (body.get("Name") if "TableInput" not in body
+                                             and "Name" in body else None)
+    table = body.get("Name") if body.get("DatabaseName") else None
+    if database and table:
+        return f"{base}:table/{database}/{table}"
+    if database:
+        return f"{base}:database/{database}"
+    return f"{base}:catalog"
 
 
 def _first(value):
@@ -160,11 +181,13 @@ def patch() -> None:
     _teach_transactions()
     from moto.dynamodb.responses import DynamoHandler
     from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
+    from moto.glue.responses import GlueResponse
     from moto.secretsmanager.responses import SecretsManagerResponse
 
     DynamoHandler._determine_resource = _dynamodb_resource
     DynamoDBStreamsHandler._determine_resource = _streams_resource
     SecretsManagerResponse._determine_resource = _secrets_resource
+    GlueResponse._determine_resource = _glue_resource
 
 
 class Clock:

@@ -63,6 +63,17 @@ class DeploySettings:
     """The weekly evals report's schedule: this day (EventBridge's names), at this UTC hour."""
     weekly_evals_hour: int = 6
     alarm_email: str = ""
+    cors_origins: str = ""
+    """Browser origins that may upload to a slot (``-c cors_origins=https://a.example,https://b.example``):
+    the uploads bucket's CORS rules; empty (the default): no CORS rule at all."""
+
+    def upload_origins(self) -> list[str]:
+        origins = [o.strip() for o in self.cors_origins.split(",") if o.strip()]
+        for origin in origins:
+            if origin != "*" and not origin.startswith(("https://", "http://")):
+                raise ValueError(f"-c cors_origins: {origin!r} is not an origin "
+                                 "(https://host[:port])")
+        return origins
 
     @classmethod
     def from_context(cls, get) -> DeploySettings:

@@ -12,14 +12,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Size, Stack
+from aws_cdk import (
+    CfnCondition,
+    CfnOutput,
+    CfnParameter,
+    Duration,
+    Fn,
+    RemovalPolicy,
+    Size,
+    Stack,
+)
 from aws_cdk import aws_athena as athena
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
@@ -30,6 +41,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from extract.messages import dead_letter_queue
+from extract.models.config import KEY_PLACEHOLDER
+from infra.aws import outputs
 from infra.aws.cdk.dashboard import OperationsDashboard
 from infra.aws.cdk.settings import DeploySettings, FunctionSpec
 from infra.aws.cdk.zips import ROOT, stage
@@ -61,7 +74,7 @@ class DoclakeStack(Stack):
         # Versioned: the job of a slot reads the version its upload event claimed, so a second
         # upload to a POST slot (usable until it expires) never replaces the bytes being read.
         self.uploads = self._bucket("Uploads", expire_days=settings.upload_retention_days,
-                                    versioned=True)
+                                    versioned=True, cors=self._upload_cors())
         self.results = self._bucket("Results")
         self.lake = self._bucket("Lake", athena_results=True)
         # S3 -> EventBridge without the custom resource Bucket(event_bridge_enabled=True) adds.
@@ -79,8 +92,11 @@ class DoclakeStack(Stack):
         image = lambda_.DockerImageCode
         for name, spec in specs.items():
             dockerfile = f"infra/aws/images/{spec.image}.Dockerfile"
+            # Lambda runs these as x86_64: built on an ARM laptop or a Graviton runner, an
+            # image of the builder's own platform would fail at start (exec format error).
             code = image.from_image_asset(str(ROOT), file=dockerfile, cmd=[spec.handler],
-                                          exclude=IMAGE_EXCLUDES)
+                                          exclude=IMAGE_EXCLUDES,
+                                          platform=ecr_assets.Platform.LINUX_AMD64)
             self.functions[name] = self._image_function(name, spec, code)
         self.presigner = self._zip_function("presigner", "infra.aws.lambdas.presigner.handler",
                                             stage("presigner", build_dir), memory=256, timeout=10)
@@ -94,11 +110,14 @@ class DoclakeStack(Stack):
         self._function_url()
         self.operations = OperationsDashboard(self, "Operations", queues=self.queues,
                                               functions=self.functions)
+        self.analyst_policy = self._analyst_policy()
+        self._outputs()
 
     # --- storage -------------------------------------------------------------------------------
 
     def _bucket(self, name: str, *, expire_days: int | None = None,
-                athena_results: bool = False, versioned: bool = False) -> s3.Bucket:
+                athena_results: bool = False, versioned: bool = False,
+                cors: list[s3.CorsRule] | None = None) -> s3.Bucket:
         rules = [s3.LifecycleRule(id="abort-multipart",
                                   abort_incomplete_multipart_upload_after=Duration.days(1))]
         if expire_days:
@@ -120,8 +139,19 @@ class DoclakeStack(Stack):
                                            transition_after=Duration.days(90))]))
         return s3.Bucket(self, name, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
                          encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
-                         versioned=versioned, lifecycle_rules=rules,
+                         versioned=versioned, lifecycle_rules=rules, cors=cors or None,
                          removal_policy=RemovalPolicy.RETAIN)
+
+    def _upload_cors(self) -> list[s3.CorsRule]:
+        """A browser uploading to a slot sends a preflight first: the origins listed in
+        ``cors_origins`` may POST or PUT (none by default: command-line uploads need none)."""
+        origins = self.settings.upload_origins()
+        if not origins:
+            return []
+        return [s3.CorsRule(allowed_origins=origins,
+                            allowed_methods=[s3.HttpMethods.POST, s3.HttpMethods.PUT],
+                            allowed_headers=["*"], exposed_headers=["ETag"],
+                            max_age=3000)]
 
     def _table(self) -> dynamodb.Table:
         table = dynamodb.Table(
@@ -160,17 +190,31 @@ class DoclakeStack(Stack):
         self.__dict__.setdefault("dlqs", {})[name] = dlq
         return queue
 
-    def _gemini_key(self) -> secretsmanager.Secret | None:
-        """The Gemini API key, never a plain environment variable: a secret whose value the
-        operator sets once (``aws secretsmanager put-secret-value``); each container reads it
-        at start with its role (``infra.aws.runtime``). Made only when a vision model reads."""
+    def _gemini_key(self) -> str | None:
+        """The ARN of the secret holding the Gemini API key (never a plain environment
+        variable), made only when a model reads. The ``GeminiKeySecretArn`` parameter names an
+        existing secret (encrypted with the account's ``aws/secretsmanager`` key); left empty,
+        the stack creates one holding ``KEY_PLACEHOLDER``, whose value the operator puts after
+        the deploy. Until then every model call is retried as ``model_key_not_set``; the
+        functions read the secret again each minute (``infra.aws.runtime.ModelKey``)."""
         uses_models = self.settings.reader == "gemini" or self.settings.fields_strategy not in (
             "rules", "")
         if not uses_models:
             return None
-        return secretsmanager.Secret(self, "GeminiApiKey", description="doclake: the Gemini API "
-                                     "key (put its value after the first deploy)",
-                                     removal_policy=RemovalPolicy.RETAIN)
+        given = CfnParameter(self, "ExistingGeminiKeyArn", type="String", default="",
+                             description="An existing Secrets Manager secret's ARN holding "
+                             "the Gemini API key; empty: the stack creates one to put it in")
+        create = CfnCondition(self, "CreateGeminiKeySecret",
+                              expression=Fn.condition_equals(given.value_as_string, ""))
+        secret = secretsmanager.CfnSecret(
+            self, "GeminiApiKey", description="doclake: the Gemini API key (put its value "
+            "after the first deploy)",
+            # Not a secret: the marker the functions recognise as "no key yet".
+            secret_string=KEY_PLACEHOLDER)
+        secret.cfn_options.condition = create
+        secret.apply_removal_policy(RemovalPolicy.RETAIN)
+        self.gemini_key_secret, self.gemini_key_created = secret, create
+        return Fn.condition_if(create.logical_id, secret.ref, given.value_as_string).to_string()
 
     # --- functions -----------------------------------------------------------------------------
 
@@ -202,7 +246,7 @@ class DoclakeStack(Stack):
                 "DOCLAKE_FIELDS_STRATEGY": self.settings.fields_strategy}
                if self.settings.fields_schema else {}),
             # Only the functions that call the model know the key's secret (and may read it).
-            **({"DOCLAKE_GEMINI_API_KEY_SECRET": self.gemini_key.secret_arn}
+            **({"DOCLAKE_GEMINI_API_KEY_SECRET": self.gemini_key}
                if self.gemini_key is not None and name in MODEL_USERS else {}),
         }
 
@@ -287,7 +331,9 @@ class DoclakeStack(Stack):
             queue.grant(self.functions["poller"], "sqs:GetQueueAttributes")
         if self.gemini_key is not None:
             for name in MODEL_USERS:
-                self.gemini_key.grant_read(self.functions[name])
+                self.functions[name].add_to_role_policy(iam.PolicyStatement(
+                    actions=["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
+                    resources=[self.gemini_key]))
         weekly = self.functions["weekly_evals"]
         self.lake.grant_read(weekly, "events/*")
         self.results.grant_put(weekly, f"{REPORTS_PREFIX}*")
@@ -348,28 +394,93 @@ class DoclakeStack(Stack):
             targets=[targets.SqsQueue(self.queues["ingest"])])
 
     def _function_url(self) -> None:
-        self.presigner.add_function_url(auth_type=lambda_.FunctionUrlAuthType.AWS_IAM)
+        self.front_door = self.presigner.add_function_url(
+            auth_type=lambda_.FunctionUrlAuthType.AWS_IAM)
+
+    # --- what users get -----------------------------------------------------------------------
+
+    def _analyst_policy(self) -> iam.ManagedPolicy:
+        """What an analyst needs to query the lake in Athena and read results, nothing more:
+        queries in this stack's workgroup (results land in its enforced location, written with
+        the analyst's own credentials), the catalog read-only, the lake's events and the
+        results read-only."""
+        workgroup = self.format_arn(service="athena", resource="workgroup",
+                                    resource_name=self.settings.prefix)
+        glue_arns = [self.format_arn(service="glue", resource="catalog"),
+                     self.format_arn(service="glue", resource="database",
+                                     resource_name=self.database_name),
+                     self.format_arn(service="glue", resource="table",
+                                     resource_name=f"{self.database_name}/*")]
+        lake, results = self.lake.bucket_arn, self.results.bucket_arn
+        return iam.ManagedPolicy(self, "AnalystPolicy", description=(
+            f"doclake analysts: Athena in the {self.settings.prefix} workgroup, the Glue catalog "
+            "read-only, the lake and the results read-only"), statements=[
+            iam.PolicyStatement(sid="AthenaInTheWorkgroup", resources=[workgroup], actions=[
+                "athena:StartQueryExecution", "athena:StopQueryExecution",
+                "athena:GetQueryExecution", "athena:GetQueryResults",
+                "athena:GetQueryResultsStream", "athena:BatchGetQueryExecution",
+                "athena:ListQueryExecutions", "athena:GetWorkGroup"]),
+            iam.PolicyStatement(sid="CatalogRead", resources=glue_arns, actions=[
+                "glue:GetDatabase", "glue:GetDatabases", "glue:GetTable", "glue:GetTables",
+                "glue:GetPartition", "glue:GetPartitions", "glue:BatchGetPartition"]),
+            iam.PolicyStatement(sid="BucketsList", resources=[lake, results], actions=[
+                "s3:ListBucket", "s3:GetBucketLocation"]),
+            iam.PolicyStatement(sid="LakeAndResultsRead", actions=["s3:GetObject"], resources=[
+                f"{lake}/events/*", f"{lake}/{ATHENA_RESULTS}*", f"{results}/results/*",
+                f"{results}/{REPORTS_PREFIX}*"]),
+            iam.PolicyStatement(sid="QueryResultsWrite", resources=[f"{lake}/{ATHENA_RESULTS}*"],
+                                actions=["s3:PutObject", "s3:AbortMultipartUpload",
+                                         "s3:ListMultipartUploadParts"])])
+
+    def _outputs(self) -> None:
+        """Every name a user or ``doclake aws --stack`` needs (``infra.aws.outputs``)."""
+        values = {
+            outputs.FRONT_DOOR_URL: self.front_door.url,
+            outputs.UPLOADS_BUCKET: self.uploads.bucket_name,
+            outputs.RESULTS_BUCKET: self.results.bucket_name,
+            outputs.LAKE_BUCKET: self.lake.bucket_name,
+            outputs.STATE_TABLE: self.table.table_name,
+            outputs.DATABASE: self.database.ref,
+            outputs.WORKGROUP: self.workgroup.ref,
+            outputs.ATHENA_RESULTS: f"s3://{self.lake.bucket_name}/{ATHENA_RESULTS}",
+            outputs.ANALYST_POLICY: self.analyst_policy.managed_policy_arn,
+            outputs.ALARMS_TOPIC: self.alarms.topic_arn,
+            outputs.DASHBOARD: self.operations.dashboard.dashboard_name,
+            outputs.PROJECTION_START: self.settings.projection_start,
+        }
+        for key, value in values.items():
+            CfnOutput(self, f"Output{key}", key=key, value=value,
+                      description=outputs.DESCRIPTIONS[key])
+        if self.gemini_key is not None:  # the secret it made (a given one's ARN is known)
+            CfnOutput(self, f"Output{outputs.GEMINI_KEY_SECRET}", key=outputs.GEMINI_KEY_SECRET,
+                      value=self.gemini_key_secret.ref, condition=self.gemini_key_created,
+                      description=outputs.DESCRIPTIONS[outputs.GEMINI_KEY_SECRET])
 
     # --- the lake's catalog and Athena -------------------------------------------------------
 
     def _catalog(self) -> None:
         database = database_input(self.settings.prefix.replace("-", "_"))
+        # The typed property: jsii drops a plain dict's PascalCase keys without a word, which
+        # left ``DatabaseInput: {}`` (a database named after its logical id, and every table
+        # naming ``doclake`` failing with "database not found").
         db = glue.CfnDatabase(self, "LakeDatabase", catalog_id=self.account,
-                              database_input={"Name": database["Name"],
-                                              "Description": database["Description"],
-                                              # the raw tables are this stack's alone:
-                                              # ``doclake aws catalog`` writes only views
-                                              "Parameters": {**database["Parameters"],
-                                                             OWNER_PARAMETER: "cloudformation"}})
+                              database_input=glue.CfnDatabase.DatabaseInputProperty(
+                                  name=database["Name"], description=database["Description"],
+                                  # the raw tables are this stack's alone:
+                                  # ``doclake aws setup`` writes only the views
+                                  parameters={**database["Parameters"],
+                                              OWNER_PARAMETER: "cloudformation"}))
+        self.database_name = database["Name"]
+        self.database = db
         # Partition projection tables, generated from the event schemas (lake.glue); the
         # bucket name is a token, so the location strings are built by CloudFormation.
         for name, table in raw_table_inputs("placeholder-bucket", "",
                                             projection_start=self.settings.projection_start).items():
             resource = glue.CfnTable(self, f"Raw{name.title().replace('_', '')}",
-                                     catalog_id=self.account, database_name=database["Name"],
+                                     catalog_id=self.account, database_name=db.ref,
                                      table_input=_with_bucket(table, self.lake.bucket_name))
             resource.node.add_dependency(db)
-        athena.CfnWorkGroup(
+        self.workgroup = athena.CfnWorkGroup(
             self, "Workgroup", name=self.settings.prefix, state="ENABLED",
             recursive_delete_option=False,
             work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
