@@ -106,3 +106,24 @@ def test_the_rules_strategy_is_built_once_a_process_not_once_a_document(monkeypa
     results = [offline.run_rules(pages) for _ in range(3)]  # as the short lane's process runs it
     assert len(built) == 1 and len(versions) == 1
     assert {r.model_version for r in results} == versions
+
+
+@needs_soffice
+@pytest.mark.skipif(ocr.tesseract_status() is not None, reason="tesseract is not installed")
+def test_bench_short_work_prints_each_small_file_alone_and_beside_scans():
+    import json
+
+    from typer.testing import CliRunner
+
+    from infra.cli.main import app
+
+    result = CliRunner().invoke(app, ["bench", "short-work", "--scans", "1", "--pages", "1",
+                                      "--rounds", "1", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    for name in ("memo_docx", "figures_csv"):
+        assert figures[f"{name}_alone_s"] > 0 and figures[f"{name}_beside_scans_s"] > 0
+        assert figures[f"{name}_extra_s"] == (figures[f"{name}_beside_scans_s"]
+                                              - figures[f"{name}_alone_s"])
+    assert figures["worst_extra_s"] == max(figures["memo_docx_extra_s"],
+                                           figures["figures_csv_extra_s"])

@@ -85,6 +85,24 @@ def fields(
     print_object(compare_fields(folder, rounds, reader), output_format)
 
 
+@bench_app.command("short-work")
+def short_work(
+    scans: Annotated[int, typer.Option(min=1, help="Scanned (image-only) PDFs beside the small "
+                     "files.")] = 6,
+    pages: Annotated[int, typer.Option(min=1, help="Pages of each scan.")] = 6,
+    rounds: Annotated[int, typer.Option(min=1, help="Alternating runs of each side.")] = 2,
+    output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json "
+                             "(default: table on a terminal, csv when piped)")] = None,
+) -> None:
+    """A one-page .docx and a CSV alone, then beside a folder of scans (LibreOffice and
+    tesseract busy at once): each small file's job time both ways, and the worst extra wait."""
+    from infra.bench.short_work import compare as compare_short_work
+    from infra.cli.render.output import print_object, resolve_format
+
+    output_format = resolve_format(output_format)
+    print_object(compare_short_work(scans, pages, rounds), output_format)
+
+
 HomeOption = Annotated[Path | None, typer.Option(
     "--home", help="Keep the run's state and lake here (for `bench plan`, `dashboard`, "
     "`sql`); default: a temporary folder, removed.", show_default=False)]

@@ -33,11 +33,15 @@ log = logging.getLogger(__name__)
 MAX_WORKER_FILE_BYTES = 2 * 1024**3
 
 
-def _limit_worker() -> None:
+def _limit_worker(nice: int = 0) -> None:
     """In each worker process, once: no core files (a crashing parser's memory is document
-    content, and would land in the working folder) and a file-size limit (``RLIMIT_FSIZE``)."""
+    content, and would land in the working folder), a file-size limit (``RLIMIT_FSIZE``), and
+    the lane's scheduling priority (``nice``: the programs it starts, tesseract, inherit it)."""
+    import os
     import resource
 
+    if nice:
+        os.nice(nice)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     limit = MAX_WORKER_FILE_BYTES if hard == resource.RLIM_INFINITY else min(
@@ -52,8 +56,12 @@ def _warm_up() -> None:
 class ProcessPoolRunner:
     """``CpuRunner`` on a pebble process pool of ``workers`` processes."""
 
-    def __init__(self, workers: int, warm_up: Callable[[], object] | None = None):
+    def __init__(self, workers: int, warm_up: Callable[[], object] | None = None, *,
+                 nice: int = 0):
+        """``nice``: added to each worker process's niceness (lower priority): its calls take
+        only the CPU that calls of other lanes leave."""
         self.workers = max(1, workers)
+        self.nice = nice
         self.warm_up = warm_up or _warm_up  # what ``warm`` runs in each process
         self._pool: ProcessPool | None = None
         self._lock = threading.Lock()
@@ -68,7 +76,7 @@ class ProcessPoolRunner:
         with self._lock:
             if self._pool is None or not self._pool.active:
                 self._pool = ProcessPool(max_workers=self.workers, context=context(),
-                                         initializer=_limit_worker)
+                                         initializer=_limit_worker, initargs=(self.nice,))
             return self._pool
 
     @property

@@ -9,7 +9,12 @@ So the pool is split by how long a call takes and how many of them can queue:
 
 - ``short`` (one process): calls of milliseconds that gate a whole document (``SHORT_CALLS``).
 - ``scans`` (``workers`` processes): OCR (``SCAN_CALLS``), seconds a page and hundreds queued
-  by one scan drop. Started on its first call: a run without scans never pays for it.
+  by one scan drop. Started on its first call: a run without scans never pays for it. Its
+  processes (and the tesseract each starts) run at a lower priority (``SCANS_NICE``): OCR takes
+  every core nothing else wants, and the moment a conversion, a text layer, a sheet, the rules
+  or the run's own process has work, the kernel runs that first. Without it an Office file's
+  LibreOffice conversion and reads shared the two cores with the OCR pages, a third of a core
+  each, and finished seconds later than alone.
 - ``documents`` (``workers`` processes): the rest, each bounded by its own document: text
   layers, rendering for a model, sheets and workbook plans, CSV and text files, decryption,
   indexing. An Office file's path after LibreOffice (its page count, its text layer, its index,
@@ -51,6 +56,10 @@ published only after them, so they must not queue behind OCR either."""
 UPLOAD_CALLS = frozenset({"fingerprint_files", "store_uploads"})
 """Ingest's file work (``ingest.fingerprint``), by function name: the ``uploads`` lane's."""
 
+SCANS_NICE = 10
+"""Niceness added to the scans lane's processes: a weight of about a tenth of a normal process's
+under Linux's scheduler, so short work beside a scan drop runs nearly as fast as alone."""
+
 SCAN_CALLS = frozenset({"look_at_pages", "_ocr_one"})
 """Calls of the OCR reader (``extract.readers.ocr``), by function name: the glance that finds
 blank pages and the OCR of one page (1.5 s a page alone on a core, 5 to 10 s under load)."""
@@ -73,7 +82,7 @@ class LanedCpu:
 
     def __init__(self, workers: int, short_workers: int = 1):
         self.short = ProcessPoolRunner(short_workers, warm_up=warm_short_lane)
-        self.scans = ProcessPoolRunner(workers)
+        self.scans = ProcessPoolRunner(workers, nice=SCANS_NICE)
         self.documents = ProcessPoolRunner(workers)
         self.uploads = ProcessPoolRunner(1)
 
