@@ -167,6 +167,9 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+_NUMBER = re.compile(r"-?[\d,]*\d(\.\d+)?")
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
 
@@ -213,6 +216,10 @@ def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]], *,
     from rich.console import Console
 
     rows = [list(row) for row in rows]
+    if numeric is None:  # text cells from a report (status, config): numbers look like numbers
+        numeric = [any(row[i] for row in rows)
+                   and all(not row[i] or _NUMBER.fullmatch(row[i]) for row in rows)
+                   for i in range(len(columns))]
     # Every cell shows itself and nothing else (control characters, rich markup: terminal_safe).
     title = terminal_safe(title) if title else None
     columns = [terminal_safe(name) for name in columns]
