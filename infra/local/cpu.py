@@ -36,10 +36,14 @@ MAX_WORKER_FILE_BYTES = 2 * 1024**3
 def _limit_worker(nice: int = 0) -> None:
     """In each worker process, once: no core files (a crashing parser's memory is document
     content, and would land in the working folder), a file-size limit (``RLIMIT_FSIZE``), and
-    the lane's scheduling priority (``nice``: the programs it starts, tesseract, inherit it)."""
+    the lane's scheduling priority (``nice``: the programs it starts, tesseract, inherit it),
+    and the home's umask (077): a fork server started before the home was made private hands
+    its children the umask of that moment, and workers write into the home (compacted lake
+    files among them)."""
     import os
     import resource
 
+    os.umask(0o077)  # infra.local.private_home.PRIVATE_UMASK
     if nice:
         os.nice(nice)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
