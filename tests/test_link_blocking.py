@@ -159,7 +159,27 @@ def test_a_room_of_every_link_leaves_nothing_of_the_outside_in_the_home(room, tm
     by_name = {r["source_name"]: r for r in rows}
     assert set(by_name) == set(made)
     for name, row in by_name.items():
-        if Path(name).suffix in (".html", ".eml"):
+        if Path(name).suffix in (".html", ".eml", ".ods", ".xlsx"):
             assert row["status"] == "succeeded", row
         else:
             assert (row["status"], row["failure_reason"]) == ("failed", "links_outside"), row
+
+
+@needs_soffice
+def test_word_97_files_are_searched_for_the_same_fields(room, tmp_path):
+    """LibreOffice writes the RTF fields into a .doc; the check finds them in its text."""
+    import subprocess
+
+    folder, _ = room
+    out = tmp_path / "doc"
+    plain = tmp_path / "plain.rtf"
+    plain.write_text("{\\rtf1\\ansi A plain letter with a LINK word in it.\\par}")
+    sources = [folder / "include-text.rtf", folder / "dde.rtf", plain]
+    subprocess.run([_soffice(), "--headless", f"-env:UserInstallation={(tmp_path / 'p').as_uri()}",
+                    "--convert-to", "doc", "--outdir", str(out), *map(str, sources)],
+                   capture_output=True, timeout=180, check=True)
+    for name in ("include-text.doc", "dde.doc"):
+        assert sniff_file(out / name).format is Format.DOC
+        with pytest.raises(LinksOutside):
+            check_links(out / name, Format.DOC)
+    check_links(out / "plain.doc", Format.DOC)

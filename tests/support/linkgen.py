@@ -129,7 +129,7 @@ _ODF_NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
 
 
 def _odf(path: Path, mimetype: str, body: str) -> Path:
-    kind = "text" if mimetype.endswith("text") else "presentation"
+    kind = mimetype.rsplit(".", 1)[-1]  # text, presentation, spreadsheet
     content = (f'<?xml version="1.0" encoding="UTF-8"?>\n<office:document-content {_ODF_NS} '
                f'office:version="1.2"><office:body><office:{kind}>{body}</office:{kind}>'
                '</office:body></office:document-content>')
@@ -148,6 +148,31 @@ def _odf(path: Path, mimetype: str, body: str) -> Path:
 def _frame(inner: str) -> str:
     return ('<draw:frame draw:name="f1" text:anchor-type="as-char" svg:width="4in" '
             f'svg:height="1in">{inner}</draw:frame>')
+
+
+def _xlsx_with_external_link(path: Path, text_url: str, picture_url: str) -> Path:
+    """A workbook with one value, a formula on an external workbook, an external-link part and
+    a linked picture relationship."""
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet["A1"] = "inside"
+    sheet["A2"] = "='file:///outside/[secret.xlsx]Sheet1'!A1"
+    workbook.save(path)
+    with zipfile.ZipFile(path) as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    members["xl/externalLinks/externalLink1.xml"] = (
+        '<externalLink xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+        f'xmlns:r="{_R}"><externalBook r:id="rId1"/></externalLink>').encode()
+    members["xl/externalLinks/_rels/externalLink1.xml.rels"] = (
+        f'<Relationships xmlns="{_PKG_RELS}">'
+        + _external("rId1", "externalLinkPath", text_url)
+        + _external("rId2", "image", picture_url) + "</Relationships>").encode()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
 
 
 # --- the room ------------------------------------------------------------------------------------
@@ -237,6 +262,18 @@ def make_room(room: Path, outside: Path) -> dict[str, str]:
              'xlink:actuate="onLoad"/>').replace('text:anchor-type="as-char" ', '') +
          "</draw:page>")
     made["linked-picture.odp"] = "ODP linked image"
+
+    _odf(room / "linked.ods", "application/vnd.oasis.opendocument.spreadsheet",
+         '<table:table table:name="Sheet1"><table:table-source xlink:href="' + text_url +
+         '" xlink:type="simple" table:table-name="Sheet1"/><table:table-row><table:table-cell '
+         'office:value-type="string"><text:p>inside</text:p></table:table-cell>'
+         '<table:table-cell>' + _frame(f'<draw:image xlink:href="{picture_url}" '
+                                      'xlink:type="simple"/>').replace(
+             'text:anchor-type="as-char" ', '') + '</table:table-cell></table:table-row>'
+         '</table:table>')
+    made["linked.ods"] = "ODS linked table and image (read by calamine, which follows nothing)"
+    _xlsx_with_external_link(room / "external.xlsx", text_url, picture_url)
+    made["external.xlsx"] = "XLSX external workbook link and linked picture (read by calamine)"
 
     (room / "page.html").write_text(
         f'<html><head><link rel="stylesheet" href="{text_url}"><style>@import "{text_url}";'
