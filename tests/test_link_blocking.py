@@ -85,7 +85,8 @@ def test_hyperlinks_pictures_inside_and_plain_text_pass(tmp_path):
                         '</w:p><w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r>'
                         '<w:instrText> PAGE </w:instrText></w:r><w:r><w:fldChar '
                         'w:fldCharType="end"/></w:r></w:p>',
-                        _external("rIdH", "hyperlink", "https://example.com/x"))
+                        _external("rIdH", "hyperlink", "https://example.com/x")
+                        + _external("rIdV", "video", "https://example.com/talk.mp4"))
     inside = _odf(tmp_path / "inside.odt", "application/vnd.oasis.opendocument.text",
                   '<text:p>A memo <text:a xlink:href="https://example.com">a link</text:a>'
                   '<draw:frame><draw:image xlink:href="Pictures/a.png"/></draw:frame></text:p>')

@@ -9,8 +9,9 @@ and LibreOffice's own ``BlockUntrustedRefererLinks`` does not cover every form (
 bytes, and a document holding one fails with the reason ``links_outside``, naming what it links
 to. What is looked for, by format:
 
-- OOXML (docx, pptx): a relationship with ``TargetMode="External"`` other than a hyperlink or
-  the template's name (linked pictures, linked OLE objects, frames, external data); fields
+- OOXML (docx, pptx): a relationship with ``TargetMode="External"`` other than a hyperlink,
+  the template's name or a linked video or sound (linked pictures, linked OLE objects,
+  subdocuments, frames, external data); fields
   ``INCLUDEPICTURE``, ``INCLUDETEXT``, ``INCLUDE``, ``LINK``, ``IMPORT``, ``DDE``, ``DDEAUTO``
   in ``w:instrText`` (joined across runs: a keyword split over runs is still found) and
   ``w:fldSimple``;
@@ -45,7 +46,9 @@ CHUNK = 1 << 16
 
 FIELDS = re.compile(r"^\s*(INCLUDEPICTURE|INCLUDETEXT|INCLUDE|LINK|IMPORT|DDEAUTO|DDE)\b",
                     re.IGNORECASE)
-_FOLLOWED_TYPES = ("hyperlink", "attachedTemplate")
+# External relationships LibreOffice fetches nothing for when it makes a PDF: a hyperlink, the
+# template's name, a linked video or sound (the slide shows its poster picture, kept inside).
+_FOLLOWED_TYPES = ("hyperlink", "attachedTemplate", "video", "audio", "media")
 _OOXML_ANCHORS = frozenset({"hyperlink", "hlinkClick", "hlinkHover"})
 _ODF_ANCHORS = frozenset({"a"})  # text:a, draw:a: a hyperlink, never fetched
 _ODF_DDE = frozenset({"dde-source", "dde-connection-decl", "dde-connection"})
@@ -128,7 +131,7 @@ def _elements(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget
 
 _RAW_RELATIONSHIP = re.compile(rb"<(?:\w+:)?Relationship\b[^>]*>", re.IGNORECASE)
 _RAW_EXTERNAL = re.compile(rb"TargetMode\s*=\s*[\"']External", re.IGNORECASE)
-_RAW_FOLLOWED = re.compile(rb"/(?:hyperlink|attachedTemplate)[\"']")
+_RAW_FOLLOWED = re.compile(rb"/(?:hyperlink|attachedTemplate|video|audio|media)[\"']")
 _RAW_REFERENCE = re.compile(rb"<(?:\w+:)?(\w+)\b[^>]*?\b(?:\w+:)?(?:href|src)\s*=\s*[\"']([^\"']*)")
 _RAW_TAG = re.compile(rb"<[^>]*>")
 _RAW_FIELD = re.compile(rb"(?:INCLUDEPICTURE|INCLUDETEXT|INCLUDE|LINK|IMPORT|DDEAUTO|DDE)\b",
