@@ -35,8 +35,10 @@ def _refuse_here(monkeypatch) -> None:
 
 
 def test_after_a_run_the_lake_is_compacted_by_a_worker(settings, monkeypatch):
+    from infra.local import runtime as runtime_module
     from infra.local.runtime import LocalRuntime
 
+    monkeypatch.setattr(runtime_module, "COMPACT_HERE_BELOW_FILES", 3)  # a run of many files
     runtime = LocalRuntime(settings)
     try:
         _small_files(runtime, 3)
@@ -66,8 +68,25 @@ def test_background_compaction_runs_in_a_worker(settings, monkeypatch):
     assert merged.startswith(COMPACTED_PREFIX)
 
 
-def test_a_compaction_the_worker_cannot_do_is_done_here(settings):
+def test_a_run_of_few_files_is_compacted_here_without_the_lane(settings):
+    """Starting the lane's process again after the run costs more than a few files' merge."""
     from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings)
+    try:
+        _small_files(runtime, 2)
+        report = runtime.compact_lake()
+        assert not runtime.cpu.uploads_started
+    finally:
+        runtime.close()
+    assert report is not None and report.files_after == 1
+
+
+def test_a_compaction_the_worker_cannot_do_is_done_here(settings, monkeypatch):
+    from infra.local import runtime as runtime_module
+    from infra.local.runtime import LocalRuntime
+
+    monkeypatch.setattr(runtime_module, "COMPACT_HERE_BELOW_FILES", 2)
 
     runtime = LocalRuntime(settings)
 
