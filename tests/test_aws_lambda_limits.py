@@ -409,3 +409,69 @@ def test_the_lambda_cpu_runner_needs_no_posix_semaphores(tmp_path, runner, works
         assert (done.returncode, done.stdout.strip()) == (0, "49"), done.stderr[-2000:]
     else:
         assert done.returncode != 0 and "Function not implemented" in done.stderr
+
+
+def test_a_batch_of_several_documents_holds_one_documents_source_in_tmp_at_a_time(
+        iam_moto, pdf_factory, monkeypatch):
+    """Three uploads in one batch of the split mapping: their records take the source one
+    document at a time (``infra.aws.tmp_budget``), and each document's copy is gone from /tmp
+    before the next one's is downloaded; every document is split all the same."""
+    from pathlib import Path
+
+    from infra.aws.s3 import SharedDownloads
+
+    deployed = StackDeployment(synth(), iam_moto)
+    for n in range(3):
+        _upload(deployed, f"doc{n}.pdf", pdf_factory(f"doc{n}.pdf", 2).read_bytes())
+    on_disk_at_each_fetch: list[int] = []
+    copies: list[str] = []
+    real_open = SharedDownloads.open
+
+    def fetch_noting(name: str, fetch) -> None:
+        on_disk_at_each_fetch.append(sum(Path(c).exists() for c in copies))
+        copies.append(name)
+        fetch(name)
+
+    def open_copy(downloads, key, fetch):
+        return real_open(downloads, key, lambda name: fetch_noting(name, fetch))
+
+    monkeypatch.setattr(SharedDownloads, "open", open_copy)
+    assert deployed.drain("split") == (3, 0)  # one batch: the three records together
+    assert len(copies) == 3 and on_disk_at_each_fetch == [0, 0, 0]
+    assert not any(Path(c).exists() for c in copies)
+    assert [j.units for j in _jobs(deployed)] == [1, 1, 1]  # each split into its unit
+
+
+def test_a_source_larger_than_tmp_is_refused_before_it_is_downloaded(iam_moto, pdf_factory):
+    """The function's /tmp (``DOCLAKE_EPHEMERAL_BYTES``, from its ephemeral storage) less the
+    room kept for reading: a larger source fails its job ``file_too_large`` with both sizes in
+    the message, and nothing is downloaded."""
+    from infra.aws.tmp_budget import MIB, RESERVE_BYTES
+
+    deployed = StackDeployment(synth(), iam_moto, environment={
+        "DOCLAKE_EPHEMERAL_BYTES": str(RESERVE_BYTES + MIB)})
+    pdf = pdf_factory("big.pdf", 1).read_bytes() + b"\n%" + b"x" * (2 * MIB)  # after %%EOF
+    _upload(deployed, "big.pdf", pdf)
+    assert deployed.drain("split") == (1, 0)
+    deployed.poll()
+    (job,) = _jobs(deployed)
+    assert (job.status.value, job.failure_reason) == ("failed", "file_too_large")
+    (failure,) = _query(deployed, "SELECT message FROM failures")
+    assert "MiB" in failure["message"] and "/tmp" in failure["message"], failure
+
+
+def test_a_source_that_fits_tmp_but_not_its_free_space_now_is_retried(monkeypatch, tmp_path):
+    import shutil
+    from collections import namedtuple
+
+    from extract.errors import LimitExceeded, TransientError
+    from infra.aws.tmp_budget import MIB, check_fits
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda folder: usage(512 * MIB, 500 * MIB,
+                                                                   12 * MIB))
+    with pytest.raises(TransientError) as busy:
+        check_fits(100 * MIB, 512 * MIB, folder=str(tmp_path))
+    assert not isinstance(busy.value, LimitExceeded) and busy.value.error_type == "tmp_full"
+    with pytest.raises(LimitExceeded):
+        check_fits(500 * MIB, 512 * MIB, folder=str(tmp_path))

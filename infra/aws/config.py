@@ -37,6 +37,9 @@ class AwsSettings(BaseSettings):
     gemini_api_key_secret: str | None = Field(
         None, description="The Secrets Manager secret (ARN or name) holding the Gemini API key; "
         "read once per container, never put in the environment.")
+    ephemeral_bytes: int = Field(
+        512 * 1024 * 1024, ge=1, description="The function's /tmp (its ephemeral storage): a "
+        "source that cannot fit is refused before it is downloaded (infra.aws.tmp_budget).")
     upload_expiry_s: int = Field(300, ge=1, le=MAX_UPLOAD_EXPIRY_S)
     max_upload_bytes: int = Field(512 * 1024 * 1024, ge=1)
 

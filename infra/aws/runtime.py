@@ -35,8 +35,10 @@ class AwsRuntime:
         # One set of local copies for both buckets: an invocation's units share a download.
         self.downloads = SharedDownloads()
         self.objects = RoutedObjectStore(
-            S3ObjectStore(self.s3, settings.uploads_bucket, downloads=self.downloads),
-            S3ObjectStore(self.s3, settings.results_bucket, downloads=self.downloads))
+            S3ObjectStore(self.s3, settings.uploads_bucket, downloads=self.downloads,
+                          ephemeral_bytes=settings.ephemeral_bytes),
+            S3ObjectStore(self.s3, settings.results_bucket, downloads=self.downloads,
+                          ephemeral_bytes=settings.ephemeral_bytes))
         self.queue = SqsQueue(self.sqs, settings.queue_urls, max_receives=settings.max_receives)
         filesystem, root = open_lake(settings.lake_uri)
         # No background compaction inside a function: the scheduled compactor does it.

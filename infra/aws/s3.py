@@ -86,8 +86,10 @@ def _a_few_at_a_time(requests: Sequence[Callable[[], object]]) -> None:
 
 class S3ObjectStore:
     def __init__(self, client, bucket: str, prefix: str = "", *,
-                 downloads: SharedDownloads | None = None):
+                 downloads: SharedDownloads | None = None, ephemeral_bytes: int | None = None):
         self.client = client
+        self.ephemeral_bytes = ephemeral_bytes
+        """The function's /tmp: a larger object is refused before it is downloaded."""
         self.downloads = downloads or SharedDownloads()
         self.bucket = bucket
         self.prefix = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
@@ -189,6 +191,12 @@ class S3ObjectStore:
         try:
             with mapped(f"s3 download {key}"):
                 address = self._address(key)
+                if self.ephemeral_bytes is not None:
+                    from infra.aws.tmp_budget import check_fits
+
+                    size = self.client.head_object(Bucket=self.bucket, **address)[
+                        "ContentLength"]
+                    check_fits(int(size), self.ephemeral_bytes, folder=str(Path(name).parent))
                 self.client.download_file(self.bucket, address.pop("Key"), name,
                                           ExtraArgs=address or None)
         except Exception as error:
@@ -242,6 +250,16 @@ class SharedDownloads:
                 removed = [self._copies.pop(k) for k in idle]
             for copy in removed:
                 copy.path.unlink(missing_ok=True)
+
+    def drop_idle(self) -> int:
+        """Remove every copy no caller holds now (the next document needs the room); returns
+        how many went."""
+        with self._lock:
+            idle = [k for k, c in self._copies.items() if c.users == 0]
+            removed = [self._copies.pop(k) for k in idle]
+        for copy in removed:
+            copy.path.unlink(missing_ok=True)
+        return len(removed)
 
     @contextmanager
     def open(self, key: str, fetch: Callable[[str], None]) -> Iterator[Path]:

@@ -254,7 +254,9 @@ class DoclakeStack(Stack):
         function = lambda_.DockerImageFunction(
             self, f"{name.title()}Function", code=code, memory_size=spec.memory_mb,
             timeout=Duration.seconds(spec.timeout_s),
-            environment=self._environment(name), architecture=lambda_.Architecture.X86_64,
+            environment={**self._environment(name), "DOCLAKE_EPHEMERAL_BYTES": str(
+                (spec.ephemeral_mb or 512) * 1024 * 1024)},
+            architecture=lambda_.Architecture.X86_64,
             ephemeral_storage_size=Size.mebibytes(spec.ephemeral_mb) if spec.ephemeral_mb
             else None, retry_attempts=0 if spec.queue is None else None)
         self._function_alarms(name, function)

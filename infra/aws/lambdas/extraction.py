@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from contextlib import nullcontext
 from datetime import timedelta
 
 from aws_lambda_powertools import Logger, Metrics
@@ -44,11 +45,14 @@ from extract.ports import ReceivedMessage
 from infra.aws.runtime import shared
 from infra.aws.sink import InvocationCommitter
 from infra.aws.sqs import retry_visibility_s
+from infra.aws.tmp_budget import OneDocumentAtATime
 from lake.events import utc_now
 
 logger = Logger(service="doclake-extraction")
 metrics = Metrics(namespace="doclake", service="extraction")
 processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+SOURCE_QUEUES = frozenset({"split", "read", "sheet", "convert"})
+"""The queues whose steps download a document's source into /tmp."""
 FINISH_MARGIN_S = 15.0
 """Kept from the invocation's remaining time for the batch's flush and visibility changes."""
 
@@ -69,12 +73,20 @@ def record_deadline(context) -> float:
     return time.monotonic() + max(0.0, remaining_s - FINISH_MARGIN_S)
 
 
-def _job_id(body: str) -> str | None:
+def _field(body: str, name: str) -> str | None:
     try:
-        value = json.loads(body).get("job_id")
+        value = json.loads(body).get(name)
     except (ValueError, AttributeError):
         return None
     return value if isinstance(value, str) else None
+
+
+def _job_id(body: str) -> str | None:
+    return _field(body, "job_id")
+
+
+def _document_id(body: str) -> str | None:
+    return _field(body, "document_id")
 
 
 def handle_batch(event: dict, context, *, worker: str) -> dict:
@@ -94,11 +106,16 @@ def handle_batch(event: dict, context, *, worker: str) -> dict:
         metrics.add_metric(name="Retries", unit=MetricUnit.Count, value=1)
         raise RetryLater(f"{received.message_id}: retry in {delay} s")
 
+    gate = OneDocumentAtATime(runtime.downloads.drop_idle)
+
     async def record_handler(record: SQSRecord) -> str:
         received = received_of(record, runtime.queue_name(record.event_source_arn))
+        # Steps that hold a source in /tmp take one document at a time (``tmp_budget``).
+        document = _document_id(received.body) if received.queue in SOURCE_QUEUES else None
         try:
             async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                async with committer.record():
+                async with (gate.document(document) if document else nullcontext()), \
+                        committer.record():
                     outcome = await handle_message(ctx, received)
         except TimeoutError:
             metrics.add_metric(name="DeadlineRetries", unit=MetricUnit.Count, value=1)
