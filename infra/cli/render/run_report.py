@@ -193,9 +193,9 @@ class RunReport:
             out.print(f"results: {where}/objects/results/<document_id>.json  text: "
                       f"{where}/objects/pages/<document_id>/<job_id>/00001.md", markup=False)
             flag = "" if home_is_default(home) else f" --home {where}"
-            out.print(f"next: doclake status{flag} | doclake search{flag} WORDS | doclake sql"
-                      f"{flag} \"SELECT * FROM jobs\" | doclake dashboard{flag} --out report.html",
-                      markup=False)
+            out.print(f"next: doclake status{flag} | doclake show{flag} FILE | doclake search"
+                      f"{flag} WORDS | doclake sql{flag} \"SELECT * FROM jobs\" | doclake dashboard"
+                      f"{flag} --out report.html", markup=False)
 
 
 def home_is_default(home: str) -> bool:
