@@ -32,9 +32,8 @@ from __future__ import annotations
 
 import re
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
-from xml.etree.ElementTree import Element, ParseError, XMLPullParser
+from xml.parsers import expat
 
 from extract.errors import LimitExceeded, TerminalError
 from extract.formats.sniff import Format
@@ -49,10 +48,13 @@ FIELDS = re.compile(r"^\s*(INCLUDEPICTURE|INCLUDETEXT|INCLUDE|LINK|IMPORT|DDEAUT
 # External relationships LibreOffice fetches nothing for when it makes a PDF: a hyperlink, the
 # template's name, a linked video or sound (the slide shows its poster picture, kept inside).
 _FOLLOWED_TYPES = ("hyperlink", "attachedTemplate", "video", "audio", "media")
-_OOXML_ANCHORS = frozenset({"hyperlink", "hlinkClick", "hlinkHover"})
+_VML_PICTURES = frozenset({"imagedata", "fill", "stroke", "image", "textpath"})
+_OOXML_NAMES = ("Relationship", "fldChar", "instrText", "fldSimple", *_VML_PICTURES)
+_OOXML_MARKERS = (b"TargetMode", b"instrText", b"fldSimple", b"imagedata", b"fill", b"stroke",
+                  b"image", b"textpath")
+_ODF_MARKERS = (b"href", b"dde-")
 _ODF_ANCHORS = frozenset({"a"})  # text:a, draw:a: a hyperlink, never fetched
-_ODF_DDE = frozenset({"dde-source", "dde-connection-decl", "dde-connection"})
-_XLINK = "{http://www.w3.org/1999/xlink}href"
+_ODF_DDE = (":dde-source", ":dde-connection-decl", ":dde-connection")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -98,35 +100,58 @@ class _Budget:
                 error_type=TOO_LARGE)
 
 
-def _elements(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget
-              ) -> Iterator[tuple[str, Element]]:
-    """``(event, element)`` of one XML part, read as a stream. An element is taken out of its
-    parent once its end is seen, so memory stays small however large the part."""
-    parser = XMLPullParser(events=("start", "end"))
-    open_elements: list[Element] = []
+def _mentions(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget,
+              markers: tuple[bytes, ...]) -> bool:
+    """Whether the part's bytes hold one of ``markers`` (the element or attribute names the
+    handlers look at: names are never escaped in XML, so a part without them holds nothing to
+    find). Inflating and searching run in C: a large part without a field, a link or a
+    relationship is not parsed at all. Counts the part against the budget."""
+    tail = b""
+    with archive.open(info) as member:
+        while chunk := member.read(CHUNK):
+            budget.take(len(chunk), info.filename)
+            window = tail + chunk
+            if any(marker in window for marker in markers):
+                return True
+            tail = chunk[-32:]
+    return False
 
-    def events() -> Iterator[tuple[str, Element]]:
-        for event, element in parser.read_events():
-            yield event, element
-            if event == "start":
-                open_elements.append(element)
-                continue
-            open_elements.pop()
-            if open_elements and len(open_elements[-1]) and open_elements[-1][-1] is element:
-                del open_elements[-1][-1]
 
+def _parse(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget,
+           handlers: _Handlers) -> None:
+    """Feed one XML part to expat as a stream (memory stays small however large the part),
+    calling ``handlers`` as it goes. Names arrive as written (``w:instrText``: no namespace
+    processing, the cheaper parse), so handlers match the local part whatever the prefix. A
+    part expat refuses
+    may still be read by LibreOffice's parser, which recovers from more: its bytes are then
+    searched instead, more strictly (``_scan_unparsed``)."""
+    parser = expat.ParserCreate()
+    parser.buffer_text = True
+    handlers.parser = parser
+    parser.StartElementHandler = handlers.start
     try:
-        with archive.open(info) as member:
+        with archive.open(info) as member:  # counted by _mentions already
             while chunk := member.read(CHUNK):
-                budget.take(len(chunk), info.filename)
-                parser.feed(chunk)
-                yield from events()
-        parser.close()
-        yield from events()
-    except ParseError:
-        # A part this parser refuses may still be read by LibreOffice's, which recovers from
-        # more: its rest is searched as bytes instead, more strictly.
+                parser.Parse(chunk, False)
+        parser.Parse(b"", True)
+    except expat.ExpatError:
         _scan_unparsed(archive, info, budget)
+
+
+class _Handlers:
+    """Expat callbacks for one part; ``parser`` is set by ``_parse``."""
+
+    parser: expat.XMLParserType
+
+    def __init__(self, part: str):
+        self.part = part
+
+    def start(self, name: str, attributes: dict[str, str]) -> None:
+        raise NotImplementedError
+
+
+def _local_name(name: str) -> str:
+    return name.rpartition(":")[2]
 
 
 _RAW_RELATIONSHIP = re.compile(rb"<(?:\w+:)?Relationship\b[^>]*>", re.IGNORECASE)
@@ -157,10 +182,6 @@ def _scan_unparsed(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Bud
         raise _refuse(f"a field keyword in the unreadable part {info.filename}")
 
 
-def _local(tag: object) -> str:
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-
-
 def _open(path: Path, max_inflated: int) -> tuple[zipfile.ZipFile, list[zipfile.ZipInfo]] | None:
     """The archive and its XML parts; a declared total past the limit fails at once."""
     try:
@@ -181,33 +202,54 @@ def _check_ooxml(path: Path, max_inflated: int) -> None:
     budget = _Budget(max_inflated)
     with archive:
         for info in parts:
-            fields: list[list[str]] = [[]]  # one instruction per field begun, nested ones apart
-            for event, element in _elements(archive, info, budget):
-                name = _local(element.tag)
-                if event == "start":
-                    if name == "fldChar" and _attribute(element, "fldCharType") == "begin":
-                        fields.append([])
-                    continue
-                if name == "Relationship":
-                    mode = (element.get("TargetMode") or "").lower()
-                    kind = (element.get("Type") or "").rsplit("/", 1)[-1]
-                    if mode == "external" and kind not in _FOLLOWED_TYPES:
-                        raise _refuse(f"an external {kind or 'relationship'} "
-                                      f"{element.get('Target', '')!r} in {info.filename}")
-                elif name == "instrText":
-                    fields[-1].append(element.text or "")
-                elif name == "fldSimple":
-                    _check_field(_attribute(element, "instr"), info.filename)
-                elif name not in _OOXML_ANCHORS:
-                    for key, value in element.attrib.items():
-                        if _local(key) in ("href", "src") and _outside(value):
-                            raise _refuse(f"{name} {value!r} in {info.filename}")
-            for field in fields:
+            if not _mentions(archive, info, budget, _OOXML_MARKERS):
+                continue
+            handlers = _OoxmlHandlers(info.filename)
+            _parse(archive, info, budget, handlers)
+            for field in handlers.fields:
                 _check_field("".join(field), info.filename)
 
 
-def _attribute(element: Element, local_name: str) -> str:
-    return next((v for k, v in element.attrib.items() if _local(k) == local_name), "")
+class _OoxmlHandlers(_Handlers):
+    """External relationships, field instructions (one per field begun, nested ones apart; the
+    text of every ``instrText`` of a field joined, so a keyword split over runs is whole) and
+    VML pictures given by a path."""
+
+    def __init__(self, part: str):
+        super().__init__(part)
+        self.fields: list[list[str]] = [[]]
+
+    def start(self, name: str, attributes: dict[str, str]) -> None:
+        if not name.endswith(_OOXML_NAMES):  # most elements: one C call, nothing else
+            return
+        local = _local_name(name)
+        if local == "Relationship":
+            mode = (attributes.get("TargetMode") or "").lower()
+            kind = (attributes.get("Type") or "").rsplit("/", 1)[-1]
+            if mode == "external" and kind not in _FOLLOWED_TYPES:
+                raise _refuse(f"an external {kind or 'relationship'} "
+                              f"{attributes.get('Target', '')!r} in {self.part}")
+        elif local == "fldChar":
+            if _attribute(attributes, "fldCharType") == "begin":
+                self.fields.append([])
+        elif local == "instrText":
+            self.parser.CharacterDataHandler = self.fields[-1].append
+            self.parser.EndElementHandler = self.end
+        elif local == "fldSimple":
+            _check_field(_attribute(attributes, "instr"), self.part)
+        elif local in _VML_PICTURES:
+            for key, value in attributes.items():
+                if _local_name(key) in ("href", "src") and _outside(value):
+                    raise _refuse(f"{local} {value!r} in {self.part}")
+
+    def end(self, name: str) -> None:
+        if name.endswith("instrText"):
+            self.parser.CharacterDataHandler = None
+            self.parser.EndElementHandler = None
+
+
+def _attribute(attributes: dict[str, str], local_name: str) -> str:
+    return next((v for k, v in attributes.items() if _local_name(k) == local_name), "")
 
 
 def _check_field(instruction: str, where: str) -> None:
@@ -234,17 +276,22 @@ def _check_odf(path: Path, max_inflated: int) -> None:
     budget = _Budget(max_inflated)
     with archive:
         for info in parts:
-            if info.filename.startswith("META-INF/"):
-                continue
-            for event, element in _elements(archive, info, budget):
-                if event != "start":
-                    continue
-                name = _local(element.tag)
-                if name in _ODF_DDE:
-                    raise _refuse(f"a DDE link ({name}) in {info.filename}")
-                href = element.get(_XLINK)
-                if href is not None and name not in _ODF_ANCHORS and _outside(href):
-                    raise _refuse(f"{name} {href!r} in {info.filename}")
+            if not info.filename.startswith("META-INF/") and \
+                    _mentions(archive, info, budget, _ODF_MARKERS):
+                _parse(archive, info, budget, _OdfHandlers(info.filename))
+
+
+class _OdfHandlers(_Handlers):
+    """An ``xlink:href`` outside the package on anything but a hyperlink; DDE sources."""
+
+    def start(self, name: str, attributes: dict[str, str]) -> None:
+        if name.endswith(_ODF_DDE):
+            raise _refuse(f"a DDE link ({name}) in {self.part}")
+        if not attributes or _local_name(name) in _ODF_ANCHORS:
+            return
+        for key, value in attributes.items():  # xlink:href, whatever the prefix
+            if key.endswith("href") and _local_name(key) == "href" and _outside(value):
+                raise _refuse(f"{name} {value!r} in {self.part}")
 
 
 # --- RTF ----------------------------------------------------------------------------------------
