@@ -159,6 +159,8 @@ _RAW_EXTERNAL = re.compile(rb"TargetMode\s*=\s*[\"']External", re.IGNORECASE)
 _RAW_FOLLOWED = re.compile(rb"/(?:hyperlink|attachedTemplate|video|audio|media)[\"']")
 _RAW_REFERENCE = re.compile(rb"<(?:\w+:)?(\w+)\b[^>]*?\b(?:\w+:)?(?:href|src)\s*=\s*[\"']([^\"']*)")
 _RAW_TAG = re.compile(rb"<[^>]*>")
+_RAW_WINDOW = 8 * 1024 * 1024
+_RAW_OVERLAP = 64 * 1024
 _RAW_FIELD = re.compile(rb"(?:INCLUDEPICTURE|INCLUDETEXT|INCLUDE|LINK|IMPORT|DDEAUTO|DDE)\b",
                         re.IGNORECASE)
 
@@ -166,20 +168,26 @@ _RAW_FIELD = re.compile(rb"(?:INCLUDEPICTURE|INCLUDETEXT|INCLUDE|LINK|IMPORT|DDE
 def _scan_unparsed(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget) -> None:
     """Search a part the XML parser refused as bytes: any external relationship other than a
     hyperlink, any reference outside the package on anything but a hyperlink, and any field
-    keyword in its text (tags taken out) are refused."""
-    data = bytearray()
+    keyword in its text (tags taken out) are refused. Read in windows of ``_RAW_WINDOW`` that
+    overlap by ``_RAW_OVERLAP``, so memory stays bounded and nothing is missed at a seam."""
+    carried = b""
     with archive.open(info) as member:
-        while chunk := member.read(CHUNK):
+        while chunk := member.read(_RAW_WINDOW):
             budget.take(len(chunk), info.filename)
-            data += chunk
+            window = carried + chunk
+            _scan_window(window, info.filename)
+            carried = window[-_RAW_OVERLAP:]
+
+
+def _scan_window(data: bytes, part: str) -> None:
     for tag in _RAW_RELATIONSHIP.findall(data):
         if _RAW_EXTERNAL.search(tag) and not _RAW_FOLLOWED.search(tag):
-            raise _refuse(f"an external relationship in {info.filename}")
+            raise _refuse(f"an external relationship in {part}")
     for name, href in _RAW_REFERENCE.findall(data):
         if name not in (b"a", b"hyperlink") and _outside(href.decode("utf-8", "replace")):
-            raise _refuse(f"{name.decode(errors='replace')} {href[:120]!r} in {info.filename}")
-    if info.filename.lower().endswith(".xml") and _RAW_FIELD.search(_RAW_TAG.sub(b"", data)):
-        raise _refuse(f"a field keyword in the unreadable part {info.filename}")
+            raise _refuse(f"{name.decode(errors='replace')} {href[:120]!r} in {part}")
+    if part.lower().endswith(".xml") and _RAW_FIELD.search(_RAW_TAG.sub(b"", data)):
+        raise _refuse(f"a field keyword in the unreadable part {part}")
 
 
 def _open(path: Path, max_inflated: int) -> tuple[zipfile.ZipFile, list[zipfile.ZipInfo]] | None:
