@@ -15,8 +15,9 @@ wedges LibreOffice cannot poison the one after it. What makes that cheap and saf
   which covers the machines without namespaces (the XXE sample in the corpus must fetch nothing);
 - the filesystem: under bubblewrap the converter sees the system read-only and its own work
   folder, nothing else (``extract.formats.sandbox``): a linked ``file:///`` image is not there to
-  embed; the profile's ``BlockUntrustedRefererLinks`` blocks such links as well, and is what is
-  left where bwrap is not available (warned);
+  embed. Before that, a document that links outside itself is refused (``links_outside``,
+  ``extract.formats.links``, in the convert handler), with or without bwrap; the profile's
+  ``BlockUntrustedRefererLinks`` blocks such links as well;
 - resources: address space, file size (``RLIMIT_FSIZE``: no file past the output limit) and CPU
   time limits on the process; its temporary files go to the work folder, removed after it;
 - the output: a missing PDF is a refusal (``corrupt``), an oversized one a limit.

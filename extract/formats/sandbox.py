@@ -8,9 +8,11 @@ programs, libraries and fonts read-only, a private ``/tmp``, its own work folder
 nothing else: no home, no data room, no doclake home; and no network (``--unshare-all`` takes
 the network, PID, IPC and UTS namespaces too), dying with its parent.
 
-Where ``bwrap`` is missing or cannot make namespaces (some containers), ``sandbox`` returns no
-prefix and logs one warning: the conversion then relies on the profile's link blocking and on
-``unshare -n`` for the network (``extract.formats.office``). The README says so.
+Where ``bwrap`` is missing or cannot make namespaces (some containers, Lambda), ``sandbox``
+returns no prefix and logs one warning: the conversion then relies on the link check before it
+(``extract.formats.links``: a document linking outside itself fails ``links_outside``), the
+profile's link blocking, and ``unshare -n`` for the network (``extract.formats.office``).
+docs/security.md says what holds where.
 """
 
 from __future__ import annotations
@@ -81,8 +83,9 @@ def sandbox(writable: Sequence[Path]) -> tuple[str, ...]:
         if not _warned:
             _warned = True
             log.warning("bubblewrap (bwrap) is not available: LibreOffice conversions are not "
-                        "confined to their work folder (link blocking in the profile is still on); "
-                        "install the bubblewrap package")
+                        "confined to their work folder (documents linking outside themselves are "
+                        "still refused, and link blocking in the profile is still on); install "
+                        "the bubblewrap package")
         return ()
     arguments = [bwrap, *_base_arguments()]
     for folder in writable:
