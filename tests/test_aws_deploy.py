@@ -51,7 +51,7 @@ def test_every_resource_type_is_created_from_the_template_or_named_with_its_reas
     print("not created:", json.dumps(deployed.not_created, indent=2))
     assert deployed.not_created == {k: NOT_CREATED[k] for k in (
         "AWS::Lambda::EventInvokeConfig", "AWS::Lambda::Permission", "AWS::S3::BucketPolicy",
-        "AWS::SQS::QueuePolicy")}
+        "AWS::SNS::TopicPolicy", "AWS::SQS::QueuePolicy")}
     assert all(len(reason) > 20 for reason in deployed.not_created.values())
 
     def count(kind: str) -> int:
@@ -293,3 +293,19 @@ def _query_lake(deployed: StackDeployment, sql: str) -> list[dict]:
 
     with deployed.as_deployer():
         return query(deployed.lake_uri(), sql).to_pylist()
+
+
+def test_a_poller_invocation_at_its_deadline_starts_no_step(deployed):
+    import asyncio
+    import time
+
+    from infra.aws.deadline import Deadline
+    from infra.aws.lambdas.poller import run_passes
+
+    with deployed.running_as("poller"):
+        from infra.aws.runtime import shared
+
+        started = time.monotonic()
+        passes = asyncio.run(run_passes(shared(), holder="late", loop_s=30, interval_s=0.01,
+                                        deadline=Deadline(time.monotonic())))
+    assert passes == 0 and time.monotonic() - started < 5

@@ -78,6 +78,8 @@ NOT_CREATED = {
                              "condition cannot hold on its plain-HTTP endpoint",
     "AWS::SQS::QueuePolicy": "resource policies are not evaluated by moto; the TLS-only "
                              "condition cannot hold on its plain-HTTP endpoint",
+    "AWS::SNS::TopicPolicy": "resource policies are not evaluated by moto; the TLS-only "
+                             "condition cannot hold on its plain-HTTP endpoint",
     "AWS::Lambda::Permission": "who may invoke a function (EventBridge, the URL): the tests "
                                "invoke handlers themselves",
     "AWS::Lambda::EventInvokeConfig": "asynchronous invocation retries: the tests invoke "

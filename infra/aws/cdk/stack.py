@@ -44,6 +44,7 @@ from extract.messages import dead_letter_queue
 from extract.models.config import KEY_PLACEHOLDER
 from infra.aws import outputs
 from infra.aws.cdk.dashboard import OperationsDashboard
+from infra.aws.cdk.nag import acknowledge_findings
 from infra.aws.cdk.settings import DeploySettings, FunctionSpec
 from infra.aws.cdk.zips import ROOT, stage
 from infra.aws.glue_catalog import OWNER_PARAMETER
@@ -82,7 +83,7 @@ class DoclakeStack(Stack):
         uploads_cfn.add_property_override(
             "NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True)
         self.table = self._table()
-        self.alarms = sns.Topic(self, "Alarms", display_name="doclake alarms")
+        self.alarms = sns.Topic(self, "Alarms", display_name="doclake alarms", enforce_ssl=True)
         if settings.alarm_email:
             self.alarms.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
         self.gemini_key = self._gemini_key()
@@ -112,6 +113,7 @@ class DoclakeStack(Stack):
                                               functions=self.functions)
         self.analyst_policy = self._analyst_policy()
         self._outputs()
+        self.acknowledged = acknowledge_findings(self)  # cdk-nag: each with its reason
 
     # --- storage -------------------------------------------------------------------------------
 
@@ -265,7 +267,7 @@ class DoclakeStack(Stack):
     def _zip_function(self, name: str, handler: str, folder: Path, *, memory: int,
                       timeout: int) -> lambda_.Function:
         function = lambda_.Function(
-            self, f"{name.title()}Function", runtime=lambda_.Runtime.PYTHON_3_13,
+            self, f"{name.title()}Function", runtime=lambda_.Runtime.PYTHON_3_14,
             handler=handler, code=lambda_.Code.from_asset(str(folder)), memory_size=memory,
             timeout=Duration.seconds(timeout), environment={
                 "DOCLAKE_UPLOADS_BUCKET": self.uploads.bucket_name,

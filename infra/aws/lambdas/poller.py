@@ -20,6 +20,7 @@ from aws_lambda_powertools import Logger
 from extract.fields.publish import publish_results
 from extract.handling import handle_dead_letter
 from extract.poller import poll_once
+from infra.aws.deadline import Deadline
 from infra.aws.runtime import AwsRuntime, DirectSink, shared
 from infra.aws.sqs import MAX_VISIBILITY_S
 from ingest.planner import Planner
@@ -98,22 +99,28 @@ async def drain_unpublished(runtime: AwsRuntime, ctx, *, batch: int = 100) -> in
 
 
 async def run_passes(runtime: AwsRuntime, *, holder: str, loop_s: float, interval_s: float,
-                     sleep=asyncio.sleep, lease_s: float | None = None) -> int:
-    """Poll until ``loop_s`` has passed; returns the passes made under the lease."""
+                     sleep=asyncio.sleep, lease_s: float | None = None,
+                     deadline: Deadline | None = None) -> int:
+    """Poll until ``loop_s`` has passed; returns the passes made under the lease. With the
+    invocation's ``deadline``, each step of a pass starts only while it allows, as while the
+    lease is held: a pass that runs long stops between steps, never halfway through one."""
     ctx = runtime.context(DirectSink(runtime.writer), f"aws:poller:{holder}")
     planner = Planner(runtime.store, runtime.objects, runtime.queue, runtime.writer.write,
                       worker="aws:ingest")
     clock = PollClock(cap_s=2 * interval_s + 1)
     lease = HeldLease(runtime.store, holder, lease_s or max(3 * interval_s, 15.0))
-    deadline = time.monotonic() + loop_s
+    until = time.monotonic() + loop_s
     passes = 0
     try:
+        def may_go_on() -> bool:
+            return lease.held() and (deadline is None or deadline.allows())
+
         while True:
-            if lease.acquire():
+            if lease.acquire() and may_go_on():
                 decisions = await poll_once(ctx, elapsed_s=clock.tick())
-                dead = await drain_dead_letters(runtime, ctx, lease.held) if lease.held() else 0
-                resent = planner.resend_unsent() if lease.held() else 0
-                published = await drain_unpublished(runtime, ctx) if lease.held() else 0
+                dead = await drain_dead_letters(runtime, ctx, may_go_on) if may_go_on() else 0
+                resent = planner.resend_unsent() if may_go_on() else 0
+                published = await drain_unpublished(runtime, ctx) if may_go_on() else 0
                 passes += 1
                 if decisions or dead or resent or published:
                     logger.info("pass", extra={"transitions": len(decisions),
@@ -121,7 +128,8 @@ async def run_passes(runtime: AwsRuntime, *, holder: str, loop_s: float, interva
                                                "published": published})
             else:
                 clock = PollClock(cap_s=clock.cap_s)  # another poller holds it: start afresh
-            if time.monotonic() + interval_s > deadline:
+            if time.monotonic() + interval_s > until or (
+                    deadline is not None and not deadline.allows(interval_s)):
                 return passes
             await sleep(interval_s)
     finally:
@@ -131,8 +139,9 @@ async def run_passes(runtime: AwsRuntime, *, holder: str, loop_s: float, interva
 @logger.inject_lambda_context
 def handler(event, context):
     runtime = shared()
-    loop_s = min(runtime.settings.poll_loop_s,
-                 max(0.0, context.get_remaining_time_in_millis() / 1000 - 10))
+    deadline = Deadline.of(context, margin_s=10)
+    loop_s = min(runtime.settings.poll_loop_s, deadline.left_s())
     passes = asyncio.run(run_passes(runtime, holder=context.aws_request_id, loop_s=loop_s,
-                                    interval_s=runtime.settings.poll_interval_s))
+                                    interval_s=runtime.settings.poll_interval_s,
+                                    deadline=deadline))
     return {"passes": passes}

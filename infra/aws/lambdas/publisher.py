@@ -30,6 +30,7 @@ from extract.context import HandlerContext
 from extract.fields.publish import publish_results
 from extract.result_json import TERMINAL, publish_result
 from extract.state import FieldClaim
+from infra.aws.deadline import Deadline
 from infra.aws.dynamo.items import claim_from_item, decode_item
 from infra.aws.runtime import DirectSink, shared
 
@@ -70,14 +71,24 @@ def settled_claims(event: dict) -> list[FieldClaim]:
     return list(claims.values())
 
 
-async def publish(event: dict, ctx: HandlerContext) -> int:
-    """Publish what this stream batch settled; returns the results published by this call."""
+class OutOfTime(TimeoutError):
+    """The invocation's deadline came before the batch was published: the stream delivers the
+    batch again (bisected), and publishing a result twice writes the same JSON."""
+
+
+async def publish(event: dict, ctx: HandlerContext, deadline: Deadline | None = None) -> int:
+    """Publish what this stream batch settled; returns the results published by this call.
+    With ``deadline``, each result starts only while it allows."""
     published = 0
     for job in finished_jobs(event):
+        if deadline is not None and not deadline.allows():
+            raise OutOfTime(f"published {published}; the rest of the batch comes again")
         document = ctx.store.get_document(job["document_id"])
         published += publish_result(ctx.objects, job, document.latest_job_id if document else None)
     fresh = [ctx.store.get_field_claim(c.job_id, c.strategy) for c in settled_claims(event)]
     rows = [c for c in fresh if c is not None and c.published_at is None and c.result]
+    if rows and deadline is not None and not deadline.allows():
+        raise OutOfTime(f"published {published}; the settled claims stay in the outbox")
     if rows:
         published += await publish_results(ctx, rows)
     return published
@@ -87,7 +98,7 @@ async def publish(event: dict, ctx: HandlerContext) -> int:
 def handler(event, context):
     runtime = shared()
     ctx = runtime.context(DirectSink(runtime.writer), f"aws:{context.function_name}")
-    published = asyncio.run(publish(event, ctx))
+    published = asyncio.run(publish(event, ctx, Deadline.of(context, 10)))
     logger.info("published", extra={"records": len(event.get("Records", [])),
                                     "published": published})
     return {"published": published}

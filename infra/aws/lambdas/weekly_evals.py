@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
+from infra.aws.deadline import Deadline
+
 REPORTS_PREFIX = "reports/"
 
 
@@ -30,9 +32,31 @@ def run(now: datetime, environ=os.environ) -> dict[str, str]:
                                record=True)
 
 
+MARGIN_S = 20.0
+
+
+class ReportTooSlow(TimeoutError):
+    """The report did not finish within the invocation: raised before Lambda's own kill, so
+    the log says what to change."""
+
+
 def handler(event, context=None):
     """The scheduled event's ``time`` (ISO 8601) is the report's end, so a retried invocation
-    writes the same week's report; without it, now."""
+    writes the same week's report; without it, now. The report runs on a worker thread and is
+    waited for until the invocation's deadline, less ``MARGIN_S``."""
+    import concurrent.futures
+
     stamp = (event or {}).get("time")
     now = datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else datetime.now(UTC)
-    return run(now)
+    if context is None:
+        return run(now)
+    deadline = Deadline.of(context, MARGIN_S)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(run, now).result(timeout=deadline.left_s())
+    except concurrent.futures.TimeoutError:
+        raise ReportTooSlow(f"the weekly report did not finish in {deadline.left_s():.0f} s "
+                            "of the invocation: raise the function's timeout or memory, or "
+                            "compact the lake") from None
+    finally:
+        pool.shutdown(wait=False)
