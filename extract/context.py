@@ -31,6 +31,14 @@ def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def worker_process(name: str) -> tuple[str, int] | None:
+    """The host and process id of a worker named by ``default_worker_name`` (a field claim's
+    claimant is that name plus ``/attempt-N``); None for a name of another form (a Lambda's)."""
+    worker = name.split("/", 1)[0]
+    host, _, pid = worker.rpartition(":")
+    return (host, int(pid)) if host and pid.isdigit() else None
+
+
 SLOT_RELEASE: ContextVar[Callable[[], None] | None] = ContextVar("doclake_slot_release",
                                                                  default=None)
 """Set by a runtime around one delivery's handling: frees the delivery's concurrency slot."""

@@ -170,3 +170,30 @@ def test_the_outbox_look_ups_and_the_stop_test_read_only_their_own_index(tmp_pat
                         store._db.execute(f"EXPLAIN QUERY PLAN {statement}"))
         assert "jobs_status " not in plan + " ", plan
         assert any(index in plan for index in expected.values()), plan
+
+
+def test_a_field_claim_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
+    """After kill -9 the next fields delivery takes the dead worker's claim instead of raising
+    claim_held until the message dead-letters; a live holder, or another host's, keeps it."""
+    import os
+    import socket
+
+    store = new_store(tmp_path)
+    host = socket.gethostname()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    claim = {"document_id": "d", "at": utc_now()}
+    assert store.claim_fields("j", "rules", claimant=f"{host}:{int(dead.stdout)}/attempt-1",
+                              **claim)
+    assert store.claim_fields("j", "rules", claimant=f"{host}:{os.getpid()}/attempt-2", **claim)
+    assert store.get_field_claim("j", "rules").claimant == f"{host}:{os.getpid()}/attempt-2"
+
+    store.release_fields("j", "rules", f"{host}:{os.getpid()}/attempt-2")
+    assert store.claim_fields("j", "rules", claimant=f"{host}:{os.getppid()}/attempt-1", **claim)
+    assert not store.claim_fields("j", "rules", claimant=f"{host}:{os.getpid()}/attempt-2",
+                                  **claim)  # the holder (our parent) is alive
+    store.release_fields("j", "rules", f"{host}:{os.getppid()}/attempt-1")
+    assert store.claim_fields("j", "rules", claimant=f"elsewhere:{int(dead.stdout)}/attempt-1",
+                              **claim)
+    assert not store.claim_fields("j", "rules", claimant=f"{host}:{os.getpid()}/attempt-2",
+                                  **claim)  # another host's process: only its lease frees it

@@ -129,7 +129,7 @@ def test_a_file_named_twice_in_one_batch_is_one_job(tmp_path, settings):
         jobs = runtime.store.list_jobs()
     finally:
         runtime.close()
-    assert (first.outcome.value, second.outcome.value) == ("new", "unchanged")
+    assert (first.outcome.value, second.outcome.value) == ("new", "duplicate")
     assert first.job_id == second.job_id and [j.job_id for j in jobs] == [first.job_id]
 
 

@@ -59,7 +59,7 @@ def test_run_draws_live_progress_then_a_summary_that_matches_the_lake(demo):
     assert f"documents {len(files)}" in run.text
     assert succeeded == _lake_count(home, "SELECT count(*) FROM jobs WHERE status = 'succeeded'")
     assert pages == _lake_count(home, "SELECT count(*) FROM pages")
-    assert "next: doclake status" in run.text and "objects/results/" in run.text
+    assert "next:\n  doclake status" in run.text and "objects/results/" in run.text
 
 
 def test_worker_in_a_terminal(demo):
@@ -92,9 +92,12 @@ def test_sql_query_in_a_terminal(demo):
 
 def test_sql_prompt_in_a_terminal(demo):
     home, _ = demo
-    run = doclake("sql", home=home, typed=["SELECT 40 + 2 AS answer;\r", "\x04"])
+    run = doclake("sql", home=home, typed=["SELECT 40 + 2 AS answer;\r", "SELECT * FROM job;\r",
+                                            "quit\r"])
     assert_clean(run)
     assert "42" in run.text and "answer" in run.text
+    assert "did you mean jobs?" in run.text  # a mistake at the prompt: said, and it goes on
+    assert "Parser Error" not in run.text  # quit is a command, not SQL
 
 
 def test_dashboard_in_a_terminal(demo, tmp_path):
@@ -135,6 +138,7 @@ def test_a_run_after_a_crash_says_resumed_and_counts_the_lake(tmp_path, pdf_fact
     unfinished = _store_count(home, "SELECT count(*) FROM jobs WHERE status NOT IN "
                               "('succeeded', 'failed')")
     assert unfinished > 0, "every job ended before the kill: nothing left to resume"
+    stored_before = len(list((home / "objects" / "pages").rglob("*.md")))
 
     run = doclake("run", str(folder), home=home, env=env)
     assert_clean(run)
@@ -145,6 +149,8 @@ def test_a_run_after_a_crash_says_resumed_and_counts_the_lake(tmp_path, pdf_fact
         home, "SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 6
     assert int(summary.split("pages ")[1].split()[0]) == _lake_count(
         home, "SELECT count(*) FROM pages") == 180
+    # Pages stored before the kill are not read again, and not counted as read now.
+    assert f"({180 - stored_before} read by this run)" in summary, (stored_before, summary)
 
 
 def _store_count(home: Path, sql: str) -> int:

@@ -174,6 +174,7 @@ def run(
         finally:
             ingest.stop()
     report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
+    report.objects_root = Path(settings.home) / "objects"
     try:
         report.finish(runtime.store, interrupted=stats.interrupted)
     finally:

@@ -28,6 +28,9 @@ Statements end with ';'. Internal views (internal.raw_*, internal.ev_*) hold the
 before deduplication: query the tables above."""
 
 
+# Words alone on a line that mean their dot command: not SQL, so never sent to DuckDB.
+BARE_COMMANDS = frozenset({"quit", "exit", "help"})
+
 # Statements whose answer is only a count of what changed: run, but print nothing (as psql).
 QUIET = frozenset({"CREATE", "CREATE_FUNC", "DROP", "ALTER", "SET", "VARIABLE_SET", "TRANSACTION",
                    "ATTACH", "DETACH", "LOAD", "PREPARE", "EXTENSION", "VACUUM", "ANALYZE"})
@@ -106,6 +109,9 @@ def interactive(con, output_format: str) -> None:
                      ".tables, .schema TABLE, .help; Ctrl-D to quit.", markup=False)
     buffer: list[str] = []
     for line in _lines(tty, lambda: MORE if buffer else PROMPT):
+        word = line.strip().rstrip(";").strip().lower()
+        if not buffer and word in BARE_COMMANDS:  # what people type at psql or sqlite3
+            line = "." + word.replace("exit", "quit")
         if not buffer and line.strip().startswith("."):
             if not _dot_command(line.strip(), output_format):
                 break

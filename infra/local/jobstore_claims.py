@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 
+from extract.context import worker_process
 from extract.state import ClaimStatus, FieldClaim, Job, UnitClaim
 from infra.local.jobstore_sql import claim_from_row, in_chunks, job_from_row, now_iso
 from infra.local.processes import process_alive
@@ -171,15 +172,31 @@ class SqliteClaims:
 
     def claim_fields(self, job_id: str, strategy: str, *, document_id: str, claimant: str,
                      at: datetime, stale_before: datetime | None = None) -> bool:
+        """As the port says, and one thing more on this host: a claim whose holder's process
+        has died is taken over at once, as a unit's is (``claim_unit``). Waiting out the lease
+        instead spent every delivery of the fields message on ``claim_held`` after a
+        ``kill -9``, and the document's fields ended dead-lettered."""
         # ISO timestamps in UTC compare as strings; with no cutoff, '' takes over nothing.
         cutoff = stale_before.isoformat() if stale_before is not None else ""
-        cursor = self._db.execute(
-            "INSERT INTO field_claims (job_id, strategy, document_id, status, claimant, claimed_at) "
-            "VALUES (?, ?, ?, 'claimed', ?, ?) ON CONFLICT (job_id, strategy) DO UPDATE SET "
-            "claimant = excluded.claimant, claimed_at = excluded.claimed_at "
-            "WHERE field_claims.status = 'claimed' AND field_claims.claimed_at < ?",
-            (job_id, strategy, document_id, claimant, at.isoformat(), cutoff))
+        with transaction(self._db) as db:
+            row = db.execute("SELECT status, claimant FROM field_claims WHERE job_id = ? AND "
+                             "strategy = ?", (job_id, strategy)).fetchone()
+            if row is not None and row["status"] == "claimed" and self._holder_died(row["claimant"]):
+                cutoff = "9999"  # later than any claim: the dead holder's is taken over
+            cursor = db.execute(
+                "INSERT INTO field_claims (job_id, strategy, document_id, status, claimant, "
+                "claimed_at) VALUES (?, ?, ?, 'claimed', ?, ?) ON CONFLICT (job_id, strategy) "
+                "DO UPDATE SET claimant = excluded.claimant, claimed_at = excluded.claimed_at "
+                "WHERE field_claims.status = 'claimed' AND field_claims.claimed_at < ?",
+                (job_id, strategy, document_id, claimant, at.isoformat(), cutoff))
         return cursor.rowcount == 1
+
+    def _holder_died(self, claimant: str | None) -> bool:
+        """Whether ``claimant`` names a process of this host that is no longer running."""
+        process = worker_process(claimant or "")
+        if process is None or process[0] != self._host or process[1] == os.getpid():
+            return False
+        return not process_alive(process[1])
 
     def get_field_claim(self, job_id: str, strategy: str) -> FieldClaim | None:
         row = self._db.execute("SELECT * FROM field_claims WHERE job_id = ? AND strategy = ?",

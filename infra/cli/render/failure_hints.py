@@ -52,6 +52,12 @@ HINTS: dict[str, str] = {
     "model_failed": "the model failed on every attempt; run again later",
     "strategy_unavailable": "the field strategy cannot run here (an LLM without a key); use "
                             "--strategy rules or set the key",
+    "links_outside": "the document links to a file or address outside itself; it is not "
+                     "converted (see docs/security.md)",
+    "too_deep": "the document nests deeper than the reader can follow; save it flatter (as PDF) "
+                "to read it",
+    "too_large": "the Office file's XML inflates past the limit; raise DOCLAKE_MAX_INFLATED_BYTES "
+                 "if you trust it",
     "schema_unavailable": "the --fields schema could not be imported; check MODULE:CLASS",
 }
 

@@ -7,11 +7,13 @@ before the stop, not what was planned.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -24,7 +26,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from extract.state import Job, JobStatus
+from extract.state import ClaimStatus, Job, JobStatus
 from infra.cli.render.failure_hints import failure_hint
 from infra.cli.render.output import terminal_safe
 from infra.local.settled_watch import SettledWatch
@@ -47,6 +49,19 @@ def _reasons(failed: Sequence[Job]) -> list[dict[str, Any]]:
              "example_job_id": jobs[0].job_id, "message": jobs[0].failure_detail or None,
              "hint": failure_hint(reason)}
             for reason, jobs in sorted(by_reason.items(), key=lambda item: -len(item[1]))]
+
+
+def _fields_failed(store, succeeded: Sequence[Job]) -> list[str]:
+    """The succeeded documents whose field extraction failed (a result published as failed):
+    their text is searchable, their fields are not there, and the summary must say so."""
+    failed = []
+    for job in succeeded:
+        if job.fields_schema is None or job.fields_strategy is None:
+            continue
+        claim = store.get_field_claim(job.job_id, job.fields_strategy)
+        if claim is not None and claim.status is ClaimStatus.FAILED:
+            failed.append(job.source_path or job.source_name)
+    return failed
 
 
 def failure_messages(lake_uri: str, job_ids: Sequence[str]) -> dict[str, str]:
@@ -97,6 +112,9 @@ class RunReport:
     failed_before: int = 0  # identical bytes that failed earlier and were not taken again
     summary: dict[str, Any] = field(default_factory=dict)
     _store: Any = None  # the store ``finish`` read, for the interrupted note
+    objects_root: Path | None = None
+    """The local object store's folder: pages read now are the page files written since the
+    run started. None: counted from the finished units' pages instead."""
 
     @classmethod
     def start(cls, store, ingested: list[Ingested], started: float) -> RunReport:
@@ -142,12 +160,34 @@ class RunReport:
             "failed": len(failed),
             "unfinished": sum(not j.status.terminal for j in everything),
             "pages": pages,
-            "pages_read": store.page_progress(self.pending)[1] - self.pages_before,
+            "pages_read": (self._pages_written_since_start(everything)
+                           if self.objects_root is not None
+                           else store.page_progress(self.pending)[1] - self.pages_before),
             "seconds": round(seconds, 3),
             "interrupted": interrupted,
             "failure_reasons": _reasons(failed),
+            "fields_failed": _fields_failed(store, succeeded),
         }
         return self
+
+    def _pages_written_since_start(self, jobs: Sequence[Job]) -> int:
+        """Pages this run stored: the page files of the run's jobs written since it started.
+
+        A resumed unit skips the pages an earlier run stored (they are not read again), so
+        counting finished units' pages would count those as read now; a page file is written
+        only when its page is read."""
+        from lake.layout import pages_prefix
+
+        since = time.time() - (time.perf_counter() - self.started)
+        written = 0
+        for job in jobs:
+            folder = self.objects_root / pages_prefix(job.document_id, job.job_id)
+            try:
+                with os.scandir(folder) as entries:
+                    written += sum(1 for e in entries if e.stat().st_mtime >= since)
+            except FileNotFoundError:
+                continue
+        return written
 
     def add_messages(self, messages: dict[str, str]) -> None:
         """Quote each reason's first message from the lake (``failure_messages``)."""
@@ -181,6 +221,11 @@ class RunReport:
                     out.print(f"    {terminal_safe(names[0], markup=False)}: "
                               f"{terminal_safe(item['message'], markup=False)}", markup=False)
                 out.print(f"    hint: {item['hint']}", markup=False)
+        if s["fields_failed"]:
+            names = ", ".join(terminal_safe(n, markup=False) for n in s["fields_failed"][:3])
+            more = f" and {len(s['fields_failed']) - 3} more" if len(s["fields_failed"]) > 3 else ""
+            out.print(f"fields failed for {len(s['fields_failed'])} succeeded documents: {names}"
+                      f"{more}; their results/<document_id>.json says why", markup=False)
         if s["failed_before"]:
             out.print(f"{s['failed_before']} unchanged files failed before and were not taken "
                       "again; `--retry-failed` processes them again", markup=False)
@@ -193,9 +238,12 @@ class RunReport:
             out.print(f"results: {where}/objects/results/<document_id>.json  text: "
                       f"{where}/objects/pages/<document_id>/<job_id>/00001.md", markup=False)
             flag = "" if home_is_default(home) else f" --home {where}"
-            out.print(f"next: doclake status{flag} | doclake show{flag} FILE | doclake search"
-                      f"{flag} WORDS | doclake sql{flag} \"SELECT * FROM jobs\" | doclake dashboard"
-                      f"{flag} --out report.html", markup=False)
+            out.print("next:", markup=False)
+            for command in (f"doclake status{flag}", f"doclake show{flag} FILE",
+                            f"doclake search{flag} WORDS",
+                            f"doclake sql{flag} \"SELECT * FROM documents\"",
+                            f"doclake dashboard{flag} --out report.html"):
+                out.print(f"  {command}", markup=False)
 
 
 def home_is_default(home: str) -> bool:
@@ -270,7 +318,7 @@ class _Bar:
         progress = self.progress
         documents = progress.add_task("documents", total=len(report.pending), rate="")
         pages = progress.add_task("pages", total=None, rate="")
-        started = time.perf_counter()
+        started = report.started  # the command's start, as the summary's rate: ingest overlaps work
         watch = SettledWatch(store, report.pending)
         state: dict[str, float] = {"shown": 0.0}
 
