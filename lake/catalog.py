@@ -57,7 +57,7 @@ NATIVE_MAX_FILES = 64
 file on every query (~27 us a file, plus filter evaluation, measured on 365 files), so a one-day
 query on a year of partitions paid 15 to 40 ms per table before reading a byte; a dataset binds
 in constant time and drops the other days' fragments on the ``dt`` filter before opening any
-(lake-decisions.md, section 6). That holds for a session that runs many statements; a one-shot
+(docs/lake.md, "dt: the day of the job"). That holds for a session that runs many statements; a one-shot
 ``doclake sql "..."`` passes ``native_max_files`` higher, because importing the dataset layer
 (pyarrow.dataset, which loads pandas) costs it more than binding a year of files: measured on
 365 days, a one-day ``pages`` query 0.39 s CPU natively against 0.86 s through datasets."""

@@ -122,7 +122,7 @@ def to_table(events: list[Event]) -> pa.Table:
 
     schema = arrow_schema(cls)
     # Column by column straight from the attributes: ``model_dump`` per event cost more than
-    # encoding and writing the file (lake-decisions.md, "where a flush's time goes").
+    # encoding and writing the file (docs/lake.md).
     # (``__dict__`` holds a pydantic model's field values; reading it is ~5x faster than getattr.)
     values = [e.__dict__ for e in events]
     arrays = [pa.array([cls.event_type] * len(events), kind) if name == "event_type"

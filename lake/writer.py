@@ -63,7 +63,7 @@ class WriteStats:
 
 AUTO_COMPACT_FILES = 200
 """A partition that received this many files from one writer is compacted in the background:
-at ~0.7 ms per file per query (lake-decisions.md), no partition costs a query much more than a
+at ~0.7 ms per file per query (docs/lake.md), no partition costs a query much more than a
 tenth of a second between compactions, however long the run."""
 
 # Files of one flush are encoded and made durable in parallel: pyarrow's encoder and fsync both

@@ -1,4 +1,4 @@
-"""Compacted tables as Iceberg or as plain Parquet: the numbers behind docs/lake-decisions.md.
+"""Compacted tables as Iceberg or as plain Parquet: the comparison behind docs/lake.md.
 
     python -m infra.bench.iceberg_vs_parquet [--events 1000000] [--format table|json]
 
