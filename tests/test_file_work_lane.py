@@ -102,3 +102,24 @@ def test_a_compaction_the_worker_cannot_do_is_done_here(settings, monkeypatch):
         runtime.close()
     assert report is not None and report.files_after == 1
     assert len(_page_files(settings)) == 1
+
+
+def test_a_run_that_ends_on_its_own_compacts_before_its_workers_stop(settings, monkeypatch):
+    """``process(compact_lake=True)``: the lane that compacts is the run's own, still running;
+    a run without it (or stopped by a signal) leaves the files to the next compaction."""
+    import asyncio
+
+    from infra.local import runtime as runtime_module
+    from infra.local.runtime import LocalRuntime
+
+    monkeypatch.setattr(runtime_module, "COMPACT_HERE_BELOW_FILES", 3)
+    runtime = LocalRuntime(settings)
+    try:
+        _small_files(runtime, 3)
+        asyncio.run(runtime.process(lambda: True))
+        assert len(_page_files(settings)) == 3  # not asked: nothing merged
+        asyncio.run(runtime.process(lambda: True, compact_lake=True))
+    finally:
+        runtime.close()
+    (merged,) = _page_files(settings)
+    assert merged.startswith(COMPACTED_PREFIX)

@@ -19,8 +19,20 @@ import typer
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures.")
 
 KLEISTER = "data/kleister-nda/train/documents"
-DEFAULT_PDFS = Path(os.environ.get("DOCLAKE_SHARED_DIR")
-                    or Path(__file__).resolve().parents[2] / "shared") / KLEISTER
+
+
+def _default_pdfs() -> Path:
+    """The Kleister NDAs: under $DOCLAKE_SHARED_DIR, else under a ``shared/`` inside the clone or
+    beside it or any folder above it (the clone normally sits beside ``shared/``)."""
+    if os.environ.get("DOCLAKE_SHARED_DIR"):
+        return Path(os.environ["DOCLAKE_SHARED_DIR"]) / KLEISTER
+    for folder in Path(__file__).resolve().parents[2:]:
+        if (folder / "shared" / KLEISTER).is_dir():
+            return folder / "shared" / KLEISTER
+    return Path(__file__).resolve().parents[2] / "shared" / KLEISTER
+
+
+DEFAULT_PDFS = _default_pdfs()
 
 
 @bench_app.command()

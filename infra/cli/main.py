@@ -292,13 +292,12 @@ def _process(runtime: LocalRuntime, done):
     import asyncio
 
     try:
-        stats = asyncio.run(runtime.process(done))
+        # A run that ends on its own merges its small event files (lake, issue 7) before its
+        # workers stop; never raises.
+        return asyncio.run(runtime.process(done, compact_lake=True))
     except KeyboardInterrupt:
         runtime.stats.interrupted = True
         return runtime.stats
-    if not stats.interrupted:  # merge this run's small event files (lake, issue 7); never raises
-        runtime.compact_lake()
-    return stats
 
 
 @app.command()

@@ -119,6 +119,14 @@ class ProcessPoolRunner:
         self._discard(pool)  # BrokenProcessPool: the pool itself broke; start again, retry
         return TransientError(f"the process pool broke: {error}", error_type="worker_crashed")
 
+    def submit(self, fn: Callable[..., object], *args: Any) -> None:
+        """Start ``fn(*args)`` in a worker and return at once; its outcome is not waited for
+        (a warm-up: a failure only means the later call pays for what it would have done)."""
+        try:
+            self._schedule(fn, args, None)
+        except Exception as error:  # noqa: BLE001 - see above
+            log.debug("%s not started in a worker: %r", getattr(fn, "__name__", fn), error)
+
     def call(self, fn: Callable[..., T], *args: Any, timeout_s: float | None = None) -> T:
         """``run`` for a caller on a thread of its own (ingest's), blocking until the call ends;
         without ``timeout_s``, the call has no time limit."""

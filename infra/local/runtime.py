@@ -263,8 +263,14 @@ class LocalRuntime:
                 return False
         return True
 
-    async def process(self, done: Callable[[], bool]) -> RuntimeStats:
+    async def process(self, done: Callable[[], bool], *,
+                      compact_lake: bool = False) -> RuntimeStats:
         """Run workers and the poller until ``done()`` is true (checked after each poll).
+
+        ``compact_lake``: when the run ends with ``done()`` (not a stop, not a failure), merge
+        its small event files (``compact_lake``) before the worker processes are stopped, so
+        the file-work lane's process does it without being started again (1.0 s of an
+        899-page run's end was that restart and its imports).
 
         Raises ``RuntimeFailure`` if a part of the runtime keeps failing after restarts: a run
         stops with a clear error rather than waiting forever.
@@ -308,6 +314,7 @@ class LocalRuntime:
         tasks.append(asyncio.create_task(_prepare_readers(ctx)))
         poller = _PollerClock(settings.poll_interval_s)
         pacer = PollPacer(settings.poll_interval_s)
+        compaction_prepared = False
         try:
             while supervisor.fatal is None:
                 pacer.started()
@@ -318,6 +325,10 @@ class LocalRuntime:
                 # A pass may have sent index or fields messages: the receiver looks now, not
                 # after its idle sleep (the next stage starts on a wake-up, not a poll).
                 self._worker_done.set()
+                if compact_lake and not compaction_prepared and (
+                        self.writer.stats.files >= COMPACT_HERE_BELOW_FILES):
+                    compaction_prepared = True  # the run's end compacts in the lane: import now
+                    cpu.prepare_file_work()
                 finished = done()
                 pacer.finished()  # the stop test is part of a pass's cost
                 if finished or shutdown.is_set() or supervisor.fatal:
@@ -341,6 +352,8 @@ class LocalRuntime:
             with contextlib.suppress(Exception):  # results stored by the last messages
                 await publish_once(ctx)
             await committer.close()
+            if compact_lake and not shutdown.is_set() and supervisor.fatal is None:
+                await asyncio.to_thread(self.compact_lake)  # never raises
             cpu.close()
             with contextlib.suppress(Exception):
                 self.store.release_lease(POLLER_LEASE, self.holder)
