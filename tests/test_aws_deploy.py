@@ -309,3 +309,29 @@ def test_a_poller_invocation_at_its_deadline_starts_no_step(deployed):
         passes = asyncio.run(run_passes(shared(), holder="late", loop_s=30, interval_s=0.01,
                                         deadline=Deadline(time.monotonic())))
     assert passes == 0 and time.monotonic() - started < 5
+
+
+def test_the_deploy_page_commands_run_against_the_deployment(deployed):
+    """Every ``doclake aws`` line of docs/aws.md (skipped by the docs collector: no stack
+    there) runs here against the template-built deployment, its stack's name for ``Doclake``;
+    and the page's outputs table names every output the stack declares."""
+    from pathlib import Path
+
+    from support.docs_examples import examples
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "aws.md"
+    commands = [e.code for e in examples([page]) if e.code.startswith("doclake aws ")
+                and "--stack Doclake" in e.code]
+    assert {c.split()[2] for c in commands} >= {"setup", "smoke"}
+    for command in commands:
+        args = command.replace("--stack Doclake", f"--stack {deployed.stack_name}").split()[1:]
+        args = args[:args.index(">")] if ">" in args else args
+        process = _doclake(deployed, *args)
+        if "smoke" in args:
+            deployed.play_while(process)
+        out, err = process.communicate(timeout=240)
+        assert process.returncode == 0, (command, out, err)
+    text = page.read_text()
+    from infra.aws.outputs import DESCRIPTIONS
+
+    assert [key for key in DESCRIPTIONS if f"| `{key}` |" not in text] == []

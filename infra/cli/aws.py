@@ -82,8 +82,8 @@ def setup(
         raise UserError(f"statement {done + 1} of {len(statements)} failed: {error}",
                         "the ones before it are done; fix the cause and run setup again "
                         "(every statement can run twice)") from None
-    print(f"done: {done} statements in {workgroup}; try: doclake sql --engine athena "
-          f"--stack {stack} \"SELECT status, count(*) AS jobs FROM jobs GROUP BY status\"")
+    print(f"done: {done} statements in {workgroup}; try: DOCLAKE_AWS_STACK={stack} doclake sql "
+          "--engine athena \"SELECT status, count(*) AS jobs FROM jobs GROUP BY status\"")
 
 
 @aws_app.command()
@@ -273,3 +273,38 @@ def _missing(value) -> bool:
         return value != value  # NaN and NaT
     except (TypeError, ValueError):
         return False
+
+
+@aws_app.command()
+def alarms(
+    template: Annotated[str | None, typer.Option(help="A synthesized template (default: "
+                        "synthesize the stack now, with no account and no Docker).",
+                        show_default=False)] = None,
+) -> None:
+    """Count the stack's CloudWatch alarms, by metric, from the template itself."""
+    from collections import Counter
+    from pathlib import Path
+
+    from infra.cli.errors import UserError
+
+    if template is None:
+        import tempfile
+
+        from infra.aws.cdk.app import build
+
+        with tempfile.TemporaryDirectory(prefix="doclake-synth-") as folder:
+            app, stack = build(folder)
+            body = json.loads((Path(app.synth().directory) / f"{stack.artifact_id}"
+                               ".template.json").read_text())
+    else:
+        try:
+            body = json.loads(Path(template).read_text())
+        except (OSError, ValueError) as error:
+            raise UserError(f"--template {template}: {error}", "make synth writes "
+                            "cdk.out/Doclake.template.json") from None
+    found = Counter(resource["Properties"].get("MetricName", "(math)")
+                    for resource in body.get("Resources", {}).values()
+                    if resource.get("Type") == "AWS::CloudWatch::Alarm")
+    for metric, count in sorted(found.items()):
+        print(f"{count:4d}  {metric}")
+    print(f"{sum(found.values()):4d}  alarms in all")
