@@ -335,3 +335,22 @@ def test_the_deploy_page_commands_run_against_the_deployment(deployed):
     from infra.aws.outputs import DESCRIPTIONS
 
     assert [key for key in DESCRIPTIONS if f"| `{key}` |" not in text] == []
+
+
+def test_catalog_with_the_stack_writes_the_views_into_glue_and_leaves_the_raw_tables(deployed):
+    """The road without an Athena query: ``doclake aws catalog --stack`` reads the bucket and
+    database from the outputs, writes every view into moto's Glue as a ``VIRTUAL_VIEW``, and
+    leaves the stack's own raw tables to CloudFormation."""
+    from lake.athena import athena_views
+
+    glue = deployed.client("glue")
+    database = deployed.outputs[names.DATABASE]
+    raw_before = {t["Name"]: t for t in glue.get_tables(DatabaseName=database)["TableList"]
+                  if t["Name"].startswith("raw_")}
+    out = _run(deployed, "aws", "catalog", "--stack", deployed.stack_name)
+    assert "the CDK stack's" in out, out
+    tables = {t["Name"]: t for t in glue.get_tables(DatabaseName=database)["TableList"]}
+    assert {n for n, t in tables.items() if t.get("TableType") == "VIRTUAL_VIEW"} == set(
+        athena_views())
+    assert {n: t.get("UpdateTime") for n, t in tables.items() if n in raw_before} == {
+        n: t.get("UpdateTime") for n, t in raw_before.items()}
