@@ -28,7 +28,8 @@ class CommandFigures:
     cpu_s: float
     """The process's own CPU, user and system, every thread; no child processes."""
     peak_rss_mb: float | None
-    """The process's peak resident memory (``VmHWM``), where the kernel reports it."""
+    """The process's peak resident memory (``ru_maxrss``; a child it waited for counts if
+    larger), where the OS reports it."""
     stdout: str
     started_at: float
     """``time.time()`` when the process was started (to place the run's own timestamps)."""
@@ -38,17 +39,6 @@ def _own_cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S
-
-
-def _peak_rss_mb(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
 
 
 def run_command(command: list[str], *, env: dict[str, str] | None = None) -> CommandFigures:
@@ -74,8 +64,12 @@ def run_command(command: list[str], *, env: dict[str, str] | None = None) -> Com
     if hasattr(os, "waitid") and os.path.isdir(f"/proc/{process.pid}"):
         os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped
         wall = time.perf_counter() - started
-        cpu_s, peak = _own_cpu_s(process.pid), _peak_rss_mb(process.pid)
-        process.wait()
+        cpu_s = _own_cpu_s(process.pid)
+        # Reaped here for its rusage: the peak resident memory of the process (a zombie's
+        # /proc no longer says), or of a child it waited for if that was larger.
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        peak = usage.ru_maxrss / 1024
     else:  # pragma: no cover - not Linux
         import resource
 
