@@ -354,3 +354,20 @@ def test_catalog_with_the_stack_writes_the_views_into_glue_and_leaves_the_raw_ta
         athena_views())
     assert {n: t.get("UpdateTime") for n, t in tables.items() if n in raw_before} == {
         n: t.get("UpdateTime") for n, t in raw_before.items()}
+
+
+def test_sql_on_athena_takes_the_database_and_workgroup_from_the_stack(deployed, monkeypatch):
+    import boto3
+
+    from infra.cli.aws import athena_settings
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", deployed.server.endpoint)
+    session = boto3.Session(aws_access_key_id=deployed.server.admin[0],
+                            aws_secret_access_key=deployed.server.admin[1],
+                            region_name="us-east-1")
+    found = athena_settings({"DOCLAKE_AWS_STACK": deployed.stack_name}, session)
+    assert (found["database"], found["workgroup"]) == (deployed.outputs[names.DATABASE],
+                                                       deployed.outputs[names.WORKGROUP])
+    assert athena_settings({"DOCLAKE_AWS_STACK": deployed.stack_name,
+                            "DOCLAKE_ATHENA_WORKGROUP": "mine"}, session)["workgroup"] == "mine"
+    assert athena_settings({}, session)["database"] == "doclake"  # no stack: the defaults
