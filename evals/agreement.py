@@ -83,7 +83,8 @@ def review_agreement(lake_uri: str, path, file_format: str, *, labeller: str,
     """A second reviewer's label file against the current labels in the lake; nothing is
     written. Returns (per-field agreement, documents compared, labels that matched no
     labelled document)."""
-    from evals.labels import DocumentIndex, parse_labels
+    from evals.label_files import parse_labels
+    from evals.labels import DocumentIndex
     from evals.lakeio import read_current_versions, read_documents, read_labels, read_results
     from evals.scoring import split_stale
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from evals.labels import PROVENANCES, DocumentIndex, LabelError, LabelInput, label_events, parse_labels
+from evals.label_files import parse_labels
+from evals.labels import PROVENANCES, DocumentIndex, LabelError, LabelInput, label_events
 from evals.lakeio import read_current_versions, read_documents, read_labels, write_events
 
 __all__ = ["ImportReport", "import_labels", "import_inputs"]

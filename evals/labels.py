@@ -45,7 +45,7 @@ from pathlib import Path
 from evals.csv_cells import restore
 from lake.events import LabelRecorded, LabelValueRecorded
 
-__all__ = ["LabelError", "LabelInput", "DocumentIndex", "parse_labels", "label_events",
+__all__ = ["LabelError", "LabelInput", "DocumentIndex", "label_events",
            "KEY_KINDS", "FORMATS", "PROVENANCES"]
 
 KEY_KINDS = ("sha256", "document_id", "source_name")  # the first one a row gives is its key
@@ -259,17 +259,6 @@ def parse_kleister(path: Path) -> list[LabelInput]:
         labels.append(LabelInput(key, kind, {k: tuple(v) for k, v in values.items()},
                                  value_format="kleister", where=f"{expected.name}:{line}"))
     return labels
-
-
-def parse_labels(path: Path, file_format: str) -> list[LabelInput]:
-    """Every label in the file, in file order; raises ``LabelError``."""
-    from evals.label_studio import parse_annotations
-
-    parsers = {"csv": parse_csv, "jsonl": parse_jsonl, "kleister": parse_kleister,
-               "label-studio": parse_annotations}
-    if file_format not in parsers:
-        raise LabelError(f"format {file_format!r}: use one of {', '.join(FORMATS)}")
-    return parsers[file_format](path)
 
 
 def label_id(document_id: str, labeller: str, labelled_at: datetime,

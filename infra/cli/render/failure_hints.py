@@ -48,6 +48,10 @@ HINTS: dict[str, str] = {
                    "then run again",
     "model_rejected": "the model refused the request (a bad key or request); check "
                       "DOCLAKE_GEMINI_API_KEY",
+    "model_key_not_set": "the model's API key is not set or not valid; put it (on AWS: the "
+                         "stack's Gemini key secret) and its pages are read on their next try",
+    "tmp_full": "the function's ephemeral storage is full; the document is tried again when it "
+                "frees (raise the function's ephemeral storage for large sources)",
     "model_unavailable": "the model was unavailable through the retry budget; run again later",
     "model_failed": "the model failed on every attempt; run again later",
     "strategy_unavailable": "the field strategy cannot run here (an LLM without a key); use "

@@ -7,7 +7,8 @@
   needs at least its longest word) is printed one record per block, like ``psql``'s ``\\x``.
 - Every value is rendered to a string by one function (``_text``, over ``plain``): intervals as
   ISO 8601 durations (``PT2M30.313917S``) in CSV and JSON, decimals as numbers, BLOBs as base64,
-  timestamps in ISO 8601; never a Python repr. A float carries no binary noise
+  timestamps in ISO 8601; never a Python repr. CSV and JSON keep a float exact (the shortest
+  text that reads back as the same double); a table shows it without binary noise
   (``0.30000000000000004`` is ``0.3``: twelve significant digits, ``clean_float``).
 - A table is for reading (``table_cell``): numbers are right-aligned, an interval reads
   ``2 min 30.3 s``, and a column of milliseconds (``..._ms``) shows whole ones.
@@ -72,8 +73,8 @@ def _is_month_day_nano(value: Any) -> bool:
 
 def clean_float(value: float) -> float:
     """A float without the noise of binary arithmetic: twelve significant digits
-    (``46434.18759899998`` is ``46434.187599``, ``0.1 + 0.2`` is ``0.3``); a double holds
-    fifteen or more, so no figure a person or a program uses is changed."""
+    (``46434.18759899998`` is ``46434.187599``, ``0.1 + 0.2`` is ``0.3``), for a person
+    reading a table; CSV and JSON keep the exact value."""
     return float(f"{value:.12g}") if math.isfinite(value) else value
 
 
@@ -106,12 +107,11 @@ def _interval_parts(value: Any) -> tuple[int, int, int] | None:
 
 
 def plain(value: Any) -> Any:
-    """A JSON-friendly value; integral floats and decimals become ints, other floats lose their
-    binary noise (``clean_float``), intervals become ISO 8601 durations, bytes base64 text."""
+    """A JSON-friendly value; integral floats and decimals become ints, intervals become ISO 8601
+    durations, bytes base64 text. Other floats stay exact: CSV and JSON are read by programs,
+    which must get back the double the lake holds (a table shows ``clean_float``'s instead)."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
-    if isinstance(value, float):
-        return clean_float(value)
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, datetime | date | time):
@@ -182,6 +182,8 @@ def table_cell(value: Any, column: str) -> str:
         return human_duration(*parts)
     if column.endswith("_ms") and _is_number(value) and math.isfinite(value):
         return str(round(value))
+    if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
+        return _text(clean_float(value))
     return _text(value)
 
 

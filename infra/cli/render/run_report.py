@@ -112,6 +112,7 @@ class RunReport:
     failed_before: int = 0  # identical bytes that failed earlier and were not taken again
     summary: dict[str, Any] = field(default_factory=dict)
     _store: Any = None  # the store ``finish`` read, for the interrupted note
+    _interrupted_note: str | None = None  # what an interrupted run left, read by ``finish``
     objects_root: Path | None = None
     """The local object store's folder: pages read now are the page files written since the
     run started. None: counted from the finished units' pages instead."""
@@ -168,6 +169,10 @@ class RunReport:
             "failure_reasons": _reasons(failed),
             "fields_failed": _fields_failed(store, succeeded),
         }
+        if interrupted:  # read now: the summary is printed after the store is closed
+            self._interrupted_note = interrupted_note(
+                store.list_jobs(self.pending), store.page_progress(self.pending),
+                "`doclake worker --until-idle` (or the same `doclake run`) finishes them")
         return self
 
     def _pages_written_since_start(self, jobs: Sequence[Job]) -> int:
@@ -229,9 +234,10 @@ class RunReport:
         if s["failed_before"]:
             out.print(f"{s['failed_before']} unchanged files failed before and were not taken "
                       "again; `--retry-failed` processes them again", markup=False)
-        if s["interrupted"] and self._store is not None:
-            _note_interrupted(self._store, self.pending, "`doclake worker --until-idle` (or the "
-                              "same `doclake run`) finishes them")
+        if s["interrupted"]:
+            if self._interrupted_note:
+                Console(stderr=True, highlight=False).print(
+                    f"[yellow]interrupted:[/yellow] {self._interrupted_note}")
             return
         if home is not None:
             where = terminal_safe(home, markup=False)
