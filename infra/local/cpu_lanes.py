@@ -144,5 +144,8 @@ class LanedCpu:
         return thread
 
     def close(self) -> None:
-        for lane in (self.short, self.scans, self.documents, self.uploads):
-            lane.close()
+        """Stop every lane, then wait for them together (``ProcessPoolRunner.stop``)."""
+        stopped = [lane.stop() for lane in (self.short, self.scans, self.documents, self.uploads)]
+        for pool in stopped:
+            if pool is not None:
+                pool.join(timeout=10)
