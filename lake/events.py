@@ -322,8 +322,8 @@ class ResultPublished(Event):
     schema_name: str | None = Field(
         None, description="the schema extracted: nda, or the MODULE:CLASS a user gave")
     failure_reason: str | None = Field(
-        None, description="why a failed result failed: a stable code such as strategy_error, "
-        "invalid_output or dead_letter")
+        None, description="why a failed result failed: a stable code such as "
+        "strategy_unavailable, invalid_output or dead_letter")
     document_kind: str | None = Field(
         None, description="the kind of document the schema is for (nda), null when it names none")
     applies: bool | None = Field(

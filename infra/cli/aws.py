@@ -288,8 +288,12 @@ def alarms(
     from infra.cli.errors import UserError
 
     if template is None:
+        import os
         import tempfile
 
+        # jsii warns on every Node release it has not tested, on stderr, before the count.
+        os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+        os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
         from infra.aws.cdk.app import build
 
         with tempfile.TemporaryDirectory(prefix="doclake-synth-") as folder:

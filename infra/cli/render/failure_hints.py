@@ -23,19 +23,21 @@ HINTS: dict[str, str] = {
     "too_many_pages": "raise DOCLAKE_MAX_PAGES if the document is expected to be this long",
     "too_many_cells": "raise DOCLAKE_MAX_SHEET_CELLS if the sheet is expected to be this large",
     "sheet_too_long": "raise DOCLAKE_MAX_SHEET_CHARS if the sheet is expected to be this long",
-    "text_too_long": "the extracted text is over the limit; raise it only if you trust the file",
+    "text_too_long": "the text, HTML or e-mail file is over the text limit; raise "
+                     "DOCLAKE_MAX_SHEET_CHARS if you trust the file",
     "limit_exceeded": "a configured limit was hit (the message names it); raise that setting if "
                       "the file is trusted",
     "memory_limit": "the file needed more memory than allowed; raise DOCLAKE_MAX_PARSE_MEMORY_BYTES "
-                    "if you trust it",
+                    "if you trust it (a plain re-run takes it again)",
     "converted_too_large": "the converted PDF is over the limit; raise DOCLAKE_MAX_CONVERTED_BYTES "
                            "if you trust the file",
     "conversion_timeout": "LibreOffice took too long; raise DOCLAKE_CONVERT_TIMEOUT_S for large "
                           "Office files",
     "converter_unavailable": "install LibreOffice (apt install libreoffice-writer-nogui "
-                             "libreoffice-impress-nogui), then run again with --retry-failed",
+                             "libreoffice-impress-nogui), then run again: such files are "
+                             "taken again by themselves",
     "reader_unavailable": "install the reader (tesseract-ocr for OCR) or set the model's API "
-                          "key, then run again with --retry-failed",
+                          "key, then run again: such files are taken again by themselves",
     "crashes_parser": "the file crashed its parser on every attempt; it is kept out of later "
                       "runs unless --retry-failed",
     "no_content": "the document holds no text that could be read",
@@ -62,6 +64,22 @@ HINTS: dict[str, str] = {
                 "to read it",
     "too_large": "the Office file's XML inflates past the limit; raise DOCLAKE_MAX_INFLATED_BYTES "
                  "if you trust it",
+    "invalid_output": "the model's answer did not fit the schema on every attempt; see the "
+                      "result's message, or try the other LLM strategy",
+    "model_blocked": "the model refused the content (a safety block); the fallback model "
+                     "refused it too",
+    "model_missing": "the offline rules model is missing from the install; reinstall doclake, "
+                     "or build it with `doclake fields train`",
+    "unsupported_schema": "the --fields schema uses a type the strategy cannot ask a model for; "
+                          "simplify the pydantic model",
+    "missing_pages": "a page's stored text was missing when fields were extracted; run "
+                     "`doclake worker --until-idle`, then --retry-failed",
+    "worker_crashed": "the process reading the file died (a native crash or out of memory); "
+                      "it is taken again, and fails crashes_parser if it keeps crashing",
+    "cancelled": "the run was stopped while the step ran; the next run takes it again",
+    "access_denied": "on AWS, a function was refused access to a bucket, queue or table; "
+                     "check the stack's IAM roles",
+    "aws_transient": "on AWS, a throttled or failed service call; it is retried by itself",
     "schema_unavailable": "the --fields schema could not be imported; check MODULE:CLASS",
 }
 
