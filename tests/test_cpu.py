@@ -152,3 +152,37 @@ async def test_the_offline_fields_rules_do_not_wait_behind_long_calls():
         await asyncio.gather(*busy, return_exceptions=True)
     finally:
         cpu.close()
+
+
+def test_closing_while_the_lanes_warm_leaves_no_lane_running():
+    """A run stopped (SIGTERM) while its lanes are still being started: the warm-up is
+    cancelled and waited for, so no pool it starts outlives the close (its workers are not
+    daemons: the interpreter would wait for them at exit)."""
+    from infra.local.cpu_lanes import LanedCpu
+
+    cpu = LanedCpu(1)
+    warming = cpu.warm()
+    cpu.close()
+    assert not warming.is_alive()
+    assert all(lane._pool is None for lane in (cpu.short, cpu.scans, cpu.documents, cpu.uploads))
+
+
+def test_a_blocking_call_whose_pool_is_stopped_meanwhile_returns_an_error():
+    """The end of a run stops the pools while ingest's thread may be in a call: the call ends
+    with a ``TransientError`` (ingest then does the work itself), never waits forever."""
+    import threading
+    import time
+
+    import pytest
+
+    from extract.errors import TransientError
+    from infra.local.cpu import ProcessPoolRunner
+
+    runner = ProcessPoolRunner(1)
+    runner.warm()
+    threading.Timer(0.5, runner.close).start()
+    started = time.monotonic()
+    with pytest.raises(TransientError):
+        runner.call(time.sleep, 30)
+    assert time.monotonic() - started < 15
+    runner.close()

@@ -42,3 +42,4 @@ def test_only_the_scans_lane_is_lowered():
     assert cpu.scans.nice == SCANS_NICE
     assert cpu.documents.nice == cpu.short.nice == cpu.uploads.nice == 0
     cpu.close()
+

@@ -11,6 +11,7 @@ into a retry of that message only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -27,6 +28,9 @@ __all__ = ["PRELOAD", "ProcessPoolRunner"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+
+STOPPED_POOL_CHECK_S = 0.5
+"""How often a blocking ``call`` checks that its pool has not been stopped meanwhile."""
 
 # What one parser process may write in one file: decrypted copies are bounded by the file-size
 # setting (512 MiB by default), so 2 GiB stops only a runaway, before it fills the disk.
@@ -132,6 +136,14 @@ class ProcessPoolRunner:
         without ``timeout_s``, the call has no time limit."""
         pool, future = self._schedule(fn, args, timeout_s)
         try:
+            # Waited for a little at a time: a pool stopped while this call was in it (the end
+            # of a run, from another thread) can leave its future pending for good, and ingest's
+            # thread then held the command's exit forever.
+            while not future.done():
+                with contextlib.suppress(TimeoutError):
+                    future.result(timeout=STOPPED_POOL_CHECK_S)
+                if not future.done() and (self._pool is not pool or not pool.active):
+                    raise FutureCancelled
             return future.result()
         except FutureCancelled:  # the pool was stopped (its run ended) before the call was done
             raise TransientError(f"{fn.__name__} was cancelled: its pool stopped",

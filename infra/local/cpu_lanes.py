@@ -92,6 +92,8 @@ class LanedCpu:
         self.scans = ProcessPoolRunner(workers, nice=SCANS_NICE)
         self.documents = ProcessPoolRunner(workers)
         self.uploads = ProcessPoolRunner(1)
+        self._warm_thread: threading.Thread | None = None
+        self._warm_cancel = threading.Event()
 
     @property
     def uploads_started(self) -> bool:
@@ -132,19 +134,31 @@ class LanedCpu:
         process is the one a PDF's page count waits for. The scans lane starts on its first
         call."""
 
+        cancel = self._warm_cancel = threading.Event()
+
         def start() -> None:
             for lane, warm_up in ((self.documents, None),
                                   (self.short, None if rules else _nothing),
                                   (self.uploads, _nothing)):
-                with contextlib.suppress(Exception):  # closed meanwhile: the run has ended
+                if cancel.is_set():  # the run ended first: start nothing more
+                    return
+                with contextlib.suppress(Exception):
                     lane.warm(warm_up)
 
-        thread = threading.Thread(target=start, name="cpu-warm", daemon=True)
+        thread = self._warm_thread = threading.Thread(target=start, name="cpu-warm",
+                                                      daemon=True)
         thread.start()
         return thread
 
     def close(self) -> None:
-        """Stop every lane, then wait for them together (``ProcessPoolRunner.stop``)."""
+        """Stop every lane, then wait for them together (``ProcessPoolRunner.stop``). A warm-up
+        still running is cancelled and waited for first: a lane it started after the stop would
+        outlive the run, and its worker processes (not daemons) would hold the interpreter's
+        exit (a run stopped by SIGTERM early did not exit)."""
+        if self._warm_thread is not None:
+            self._warm_cancel.set()
+            self._warm_thread.join()
+            self._warm_thread = None
         stopped = [lane.stop() for lane in (self.short, self.scans, self.documents, self.uploads)]
         for pool in stopped:
             if pool is not None:
