@@ -78,6 +78,30 @@ def test_a_large_account_takes_the_write_ups_figures_with_one_setting():
         DeploySettings.from_context({"size": "huge"}.get)
 
 
+def test_the_deploy_page_lists_every_setting_with_its_default():
+    """docs/aws.md's settings table is what a deployer reads to choose ``-c`` values: each
+    field of ``DeploySettings`` has a row, and the default the row states is the code's."""
+    from dataclasses import fields
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "aws.md").read_text()
+    rows = {}
+    for line in page.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 3:
+            for name in cells[0].replace("`", "").replace("(and", ",").split(","):
+                rows[name.strip().split()[0] if name.strip() else ""] = cells[1]
+    defaults = DeploySettings()
+    missing = [f.name for f in fields(DeploySettings) if f.name not in rows
+               and not f.name.startswith("concurrency_")]
+    assert missing == []
+    for f in fields(DeploySettings):
+        if f.name.startswith("concurrency_") or f.name not in rows:
+            continue
+        value = getattr(defaults, f.name)
+        stated = rows[f.name].replace("`", "")
+        assert (stated == "empty") if value == "" else str(value) in stated, (f.name, stated)
+
+
 def test_every_queue_redrives_to_its_dlq_and_outlasts_a_brownout(synth):
     _, tj, stack, _ = synth
     queues = [q["Properties"] for q in _resources(tj, "AWS::SQS::Queue").values()
