@@ -116,6 +116,23 @@ def test_evals_report_in_a_terminal(demo, tmp_path):
     assert "error:" in run.text or any(tmp_path.glob("weekly*")), run.text
 
 
+def test_run_from_a_project_whose_own_packages_share_doclakes_names(tmp_path):
+    """A user types `doclake run docs` in their own project, which has an ``infra/`` folder (and
+    ``lake/``, ``extract/``): doclake's workers must still import doclake's packages, not these
+    (the fork server's fresh interpreter put the current folder first on its path, and every
+    document failed ``crashes_parser``)."""
+    project = tmp_path / "project"
+    for name in ("infra", "lake", "extract", "ingest"):
+        (project / name).mkdir(parents=True)
+        (project / name / "__init__.py").write_text("")
+    shutil.copytree(EXAMPLES, project / "docs")
+    home = tmp_path / "home"
+    run = doclake("run", "docs", "--fields", "none", home=home, cwd=project)
+    assert_clean(run)
+    files = [p for p in EXAMPLES.iterdir() if p.is_file() and not p.name.startswith(".")]
+    assert f"succeeded {len(files)}  failed 0" in run.text, run.text[-2000:]
+
+
 def test_a_run_after_a_crash_says_resumed_and_counts_the_lake(tmp_path, pdf_factory):
     """kill -9 a run once jobs exist; a second run in a terminal finishes them, calls them
     resumed (not unchanged) and prints the lake's own counts of jobs and pages."""

@@ -11,6 +11,7 @@ its own imports and the two overlap on two cores. Only ``multiprocessing`` is im
 from __future__ import annotations
 
 import multiprocessing
+import os
 
 # Modules every worker needs: imported once in the fork server, inherited by every worker it
 # starts (a worker replaced after a timeout is ready in milliseconds, not after a fresh import).
@@ -26,6 +27,12 @@ PRELOAD = ["pypdfium2", "extract.formats.pdf", "extract.readers", "extract.handl
 
 def context() -> multiprocessing.context.ForkServerContext:
     """The forkserver context, with the preload set (before the server starts, or it is lost)."""
+    # The server is a fresh ``python -c`` interpreter: it puts the current folder first on its
+    # path and (on Python 3.11) never takes the parent's, so a user's own ``infra/`` or ``lake/``
+    # folder where `doclake run` is typed would shadow doclake's packages in the preload (whose
+    # ImportError multiprocessing swallows) and every worker would fail. PYTHONSAFEPATH keeps
+    # the folder off the path of the server and of every Python process doclake starts.
+    os.environ["PYTHONSAFEPATH"] = "1"
     forkserver = multiprocessing.get_context("forkserver")
     forkserver.set_forkserver_preload(PRELOAD)
     return forkserver
