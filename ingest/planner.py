@@ -65,7 +65,7 @@ class IngestOutcome(StrEnum):
     RESUMED = "resumed"
     """Identical bytes whose job an earlier run started and did not finish: this run finishes it."""
     DUPLICATE = "duplicate"
-    """The same bytes as another file of the same batch, under another name: that job serves both."""
+    """The same bytes as another file of the same run, under another name: that job serves both."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Ingested:
     source_name: str
 
     def _replace_name(self, source_name: str) -> Ingested:
-        """The same bytes under another name in one batch: that job serves both."""
+        """The same bytes under another name in one run: that job serves both."""
         return Ingested(IngestOutcome.DUPLICATE, self.document_id, self.job_id, source_name)
 
 
@@ -140,13 +140,19 @@ class Planner:
 
     def ingest_many(self, paths: Sequence[Path], *, retry_failed: bool = False,
                     passwords: Mapping[Path, str] | None = None,
-                    source_paths: Mapping[Path, str] | None = None) -> list[Ingested]:
+                    source_paths: Mapping[Path, str] | None = None,
+                    this_run: dict[str, Ingested] | None = None) -> list[Ingested]:
         """Plan every file; ``retry_failed`` also takes again bytes whose last job failed for
         good (``FINAL_REASONS``), e.g. after a reader for their format was installed.
         ``passwords`` (keyed by the paths as given) are kept with each new job in the store, before
         its split message is sent, and erased there when the job ends (``JobStore``).
         ``source_paths`` (keyed the same way, from ``expand_sources``) are each file's path
-        relative to the folder it was found in; a file not in it is known by its name."""
+        relative to the folder it was found in; a file not in it is known by its name.
+        ``this_run`` (sha256 -> the job created for those bytes) is what the run planned so far,
+        kept by a caller that plans one run in several calls: the same bytes met again in a later
+        batch are a duplicate of this run's job, not "resumed" (an earlier run's) nor
+        "unchanged". By default one call is one run."""
+        this_run = {} if this_run is None else this_run
         results: list[Ingested] = []
         # Keyed by Path once here, and each batch given only its own entries: normalising the
         # whole run's mapping for every 16-file batch was quadratic (9% of the main process's
@@ -157,12 +163,13 @@ class Planner:
             batch = [Path(p) for p in paths[start:start + self.batch_size]]
             results += self._ingest_batch(
                 batch, retry_failed, {p: passwords[p] for p in batch if p in passwords},
-                {p: source_paths[p] for p in batch if p in source_paths})
+                {p: source_paths[p] for p in batch if p in source_paths}, this_run)
         return results
 
     def _ingest_batch(self, paths: Sequence[Path], retry_failed: bool = False,
                       passwords: Mapping[Path, str] | None = None,
-                      source_paths: Mapping[Path, str] | None = None) -> list[Ingested]:
+                      source_paths: Mapping[Path, str] | None = None,
+                      this_run: dict[str, Ingested] | None = None) -> list[Ingested]:
         """Hash the batch's files, decide each, store the new uploads, then create their jobs.
 
         Hashing and storing are ``self.uploads``' (one call each for the batch). The uploads
@@ -182,11 +189,13 @@ class Planner:
         results: list[Ingested] = []
         planned: list[NewVersion] = []
         uploads: list[tuple[str, Path]] = []
+        this_run = {} if this_run is None else this_run
         claimed: dict[str, Ingested] = {}  # sha256 -> the job planned in this batch
         secrets: dict[str, str] = {}  # job id -> the document's own password
         for path, digest in zip(paths, digests, strict=True):
-            if digest in claimed:
-                results.append(claimed[digest]._replace_name(path.name))
+            earlier = claimed.get(digest) or this_run.get(digest)
+            if earlier is not None:  # planned by this run, in this batch or an earlier one
+                results.append(earlier._replace_name(path.name))
                 continue
             seen = self.store.find_document_by_sha256(digest)
             if seen is not None and not self._take_again(seen[1], retry_failed):
@@ -231,6 +240,8 @@ class Planner:
         if self.fields is not None and planned:
             self.store.request_fields([v.job_id for v in planned], *self.fields)
         self._publish(planned)
+        created = {v.job_id for v in planned}
+        this_run.update((d, r) for d, r in claimed.items() if r.job_id in created)
         return results
 
     def _usable(self, path: Path, found: Fingerprint | OSError) -> bool:

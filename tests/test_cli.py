@@ -49,6 +49,22 @@ def test_run_then_sql_search_status_and_rerun(tmp_path, pdf_factory):
     assert "unchanged 2" in again.output and "pages 7 (0 read by this run)" in again.output
 
 
+def test_a_copy_planned_in_a_later_batch_of_the_run_is_a_duplicate(tmp_path, pdf_factory):
+    """The run plans 1, 2, 4... files a batch: ``z-copy.pdf`` (sorted last, third batch) has
+    ``a.pdf``'s bytes. The summary says duplicate, not resumed, and counts one document."""
+    import shutil
+
+    home = str(tmp_path / "home")
+    for name in ("a", "b", "c"):
+        pdf_factory(f"{name}.pdf", 1, word=name)
+    shutil.copy(tmp_path / "docs" / "a.pdf", tmp_path / "docs" / "z-copy.pdf")
+    result = invoke("run", str(tmp_path / "docs"), "--home", home, "--fields", "none")
+    assert result.exit_code == 0, result.output
+    assert "documents 4  (new 3, new versions 0, duplicates 1, unchanged 0)" in result.output
+    assert "resumed" not in result.output
+    assert "succeeded 3  failed 0  pages 3" in result.output
+
+
 def test_a_missing_path_is_a_usage_error_and_nothing_is_ingested(tmp_path, pdf_factory):
     home = tmp_path / "home"
     good = pdf_factory("a.pdf", 1)

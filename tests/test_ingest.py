@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime
 
 import pytest
 from support.helpers import Harness
@@ -39,6 +40,32 @@ def test_identical_bytes_are_not_processed_twice(tmp_path, pdf_factory):
     assert second.outcome is IngestOutcome.RESUMED and again.outcome is IngestOutcome.RESUMED
     assert second.job_id == again.job_id == first.job_id
     assert len(harness.store.list_jobs()) == 1
+
+
+def test_the_same_bytes_again_later_in_one_run_are_a_duplicate_not_resumed(tmp_path, pdf_factory):
+    """A run plans in batches (1, 2, 4, ... files): a copy met in a later batch than its twin is
+    this run's duplicate, whether that job is still going ("resumed" would say an earlier run
+    left it) or already over ("unchanged" would say an earlier run did it)."""
+    from ingest.planner import Planner
+
+    harness = Harness(tmp_path)
+    path = pdf_factory("a.pdf", 2)
+    copy = shutil.copy(path, tmp_path / "copy-of-a.pdf")
+    planner = Planner(harness.store, harness.objects, harness.queue, harness.sink.events.extend,
+                      batch_size=1)
+    first, twin = planner.ingest_many([path, copy])
+    assert (first.outcome, twin.outcome) == (IngestOutcome.NEW, IngestOutcome.DUPLICATE)
+    assert twin.job_id == first.job_id and twin.source_name == "copy-of-a.pdf"
+
+    this_run: dict = {}
+    other = pdf_factory("b.pdf", 1, word="other")
+    (made,) = planner.ingest_many([other], this_run=this_run)
+    assert harness.store.transition_job(made.job_id, JobStatus.QUEUED, JobStatus.FAILED,
+                                        failure_reason="corrupt", at=datetime.now(UTC))
+    (repeat,) = planner.ingest_many([shutil.copy(other, tmp_path / "b2.pdf")], this_run=this_run)
+    assert repeat.outcome is IngestOutcome.DUPLICATE and repeat.job_id == made.job_id
+    (later_run,) = planner.ingest_many([other])  # another run: it did that job
+    assert later_run.outcome is IngestOutcome.UNCHANGED
 
 
 def test_same_name_new_bytes_is_a_new_version_with_a_clean_folder(tmp_path, pdf_factory):

@@ -87,6 +87,7 @@ class BackgroundIngest:
         # mapping per batch was quadratic in the number of files).
         passwords = {Path(p): secret for p, secret in (self._passwords or {}).items()}
         sources = {Path(p): name for p, name in (self._source_paths or {}).items()}
+        this_run: dict[str, Ingested] = {}  # sha256 -> the job this run created: a repeat is a duplicate
         try:
             for start, end in batch_bounds(len(self._files)):
                 if self._stop.is_set():
@@ -95,7 +96,8 @@ class BackgroundIngest:
                 batch = planner.ingest_many(
                     files, retry_failed=self._retry_failed,
                     passwords={f: passwords[f] for f in files if f in passwords},
-                    source_paths={f: sources[f] for f in files if f in sources})
+                    source_paths={f: sources[f] for f in files if f in sources},
+                    this_run=this_run)
                 if self._after_batch is not None:
                     self._after_batch(store, batch)
                 self._results += batch
