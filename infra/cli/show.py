@@ -139,6 +139,8 @@ def show(
         _print_text(page_files(objects_root, found.document_id, job.job_id))
         return
     about = describe(found, job, objects_root)
+    if job.failure_reason:
+        about.update(_failure(settings, job.job_id, job.failure_reason))
     if output_format == "json":
         print_object(about, "json")
         return
@@ -149,6 +151,20 @@ def show(
         print_records(("figure", "value"), rows, "csv")
     else:
         _print_pairs(rows)
+
+
+def _failure(settings, job_id: str, reason: str) -> dict[str, str | None]:
+    """Why a failed document failed, in words: the first message the lake holds for its job
+    (which page, which limit, what the parser said) and what to do about its reason. Only a
+    failed document pays for the lake query."""
+    from infra.cli.render.failure_hints import failure_hint
+    from infra.cli.render.run_report import failure_messages
+
+    try:
+        message = failure_messages(str(settings.lake), [job_id]).get(job_id)
+    except Exception:  # noqa: BLE001 - a lake that cannot be read still leaves the reason
+        message = None
+    return {"failure_message": message, "hint": failure_hint(reason) or None}
 
 
 def _print_pairs(rows: list[tuple[str, Any]]) -> None:
