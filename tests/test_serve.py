@@ -53,6 +53,67 @@ def test_upload_is_processed_and_its_result_appears_at_its_address(app, pdf_fact
     assert (job.source_name, job.document_id) == ("nda.pdf", slot["document_id"])
 
 
+def test_with_fields_an_uploads_result_holds_its_fields(settings):
+    """``doclake serve --fields nda``: every upload's fields are extracted (as ``run --fields``
+    and the stack's ``fields_schema``), and the result at its address carries them."""
+    from pathlib import Path
+
+    example = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.pdf"))[0]
+    server = ServeApp(settings, fields=("nda", "rules")).start()
+    try:
+        slot = _slot(server, example.name)
+        assert _put(slot, example.read_bytes()).status_code == 201
+        deadline = time.monotonic() + 90
+        while (result := httpx.get(slot["result_url"])).status_code == 404:
+            assert time.monotonic() < deadline, "no result within 90 s"
+            time.sleep(0.2)
+    finally:
+        server.stop()
+    body = result.json()
+    assert (body["status"], body["schema"], body["strategy"]) == ("succeeded", "nda", "rules")
+    assert body["extracted_fields"] and any(body["extracted_fields"].values()), body
+
+
+def test_serve_refuses_a_model_reader_without_its_key_before_listening(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from infra.cli.main import app as cli
+
+    monkeypatch.delenv("DOCLAKE_GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    result = CliRunner().invoke(cli, ["serve", "--home", str(tmp_path / "h"), "--reader",
+                                      "gemini", "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert "error:" in result.output and "doclake serve on" not in result.output
+
+
+def test_the_operators_page_client_example_runs_against_a_live_server(settings):
+    """docs/operators.md's client block (curl and python3), as a person pastes it: a slot, the
+    PUT, then the result once processed, against a running server on its own port."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from support.docs_examples import _blocks
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    root = Path(__file__).resolve().parents[1]
+    page = root / "docs" / "operators.md"
+    (body,) = [body for _, language, body, skip in _blocks(page)
+               if language == "bash" and skip and "tests/test_serve.py" in skip]
+    server = ServeApp(settings, fields=("nda", "rules")).start()
+    try:
+        script = "\n".join(body).replace("127.0.0.1:8480", server.base_url.split("//")[1])
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=root,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    assert '"document_id"' in done.stdout and '"status": "succeeded"' in done.stdout, done.stdout
+
+
 def test_a_wrong_signature_is_refused_and_nothing_is_stored(app):
     slot = _slot(app)
     url = slot["upload"]["url"]

@@ -21,6 +21,11 @@ def serve(
                         help="Seconds an upload URL stays valid (at most 900).")] = 300,
     max_bytes: Annotated[int | None, typer.Option(help="Largest upload (default: the "
                          "max_file_bytes setting).")] = None,
+    reader: Annotated[str, typer.Option(help="Who reads pages: auto (text layer, then OCR), "
+                      "text, ocr, gemini, simulated.")] = "auto",
+    fields: Annotated[str, typer.Option(help="Structured fields of every upload: nda, "
+                      "MODULE:CLASS, or none (text only).")] = "none",
+    strategy: Annotated[str, typer.Option(help="rules|single-pass|agentic")] = "rules",
 ) -> None:
     """The front door on one machine: POST /uploads, PUT the file, GET its result JSON."""
     from rich.console import Console
@@ -30,11 +35,38 @@ def serve(
 
     if expiry_s > 900:
         raise UserError(f"--expiry-s {expiry_s} is over 15 minutes", "use at most 900")
-    settings = open_settings(home, Access.CREATE)
+    schema_name, settings = _choices(home, reader, fields, strategy)
     console = Console(stderr=True, highlight=False)
     try:
         serve_command(host, port, settings, expiry_s=expiry_s, max_bytes=max_bytes,
-                      echo=console.print)
+                      echo=console.print,
+                      fields=(schema_name, strategy) if schema_name is not None else None)
     except ValueError as error:  # a secret too short: said before anything listens
         raise UserError(str(error), "set DOCLAKE_SERVE_SECRET to 32 random bytes or more") \
             from None
+
+
+def _choices(home: Path | None, reader: str, fields: str, strategy: str):
+    """The reader and fields every upload gets, checked as ``doclake run`` checks them (a model
+    without its key is refused before anything listens); the schema's name (None: no fields)
+    and the settings."""
+    from extract.readers import READERS
+    from infra.cli.errors import UserError
+    from infra.cli.main import (
+        _check_prices,
+        _fields_request,
+        _reader_can_call,
+        _strategy_can_call,
+    )
+
+    if reader not in READERS:
+        raise UserError(f"--reader {reader!r} is not available in this build",
+                        f"use one of: {', '.join(sorted(READERS))}")
+    schema_name = _fields_request(fields, strategy)
+    settings = open_settings(home, Access.CREATE, reader=reader)
+    if reader in ("gemini", "simulated") or (schema_name is not None and strategy != "rules"):
+        _check_prices(settings)
+    _reader_can_call(reader, settings)
+    if schema_name is not None:
+        _strategy_can_call(strategy, settings)
+    return schema_name, settings

@@ -275,7 +275,10 @@ class ServeApp:
 
     def __init__(self, settings: Settings, *, host: str = "127.0.0.1", port: int = 0,
                  expiry_s: int = 300, max_bytes: int | None = None,
-                 secret: bytes | None = None, run_workers: bool = True):
+                 secret: bytes | None = None, run_workers: bool = True,
+                 fields: tuple[str, str] | None = None):
+        """``fields`` (schema, strategy): every upload's fields are extracted, as ``doclake run
+        --fields`` does and the AWS stack's ``fields_schema`` setting; None: text only."""
         from infra.local.jobstore import SqliteJobStore
         from infra.local.objectstore import FolderObjectStore
         from infra.local.queue import SqliteQueue
@@ -299,6 +302,7 @@ class ServeApp:
         # job id -> (password, expiry): a slot's password until its upload arrives or it expires
         self._passwords: dict[str, tuple[str, float]] = {}
         self.run_workers = run_workers
+        self.fields = fields
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.httpd = _Server((host, port), _handler_for(self))
@@ -348,11 +352,14 @@ class ServeApp:
         try:
             self.objects.put_file(slot.object_key, path)
             with self.lock:
-                plan_upload(self.store, self.queue, self.writer.write, Upload(
-                    slot=slot, source_name=source_name, source_key=f"serve:{slot.object_key}",
-                    fingerprint=digest, bytes=size), worker="serve",
-                    password=self._passwords.pop(slot.job_id, (None, 0))[0],
+                planned = plan_upload(
+                    self.store, self.queue, self.writer.write, Upload(
+                        slot=slot, source_name=source_name,
+                        source_key=f"serve:{slot.object_key}", fingerprint=digest, bytes=size),
+                    worker="serve", password=self._passwords.pop(slot.job_id, (None, 0))[0],
                     run_choices=run_choices.record(self.settings.extract_config()))
+                if planned and self.fields is not None:  # the fields handler publishes then
+                    self.store.request_fields([slot.job_id], *self.fields)
                 self.pending.add(slot.job_id)
         finally:
             with self.lock:
@@ -622,14 +629,15 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
 
 
 def serve_command(host: str, port: int, settings: Settings, *, expiry_s: int,
-                  max_bytes: int | None, echo) -> None:
+                  max_bytes: int | None, echo, fields: tuple[str, str] | None = None) -> None:
     """Run until interrupted (the ``doclake serve`` command's body)."""
     secret = os.environ.get("DOCLAKE_SERVE_SECRET", "").encode() or None
     if secret is not None:
         check_secret(secret)
     app = ServeApp(settings, host=host, port=port, expiry_s=expiry_s, max_bytes=max_bytes,
-                   secret=secret).start()
-    echo(f"doclake serve on {app.base_url} (POST /uploads); Ctrl-C stops")
+                   secret=secret, fields=fields).start()
+    extracting = f", fields {fields[0]} by {fields[1]}" if fields else ""
+    echo(f"doclake serve on {app.base_url} (POST /uploads{extracting}); Ctrl-C stops")
     try:
         while True:
             time.sleep(3600)
