@@ -28,3 +28,15 @@ def test_no_flag_shows_a_type_in_any_help():
     jobs = next(line for line in status.splitlines() if "--jobs" in line)
     home = next(line for line in status.splitlines() if "--home" in line)
     assert "<path>" in home and "Count every job" in jobs and "<" not in jobs
+
+
+def test_the_command_list_opens_with_a_first_hours_commands():
+    """``doclake --help`` lists run, then what a person looks at next, before the tools."""
+    from infra.cli.errors import COMMAND_ORDER
+
+    output = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "160"}).output
+    listed = [line.split()[1] for line in output.splitlines()
+              if line.startswith("│ ") and len(line.split()) > 1 and line.split()[1].isalpha()
+              and line.split()[1] in COMMAND_ORDER]
+    assert listed[:5] == ["run", "status", "search", "show", "sql"]
+    assert sorted(listed) == sorted(COMMAND_ORDER)  # every command named, each once

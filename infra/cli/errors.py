@@ -133,8 +133,19 @@ def _flags_without_type(command, help_names: list[str]) -> None:
         _flags_without_type(sub, help_names)
 
 
+# The order ``doclake --help`` lists the commands in: a person's first hour first (run, look at
+# what came out), then the teams' commands, then the tools. A command not named here follows.
+COMMAND_ORDER = ("run", "status", "search", "show", "sql", "schema", "dashboard", "worker",
+                 "serve", "evals", "fields", "lake", "aws", "bench")
+
+
 class DoclakeGroup(TyperGroup):
     """The top-level command group: every subcommand runs inside this ``invoke``."""
+
+    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+        names = super().list_commands(ctx)
+        rank = {name: n for n, name in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda name: rank.get(name, len(rank)))
 
     def main(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         _flags_without_type(self, self.context_settings.get("help_option_names") or ["--help"])
