@@ -19,6 +19,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from extract.processes import process_alive
+
 log = logging.getLogger(__name__)
 
 _OWNED = re.compile(r"^doclake-(?:convert|lo-template|decrypt|sheet)-(\d+)-")
@@ -32,16 +34,6 @@ def scratch_folder(kind: str) -> Path:
 def scratch_prefix(kind: str) -> str:
     """The name prefix of this process's folders of ``kind`` (for ``TemporaryDirectory``)."""
     return f"doclake-{kind}-{os.getpid()}-"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def sweep_orphans(folder: str | os.PathLike[str] | None = None) -> list[str]:
@@ -64,7 +56,7 @@ def sweep_orphans(folder: str | os.PathLike[str] | None = None) -> list[str]:
                 continue
         except OSError:
             continue
-        if not _alive(int(owned.group(1))):
+        if not process_alive(int(owned.group(1))):
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(entry.path)
     if removed:

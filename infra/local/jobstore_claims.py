@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from extract.context import worker_process
+from extract.processes import process_alive
 from extract.state import ClaimStatus, FieldClaim, Job, UnitClaim
 from infra.local.jobstore_sql import claim_from_row, in_chunks, job_from_row, now_iso
-from infra.local.processes import process_alive
 from infra.local.sqlite import transaction
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from extract.messages import dead_letter_queue
 from extract.ports import QueueDepth, ReceivedMessage
-from infra.local.processes import process_alive
+from extract.processes import process_alive
 from infra.local.sqlite import open_database, transaction
 
 _SCHEMA = """

@@ -1,5 +1,7 @@
 """Whether a process of this host is still running: how local state held by a dead process is freed
-at once after ``kill -9`` (queue messages, the poller's lease) instead of after a timeout."""
+at once after ``kill -9`` (queue messages, the poller's lease, a field claim, a conversion's
+scratch folder) instead of after a timeout. Here, below ``infra``, so that the formats' scratch
+sweep and the local stores ask the same question the same way."""
 
 from __future__ import annotations
 
