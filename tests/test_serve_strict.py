@@ -15,6 +15,7 @@ import time
 from urllib.parse import quote, urlsplit
 
 import pytest
+from support.http_answers import answer_of
 
 from infra.serve import server as serve_module
 from infra.serve.server import ServeApp
@@ -27,23 +28,6 @@ def app(settings):
     server = ServeApp(settings, max_bytes=SLOT_LIMIT, run_workers=False).start()
     yield server
     server.stop()
-
-
-def answer_of(conn: socket.socket) -> tuple[int | None, dict, bytes]:
-    """Status, JSON body and raw head of the first answer on ``conn`` (None: closed unanswered)."""
-    answer = b""
-    while chunk := conn.recv(65536):
-        answer += chunk
-        if b"\r\n\r\n" in answer:
-            head, _, rest = answer.partition(b"\r\n\r\n")
-            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                           if line.lower().startswith(b"content-length:")), 0)
-            if len(rest) >= length:
-                break
-    if not answer:
-        return None, {}, b""
-    head, _, rest = answer.partition(b"\r\n\r\n")
-    return int(head.split()[1]), json.loads(rest or b"{}"), head
 
 
 def raw(app, request: bytes) -> tuple[int | None, dict, bytes]:
