@@ -83,10 +83,28 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _is_word_column(name: str) -> bool:
+    """A column of single words or stamps (a reason, a status, a time): its cells keep each
+    value on one line. Paths and messages may break anywhere, so a long one never widens the
+    page; that same freedom let the browser squeeze a reason column to ``unsupported_f|ormat``."""
+    return name in ("reason", "status", "outcome", "stage", "reader", "field") or name.endswith(
+        ("_reason", "_status", "_at"))
+
+
+def _path_html(text: str) -> str:
+    """A path, escaped, that breaks after a ``/`` or ``_`` before it breaks inside a word."""
+    return html.escape(text).replace("/", "/<wbr>").replace("_", "_<wbr>")
+
+
 def _table(rows: pa.Table) -> str:
+    words = [_is_word_column(c) for c in rows.column_names]
+    paths = [c.endswith(("path", "source_name")) for c in rows.column_names]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in rows.column_names)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in r.values())
-                   + "</tr>" for r in rows.to_pylist())
+    body = "".join(
+        "<tr>" + "".join(('<td class="word">' if word else "<td>")
+                         + (_path_html(_cell(v)) if path else html.escape(_cell(v))) + "</td>"
+                         for v, word, path in zip(r.values(), words, paths, strict=True))
+        + "</tr>" for r in rows.to_pylist())
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -202,6 +220,7 @@ section {{ margin-bottom: 2em; }} .query {{ color: #777; font-size: 0.85em; }}
 table {{ border-collapse: collapse; width: 100%; font-size: 0.9em; }}
 th, td {{ border-bottom: 1px solid #e4e4e4; padding: 0.3em 0.6em; text-align: left;
           vertical-align: top; overflow-wrap: anywhere; }}
+td.word {{ white-space: nowrap; overflow-wrap: normal; }}
 </style></head>
 <body><h1>doclake dashboard</h1>
 <p class="meta">Lake: {lake} &middot; days: {window} &middot; generated {generated}</p>

@@ -45,3 +45,33 @@ def test_the_check_sees_a_label_cut_at_the_svg_edge(tmp_path):
             "</body></html>")
     found = cut_texts(page, tmp_path)
     assert [c["text"] for c in found["cut"]] == ["effective_date"] and found["texts"] == 2
+
+
+WIDTH = 900  # narrower than the charts need: where the table squeezed its columns
+ONE_LINE_CELLS = """
+const out = {cells: 0, broken: []};
+for (const td of document.querySelectorAll('td.word')) {
+  if (!td.textContent.trim()) continue;
+  out.cells += 1;
+  const range = document.createRange(); range.selectNodeContents(td);
+  const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+  if (lines.size > 1) out.broken.push(td.textContent);
+}
+report(out);
+"""
+
+
+@needs_chromium
+def test_a_tables_reasons_and_times_stay_on_one_line_in_a_narrow_window(tmp_path):
+    """The failed-files table squeezed its reason column until ``unsupported_format`` broke in
+    two: a word column's cell is drawn on one line, and a path breaks after ``/`` or ``_``."""
+    from support.chromium import run_script
+
+    lake = str(tmp_path / "lake")
+    write_busy_lake(lake)
+    page = render(lake)
+    assert '<td class="word">unsupported_format</td>' in page
+    assert "contracts/<wbr>received/<wbr>unsupported_<wbr>format.pdf" in page
+    found = run_script(page, ONE_LINE_CELLS, tmp_path, "one-line", width=WIDTH)
+    assert found["cells"] >= 6  # reasons and finished_at of the failed files, at least
+    assert found["broken"] == [], found["broken"]
