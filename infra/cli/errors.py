@@ -77,10 +77,28 @@ def at_least(minimum: int):
     return check
 
 
+# The packages of pyproject's optional extras, by the name they are imported as: the runtime
+# install (`make demo`, `pip install -e .`) leaves them out, and a command that needs one says
+# which extra brings it instead of printing a traceback.
+EXTRA_OF_MODULE = {
+    "sklearn": "train", "datasketch": "finetune", "jsonschema": "finetune",
+    "great_expectations": "check", "boto3": "aws", "botocore": "aws", "awswrangler": "aws",
+    "aws_lambda_powertools": "aws", "aws_cdk": "cdk", "constructs": "cdk", "cdk_nag": "cdk",
+    "cfnlint": "cdk", "pyiceberg": "bench",
+}
+
+
 def _as_user_error(error: Exception) -> UserError | None:
     """The errors a user's input can cause, recognised wherever they were raised."""
     if isinstance(error, UserError):
         return error
+    if isinstance(error, ModuleNotFoundError):
+        package = (error.name or "").split(".")[0]
+        if package in EXTRA_OF_MODULE:
+            extra = EXTRA_OF_MODULE[package]
+            return UserError(f"this command needs {package}, from the {extra!r} extra, which "
+                             "is not installed here",
+                             f"pip install -e '.[{extra}]' (`make install` installs every extra)")
     if any(cls.__name__ == "UsageError" for cls in type(error).__mro__):  # click's or typer's copy
         # A bad or missing argument of a subcommand (``--concurrency abc``, no search query).
         path = " ".join(["doclake", *(error.ctx.command_path.split()[1:] if error.ctx else [])])
