@@ -110,13 +110,11 @@ def run(
     from infra.local import forkserver
 
     forkserver.start()  # the workers' fork server imports while this process does
-    from extract.readers import READERS
+    from infra.cli.run_choices import check_models_can_run, check_reader_name, fields_request
     from ingest.planner import walk_sources
 
-    if reader not in READERS:
-        raise UserError(f"--reader {reader!r} is not available in this build",
-                        f"use one of: {', '.join(sorted(READERS))}")
-    schema_name = _fields_request(fields, strategy)
+    check_reader_name(reader)
+    schema_name = fields_request(fields, strategy)
     if ask_password:
         password = typer.prompt("Password", hide_input=True, err=True)
     try:
@@ -134,11 +132,7 @@ def run(
     per_file = _per_file_passwords(passwords, files, paths)
     settings = open_settings(home, Access.CREATE, options={"concurrency": "--concurrency"},
                              concurrency=concurrency, password=password, reader=reader)
-    if reader in ("gemini", "simulated") or (schema_name is not None and strategy != "rules"):
-        _check_prices(settings)
-    _reader_can_call(reader, settings)
-    if schema_name is not None:
-        _strategy_can_call(strategy, settings)
+    check_models_can_run(reader, schema_name, strategy, settings)
     from infra.cli.render.run_report import RunReport, progress_bar
     from infra.local.runtime import LocalRuntime
 
@@ -192,23 +186,6 @@ def run(
         raise typer.Exit(INTERRUPTED)
 
 
-def _check_prices(settings) -> None:
-    """A run that calls models must know what each call costs: a model with no price would be
-    recorded at $0 all run long, so it stops here, before anything is ingested."""
-    from extract.models.pricing import PriceTable
-
-    models = [settings.primary_model]
-    if settings.fallback_provider == "gemini":
-        models.append(settings.fallback_model)
-    prices = PriceTable(settings.model_prices)
-    missing = prices.missing(models)
-    if missing:
-        raise UserError(f"no price for model {missing[0]!r}: its calls would cost $0 on the ledger",
-                        "add it to DOCLAKE_MODEL_PRICES (JSON: {\"MODEL\": {\"input_per_million\": "
-                        "..., \"output_per_million\": ..., \"as_of\": \"YYYY-MM-DD\"}}) or use "
-                        f"one of: {', '.join(sorted(prices.prices))}")
-
-
 def _per_file_passwords(table_path: Path | None, files: list[Path],
                         roots: list[Path]) -> dict[Path, str] | None:
     """``--passwords``: read the table and match it to the files; a key matching no file is
@@ -228,62 +205,6 @@ def _per_file_passwords(table_path: Path | None, files: list[Path],
         stderr_console().print(f"[yellow]warning:[/yellow] --passwords names {len(unmatched)} file(s) not "
                       f"among those given: {shown}")
     return found
-
-
-def _fields_request(fields: str, strategy: str) -> str | None:
-    """Check ``--fields`` and ``--strategy`` before anything is ingested; the schema as the
-    fields messages will name it, or None for ``--fields none``."""
-    from extract.fields.schemas import NdaFields, SchemaLoadError, load_schema
-    from extract.fields.strategies import STRATEGIES, available
-
-    if strategy not in STRATEGIES:
-        raise UserError(f"--strategy {strategy!r} is not a strategy",
-                        f"use one of: {', '.join(STRATEGIES)}")
-    if str(Path.cwd()) not in sys.path and "" not in sys.path:  # MODULE:CLASS beside the user
-        sys.path.append(str(Path.cwd()))
-    try:
-        schema = load_schema(fields)
-    except SchemaLoadError as error:
-        raise UserError(str(error), "use nda, none, or MODULE:CLASS naming a pydantic model "
-                        "importable from the current folder or PYTHONPATH") from None
-    if schema is None:
-        return None
-    if not available(strategy):
-        raise UserError(f"--strategy {strategy!r} is not available in this build "
-                        "(strategy_unavailable)", "use --strategy rules (offline, NDA schema)")
-    if strategy == "rules" and schema is not NdaFields:
-        raise UserError(f"--strategy rules extracts only the NDA schema, not {fields!r}",
-                        "use --fields nda, or an LLM strategy (single-pass, agentic) for your "
-                        "own schema")
-    return "nda" if schema is NdaFields else fields.strip()
-
-
-LLM_STRATEGIES = ("single-pass", "agentic")
-
-
-def _strategy_can_call(strategy: str, settings) -> None:
-    """An LLM strategy without a usable key would fail every document (``strategy_unavailable``)
-    after ingesting them all: refuse before anything is stored, naming the setting to fix."""
-    if strategy not in LLM_STRATEGIES or settings.reader == "simulated":
-        return
-    key = settings.gemini_api_key
-    if key is None or not key.get_secret_value().strip():
-        raise UserError(f"--strategy {strategy} calls Gemini and no API key is set",
-                        "set DOCLAKE_GEMINI_API_KEY (DOCLAKE_GEMINI_BASE_URL for a proxy), or "
-                        "use --strategy rules (offline), or --reader simulated for a demo")
-
-
-def _reader_can_call(reader: str, settings) -> None:
-    """``--reader gemini`` without a key would ingest everything and fail every document
-    ``reader_unavailable``: refuse before anything is stored, naming the setting to fix."""
-    if reader != "gemini":
-        return
-    key = settings.gemini_api_key
-    if key is None or not key.get_secret_value().strip():
-        raise UserError("--reader gemini calls Gemini and no API key is set",
-                        "set DOCLAKE_GEMINI_API_KEY (DOCLAKE_GEMINI_BASE_URL for a proxy), or "
-                        "use --reader auto (offline: text layer, then OCR), or --reader "
-                        "simulated for a demo")
 
 
 def _process(runtime: LocalRuntime, done):

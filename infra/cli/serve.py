@@ -50,23 +50,10 @@ def _choices(home: Path | None, reader: str, fields: str, strategy: str):
     """The reader and fields every upload gets, checked as ``doclake run`` checks them (a model
     without its key is refused before anything listens); the schema's name (None: no fields)
     and the settings."""
-    from extract.readers import READERS
-    from infra.cli.errors import UserError
-    from infra.cli.main import (
-        _check_prices,
-        _fields_request,
-        _reader_can_call,
-        _strategy_can_call,
-    )
+    from infra.cli.run_choices import check_models_can_run, check_reader_name, fields_request
 
-    if reader not in READERS:
-        raise UserError(f"--reader {reader!r} is not available in this build",
-                        f"use one of: {', '.join(sorted(READERS))}")
-    schema_name = _fields_request(fields, strategy)
+    check_reader_name(reader)
+    schema_name = fields_request(fields, strategy)
     settings = open_settings(home, Access.CREATE, reader=reader)
-    if reader in ("gemini", "simulated") or (schema_name is not None and strategy != "rules"):
-        _check_prices(settings)
-    _reader_can_call(reader, settings)
-    if schema_name is not None:
-        _strategy_can_call(strategy, settings)
+    check_models_can_run(reader, schema_name, strategy, settings)
     return schema_name, settings
