@@ -128,3 +128,18 @@ def test_show_tables_lists_only_what_analysts_query(tmp_path, pdf_factory):
         assert con.sql("SELECT source_path FROM documents").fetchall() == [("a.pdf",)]
     finally:
         con.close()
+
+
+def test_the_whole_schema_on_a_terminal_is_one_titled_table_per_analyst_table():
+    """``doclake schema`` at 80 columns: a title and a column/type/description table per analyst
+    table, not some 200 record blocks; CSV stays one flat listing for a program."""
+    from infra.cli.render.schema_doc import tables
+
+    shown = CliRunner().invoke(app, ["schema", "--format", "table"], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    assert "record 1" not in shown.output
+    for doc in tables():
+        assert f"{doc.name}: " in shown.output, doc.name
+    flat = CliRunner().invoke(app, ["schema", "--format", "csv"]).output.splitlines()
+    assert flat[0] == "table,column,type,description"
+    assert len(flat) - 1 == sum(len(doc.columns) for doc in tables())

@@ -210,9 +210,17 @@ def print_schema(name: str, output_format: str) -> bool:
 
 
 def print_reference(output_format: str) -> None:
-    """Every table and column in one listing (``doclake schema``)."""
+    """Every table and column (``doclake schema``): on a terminal one titled table per analyst
+    table (one flat listing of some 200 columns turned into record blocks at 80 columns); as CSV
+    or JSON one flat listing, for a program."""
     from infra.cli.render import schema_doc
 
+    if output_format == "table":
+        for n, doc in enumerate(schema_doc.tables()):
+            if n:
+                print()
+            print_schema(doc.name, output_format)
+        return
     print_records(("table", "column", "type", "description"),
                   ((t.name, c.name, c.type, c.description)
                    for t in schema_doc.tables() for c in t.columns), output_format)
