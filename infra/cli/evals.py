@@ -521,6 +521,10 @@ def report(
                            f"documents, {len(found.run.stale)} stale; " + (
                                f"eval run {found.run.eval_run_id}" if found.recorded else
                                "nothing scored, no eval run recorded"))
+    if not found.run.labels and not found.run.stale:
+        stderr_console().print("hint: label a sample first: `doclake evals sample` writes a sheet "
+                               "to fill in, `doclake evals import-labels SHEET` takes it back "
+                               "(docs/quality.md)")
     for line in found.gate or ():
         stderr_console().print(line.message())
     if found.gate is not None and not found.gate:
