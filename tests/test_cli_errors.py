@@ -167,11 +167,3 @@ def test_a_priced_model_spelled_as_the_provider_spells_it_has_its_price():
     assert prices.cost("models/gemini-2.5-flash-001", 1_000_000, 0) == prices.cost(
         "gemini-2.5-flash", 1_000_000, 0) > 0
 
-
-def test_a_command_whose_extra_is_not_installed_names_the_extra(monkeypatch):
-    """``doclake aws alarms`` synthesizes the stack with the CDK, which only the ``cdk`` extra
-    installs: without it, one error line and the pip command, not a traceback."""
-    import sys
-
-    monkeypatch.setitem(sys.modules, "aws_cdk", None)  # `import aws_cdk` now fails as if absent
-    assert_user_error(invoke("aws", "alarms"), "the 'cdk' extra", "pip install -e '.[cdk]'")

@@ -26,7 +26,7 @@ TOOL_CHAIN = {"aws-cdk-lib", "constructs", "moto", "cfn-lint", "scipy", "sympy",
               "great-expectations", "pytest", "boto3", "jsii"}
 # Their import names, blocked while the demo's commands run.
 BLOCKED_IMPORTS = ("aws_cdk", "moto", "cfnlint", "scipy", "sympy", "sklearn", "great_expectations",
-                   "boto3", "awswrangler", "pytest")
+                   "boto3", "awswrangler", "pytest", "datasketch")
 
 
 def _closure(requirements: list[str]) -> set[str]:
@@ -78,7 +78,8 @@ def test_make_demo_installs_the_runtime_set_alone() -> None:
 
 @pytest.fixture
 def blocking_python(tmp_path: Path) -> Path:
-    """A ``sitecustomize`` that makes the tool chain's packages fail to import."""
+    """A ``sitecustomize`` that makes the tool chain's packages fail to import, as they fail
+    where they are not installed (``ModuleNotFoundError`` naming the package)."""
     folder = tmp_path / "site"
     folder.mkdir()
     (folder / "sitecustomize.py").write_text(
@@ -87,7 +88,7 @@ def blocking_python(tmp_path: Path) -> Path:
         "class Block:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
         "        if name.split('.')[0] in BLOCKED:\n"
-        "            raise ImportError(f'{name} is not in the runtime install')\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "        return None\n"
         "sys.meta_path.insert(0, Block())\n")
     return folder
@@ -109,3 +110,17 @@ def test_demo_commands_run_without_the_tool_chain(tmp_path: Path, blocking_pytho
     doclake("search", "--home", str(home), "confidential information", "--limit", "3")
     doclake("dashboard", "--home", str(home), "--out", str(tmp_path / "d.html"))
     assert (tmp_path / "d.html").stat().st_size > 0
+
+
+def test_a_command_whose_extra_is_missing_names_the_extra(tmp_path: Path,
+                                                          blocking_python: Path) -> None:
+    """In the runtime install, ``doclake aws alarms`` (the CDK) and ``doclake fields cv`` (scikit-
+    learn) say which extra brings what they need, exit 2, no traceback."""
+    env = {"PYTHONPATH": f"{blocking_python}:{ROOT}", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    for args, extra in ((["aws", "alarms"], "cdk"), (["fields", "cv", "--applicability"], "train")):
+        done = subprocess.run([sys.executable, "-m", "infra.cli.main", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=240)
+        assert done.returncode == 2, (args, done.stdout, done.stderr[-2000:])
+        assert f"the {extra!r} extra" in done.stderr and f"pip install -e '.[{extra}]'" in \
+            done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr

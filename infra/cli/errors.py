@@ -81,7 +81,8 @@ def at_least(minimum: int):
 # install (`make demo`, `pip install -e .`) leaves them out, and a command that needs one says
 # which extra brings it instead of printing a traceback.
 EXTRA_OF_MODULE = {
-    "sklearn": "train", "datasketch": "finetune", "jsonschema": "finetune",
+    # datasketch: `fields cv|train` reach it here; export-finetune checks for it first itself.
+    "sklearn": "train", "datasketch": "train", "jsonschema": "finetune",
     "great_expectations": "check", "boto3": "aws", "botocore": "aws", "awswrangler": "aws",
     "aws_lambda_powertools": "aws", "aws_cdk": "cdk", "constructs": "cdk", "cdk_nag": "cdk",
     "cfnlint": "cdk", "pyiceberg": "bench",
