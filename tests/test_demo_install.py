@@ -114,10 +114,13 @@ def test_demo_commands_run_without_the_tool_chain(tmp_path: Path, blocking_pytho
 
 def test_a_command_whose_extra_is_missing_names_the_extra(tmp_path: Path,
                                                           blocking_python: Path) -> None:
-    """In the runtime install, ``doclake aws alarms`` (the CDK) and ``doclake fields cv`` (scikit-
-    learn) say which extra brings what they need, exit 2, no traceback."""
+    """In the runtime install, ``doclake aws alarms`` (the CDK) says which extra brings what it
+    needs, exit 2, no traceback; and a usage error's hint names the command as typed."""
     env = {"PYTHONPATH": f"{blocking_python}:{ROOT}", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    for args, extra in ((["aws", "alarms"], "cdk"), (["fields", "cv", "--applicability"], "train")):
+    usage = subprocess.run([sys.executable, "-m", "infra.cli.main", "fields", "cv", "--folds",
+                            "x"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert usage.returncode == 2 and "see `doclake fields cv --help`" in usage.stderr, usage.stderr
+    for args, extra in ((["aws", "alarms"], "cdk"),):
         done = subprocess.run([sys.executable, "-m", "infra.cli.main", *args], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=240)
         assert done.returncode == 2, (args, done.stdout, done.stderr[-2000:])

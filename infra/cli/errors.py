@@ -102,7 +102,11 @@ def _as_user_error(error: Exception) -> UserError | None:
                              f"pip install -e '.[{extra}]' (`make install` installs every extra)")
     if any(cls.__name__ == "UsageError" for cls in type(error).__mro__):  # click's or typer's copy
         # A bad or missing argument of a subcommand (``--concurrency abc``, no search query).
-        path = " ".join(["doclake", *(error.ctx.command_path.split()[1:] if error.ctx else [])])
+        names, context = [], error.ctx
+        while context is not None and context.parent is not None:  # the root's name varies
+            names.append(context.info_name)  # (doclake, or `python -m infra.cli.main`)
+            context = context.parent
+        path = " ".join(["doclake", *reversed(names)])
         return UserError(error.format_message(), f"see `{path} --help`")
     if type(error).__name__ == "ValidationError" and getattr(error, "title", "") == "Settings":
         return settings_error(error)
