@@ -166,10 +166,9 @@ class Planner:
                 {p: source_paths[p] for p in batch if p in source_paths}, this_run)
         return results
 
-    def _ingest_batch(self, paths: Sequence[Path], retry_failed: bool = False,
-                      passwords: Mapping[Path, str] | None = None,
-                      source_paths: Mapping[Path, str] | None = None,
-                      this_run: dict[str, Ingested] | None = None) -> list[Ingested]:
+    def _ingest_batch(self, paths: Sequence[Path], retry_failed: bool,
+                      passwords: Mapping[Path, str], source_paths: Mapping[Path, str],
+                      this_run: dict[str, Ingested]) -> list[Ingested]:
         """Hash the batch's files, decide each, store the new uploads, then create their jobs.
 
         Hashing and storing are ``self.uploads``' (one call each for the batch). The uploads
@@ -189,7 +188,6 @@ class Planner:
         results: list[Ingested] = []
         planned: list[NewVersion] = []
         uploads: list[tuple[str, Path]] = []
-        this_run = {} if this_run is None else this_run
         claimed: dict[str, Ingested] = {}  # sha256 -> the job planned in this batch
         secrets: dict[str, str] = {}  # job id -> the document's own password
         for path, digest in zip(paths, digests, strict=True):

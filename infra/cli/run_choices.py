@@ -58,14 +58,17 @@ def fields_request(fields: str, strategy: str) -> str | None:
     return "nda" if schema is NdaFields else fields.strip()
 
 
+def _no_gemini_key(settings) -> bool:
+    key = settings.gemini_api_key
+    return key is None or not key.get_secret_value().strip()
+
 
 def _strategy_can_call(strategy: str, settings) -> None:
     """An LLM strategy without a usable key would fail every document (``strategy_unavailable``)
     after ingesting them all: refuse before anything is stored, naming the setting to fix."""
     if strategy not in LLM_STRATEGIES or settings.reader == "simulated":
         return
-    key = settings.gemini_api_key
-    if key is None or not key.get_secret_value().strip():
+    if _no_gemini_key(settings):
         raise UserError(f"--strategy {strategy} calls Gemini and no API key is set",
                         "set DOCLAKE_GEMINI_API_KEY (DOCLAKE_GEMINI_BASE_URL for a proxy), or "
                         "use --strategy rules (offline), or --reader simulated for a demo")
@@ -76,8 +79,7 @@ def _reader_can_call(reader: str, settings) -> None:
     ``reader_unavailable``: refuse before anything is stored, naming the setting to fix."""
     if reader != "gemini":
         return
-    key = settings.gemini_api_key
-    if key is None or not key.get_secret_value().strip():
+    if _no_gemini_key(settings):
         raise UserError("--reader gemini calls Gemini and no API key is set",
                         "set DOCLAKE_GEMINI_API_KEY (DOCLAKE_GEMINI_BASE_URL for a proxy), or "
                         "use --reader auto (offline: text layer, then OCR), or --reader "
