@@ -11,20 +11,22 @@ paste into the project: the text, and one TextArea per field.
 Import (``doclake evals import-labels FILE --format label-studio``): Label Studio's JSON export
 of the project, each task's latest annotation that was not cancelled; a TextArea's lines are the
 field's values, a field with no result has none. The task's ``sha256`` binds the answer to the
-bytes labelled, as on the CSV sheet; ``completed_by`` is the labeller and ``updated_at`` (else
-``created_at``) when.
+bytes labelled, as on the CSV sheet; the labeller is the annotator's e-mail (``completed_by``
+arrives as a user number: resolved from the export's ``created_username``) and ``updated_at``
+(else ``created_at``) when.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 from pathlib import Path
 
 from evals.labels import LabelError, LabelInput, _provenance, _time
 
-__all__ = ["label_config", "tasks", "parse_annotations"]
+__all__ = ["annotators", "label_config", "tasks", "parse_annotations"]
 
 TEXT = "text"
 
@@ -64,11 +66,43 @@ def tasks(picked: Iterable[dict], fields: Callable[[dict], Sequence[str]],
     return out
 
 
-def _labeller(completed_by: object) -> str | None:
+_CREATED_BY = re.compile(r"(?:^|\s)(?P<email>[^\s,]+@[^\s,]+),\s*(?P<id>\d+)\s*$")
+"""Label Studio's ``created_username``: "First Last ann@example.com, 3" (its
+``AnnotationSerializer.get_created_username``: names, then the e-mail, a comma and the user id)."""
+
+
+def _labeller(annotation: dict, annotators: dict[str, str]) -> str | None:
+    """The annotator's e-mail. An export holds ``completed_by`` as the user's number (the
+    default) or as the user object (``?include=completed_by``); the number is resolved from
+    the annotation's own ``created_username`` or, failing that, from any annotation of the
+    export that names the same user (``annotators``). Only a user the export never names is
+    recorded as "label-studio user N"."""
+    completed_by = annotation.get("completed_by")
     if isinstance(completed_by, dict):
         who = completed_by.get("email") or completed_by.get("username") or completed_by.get("id")
         return None if who is None else str(who)
-    return None if completed_by is None else f"label-studio user {completed_by}"
+    if completed_by is None:
+        return None
+    found = _CREATED_BY.search(str(annotation.get("created_username") or ""))
+    if found and found.group("id") == str(completed_by):
+        return found.group("email")
+    return annotators.get(str(completed_by), f"label-studio user {completed_by}")
+
+
+def annotators(exported: Sequence[object]) -> dict[str, str]:
+    """user id -> e-mail, from every annotation of an export that says who its user is."""
+    found: dict[str, str] = {}
+    for task in exported:
+        for annotation in (task.get("annotations") or []) if isinstance(task, dict) else []:
+            if not isinstance(annotation, dict):
+                continue
+            user = annotation.get("completed_by")
+            if isinstance(user, dict) and user.get("id") is not None and user.get("email"):
+                found.setdefault(str(user["id"]), str(user["email"]))
+            named = _CREATED_BY.search(str(annotation.get("created_username") or ""))
+            if named:
+                found.setdefault(named.group("id"), named.group("email"))
+    return found
 
 
 def _values(result: Sequence[dict], names: Sequence[str], where: str) -> dict[str, tuple]:
@@ -95,6 +129,7 @@ def parse_annotations(path: Path) -> list[LabelInput]:
     if not isinstance(exported, list):
         raise LabelError(f"{path.name}: expected Label Studio's JSON export, a list of tasks")
     labels = []
+    users = annotators(exported)
     for number, task in enumerate(exported, start=1):
         data = task.get("data") or {} if isinstance(task, dict) else {}
         where = f"{path.name}: task {task.get('id', number) if isinstance(task, dict) else number}"
@@ -111,7 +146,7 @@ def parse_annotations(path: Path) -> list[LabelInput]:
         key, kind = (sha, "sha256") if sha else (document_id, "document_id")
         labels.append(LabelInput(
             key, kind, _values(latest.get("result") or [], names, where),
-            _labeller(latest.get("completed_by")),
+            _labeller(latest, users),
             _time(latest.get("updated_at") or latest.get("created_at"), where), where=where,
             document_id=document_id if sha and document_id else None,
             provenance=_provenance(data.get("provenance"), where)))

@@ -128,3 +128,44 @@ def test_a_task_whose_sha256_is_not_a_version_of_its_document_is_refused(tmp_pat
     assert result.exit_code == 2
     assert "refused export.json: task 1: sha256" in result.output
     assert "is not a version of document" in result.output
+
+
+def _as_label_studio_exports(tasks: list[dict]) -> list[dict]:
+    """Label Studio 1.x's JSON export as it comes by default: ``completed_by`` is the user's
+    number, and the user appears only in ``created_username`` ("First Last e-mail, id"); the
+    second task's annotation is by a user with a first and last name."""
+    users = [(1, " ann@example.com, 1"), (7, "Bo Lee bo.lee@example.org, 7")]
+    out = []
+    for k, task in enumerate(tasks):
+        user, username = users[k % 2]
+        out.append({
+            "id": 40 + k, "data": task["data"], "meta": {}, "drafts": [], "predictions": [],
+            "created_at": "2026-05-04T12:00:00.000000Z", "updated_at": "2026-05-05T10:05:00Z",
+            "inner_id": k + 1, "total_annotations": 1, "cancelled_annotations": 0,
+            "total_predictions": 0, "comment_count": 0, "unresolved_comment_count": 0,
+            "last_comment_updated_at": None, "project": 3, "updated_by": user,
+            "file_upload": 12, "comment_authors": [],
+            "annotations": [{
+                "id": 100 + k, "created_username": username, "created_ago": "2 minutes",
+                "completed_by": user,
+                "result": [{"value": {"text": ["Acme Inc."]}, "id": "Xy1", "from_name": "party",
+                            "to_name": "text", "type": "textarea", "origin": "manual"}],
+                "was_cancelled": False, "ground_truth": False,
+                "created_at": "2026-05-05T10:00:00.123456Z",
+                "updated_at": "2026-05-05T10:05:00.654321Z", "draft_created_at": None,
+                "lead_time": 41.2, "import_id": None, "last_action": None, "bulk_created": False,
+                "task": 40 + k, "project": 3, "updated_by": user, "parent_prediction": None,
+                "parent_annotation": None, "last_created_by": None}]})
+    return out
+
+
+def test_a_numbered_completed_by_is_recorded_as_the_annotators_email(tmp_path: Path):
+    home = _home(tmp_path)
+    tasks = _export(home, tmp_path / "tasks.json")
+    exported = tmp_path / "project-3-at-2026-05-05.json"
+    exported.write_text(json.dumps(_as_label_studio_exports(tasks)))
+    result = invoke("evals", "import-labels", str(exported), "--format", "label-studio",
+                    "--home", str(home))
+    assert result.exit_code == 0, result.output
+    labels = sql(str(home), "SELECT labeller FROM labels ORDER BY labeller")
+    assert [x["labeller"] for x in labels] == ["ann@example.com", "bo.lee@example.org"]
