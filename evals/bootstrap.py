@@ -182,7 +182,8 @@ def group_figures(scored: Sequence[Scored], *, resamples: int = RESAMPLES,
         draws = _draws(len(rows), resamples, seed)
         names = sorted({name for row in rows for name in row.fields})
         details = {"misses": misses(rows), "empty_rate": empty_rates(rows),
-                   "model_failures": sum(r.result.status != "succeeded" for r in rows)}
+                   "failed_extractions": sum(r.result.status == "failed" for r in rows),
+                   "not_applicable": sum(r.result.status == "not_applicable" for r in rows)}
         out.append(GroupFigures(key[0], key[1], figures([r.overall for r in rows], draws),
                                 {name: figures([r.fields.get(name, Score()) for r in rows], draws)
                                  for name in names}, details))

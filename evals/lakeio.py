@@ -115,10 +115,13 @@ def read_job_facts(lake_uri: str) -> dict[str, dict]:
 
 def read_traffic(lake_uri: str) -> list[dict]:
     """Every published result without its values: document_id, job_id, strategy,
-    model_version, status, published_at (what the weekly report weighs labels by)."""
-    return read_rows(lake_uri, """
-        SELECT document_id, job_id, strategy, model_version, status, occurred_at AS published_at
+    model_version, status, failure_reason, published_at (what the weekly report weighs labels
+    by)."""
+    rows = read_rows(lake_uri, """
+        SELECT document_id, job_id, strategy, model_version, status, failure_reason,
+               occurred_at AS published_at
         FROM ev_result_published ORDER BY occurred_at, job_id""")
+    return [{**r, "published_at": _utc(r["published_at"])} for r in rows]
 
 
 def read_call_costs(lake_uri: str, job_ids: Iterable[str]) -> dict[str, dict]:

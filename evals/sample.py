@@ -1,8 +1,12 @@
 """Documents to label: a stratified sample of recent results, written as a labelling sheet.
 
-Strata are (model_version, strategy, format, size bucket): every stratum present gets at least
-one document when ``n`` allows, the rest is shared in proportion to the strata's sizes, and the
-draw is seeded, so the sheet is reproducible. The sheet is the label CSV layout: blind (one empty
+Only documents that can be scored are drawn (their latest job succeeded and their result is not
+an infrastructure failure), unless asked: a label of a corrupt or encrypted file can never be
+scored. Strata are (applicability, format) (``draw``): every stratum present gets a document
+when ``n`` allows and the rest goes to the documents the schema applies to, which carry the
+values the figure is about; the draw is seeded, so the sheet is reproducible.
+
+The sheet is the label CSV layout: blind (one empty
 row per field, no model values: the default), or pre-filled (``value`` = ``extracted``, one row
 per value plus one empty row per field with no value); the labeller fills or corrects ``value``
 and adds rows, then imports the file. Every row carries the version's ``sha256``, which binds the
@@ -13,13 +17,15 @@ from __future__ import annotations
 
 import csv
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from evals.csv_cells import neutralise
 
-__all__ = ["size_bucket", "stratified", "write_sheet", "sample_candidates", "SHEET_COLUMNS"]
+__all__ = ["Design", "applicability", "draw", "size_bucket", "stratified", "stratum_of",
+           "write_sheet", "sample_candidates", "SHEET_COLUMNS"]
 
 SHEET_COLUMNS = ("document_id", "sha256", "source_name", "model_version", "strategy", "field",
                  "extracted", "value", "page_number", "provenance")
@@ -32,31 +38,72 @@ def size_bucket(pages: int | None) -> str:
                 if pages <= limit) if pages <= 100 else "over 100"
 
 
+def applicability(row: Mapping) -> str:
+    """``applies`` or ``not applicable`` (the schema's verdict on the document, from its
+    result), or ``failed`` when the document failed before a model could see it."""
+    from evals.scoring import INFRASTRUCTURE_FAILURES
+
+    if row.get("status") == "not_applicable":
+        return "not applicable"
+    if row.get("status") == "failed" and row.get("failure_reason") in INFRASTRUCTURE_FAILURES:
+        return "failed"
+    return "applies"
+
+
+def stratum_of(row: Mapping) -> tuple[str, str]:
+    """(applicability, detected format): the strata of the sample and of the weighted F1."""
+    return (applicability(row), row.get("detected_format") or "unknown")
+
+
+@dataclass(frozen=True)
+class Design:
+    """How a sample was drawn: each stratum's candidates and documents drawn."""
+
+    strata: tuple[tuple[tuple[str, str], int, int], ...]
+    """(stratum, candidates, drawn)."""
+
+    def lines(self) -> list[str]:
+        head = ("design: stratified by applicability and format; one document per stratum, "
+                "the rest to the strata the schema applies to, in proportion to their size "
+                "(documents the schema does not apply to hold no value to score)")
+        return [head, *[f"  {a}, {f}: {drawn} of {n}" for (a, f), n, drawn in self.strata]]
+
+
 def stratified(candidates: Sequence[dict], n: int, seed: int = 13) -> list[dict]:
-    """``candidates``: dicts with model_version, strategy, detected_format, pages."""
+    """``candidates``: dicts with status and detected_format (``stratum_of``)."""
+    return draw(candidates, n, seed)[0]
+
+
+def draw(candidates: Sequence[dict], n: int, seed: int = 13) -> tuple[list[dict], Design]:
+    """A sample designed for the F1: every stratum (``stratum_of``) gets one document when
+    ``n`` allows, the rest goes to the strata the schema applies to in proportion to their
+    sizes (largest remainders), since only those carry values to score; strata the schema does
+    not apply to get more only when the applicable ones run out. Seeded: reproducible."""
     strata: dict[tuple, list[dict]] = {}
     for row in sorted(candidates, key=lambda r: r["document_id"]):
-        key = (row.get("model_version") or "", row["strategy"], row.get("detected_format") or "",
-               size_bucket(row.get("pages")))
-        strata.setdefault(key, []).append(row)
+        strata.setdefault(stratum_of(row), []).append(row)
     rng = random.Random(seed)
     for rows in strata.values():
         rng.shuffle(rows)
-    total = sum(len(rows) for rows in strata.values())
-    if n >= total:
-        return [row for key in sorted(strata) for row in strata[key]]
-    quota = {key: (1 if n >= len(strata) else 0) for key in strata}
-    left = n - sum(quota.values())
-    shares = sorted(strata, key=lambda k: -len(strata[k]) * left / total % 1)
-    for key in strata:
-        quota[key] += min(len(strata[key]) - quota[key], int(len(strata[key]) * left / total))
-    for key in shares:  # the remainder to the largest fractional shares
-        if sum(quota.values()) >= n:
-            break
-        if quota[key] < len(strata[key]):
-            quota[key] += 1
+    quota = dict.fromkeys(strata, 0)
+    for key in sorted(strata, key=lambda k: (k[0] != "applies", -len(strata[k]), k))[:n]:
+        quota[key] = 1
+    for pool in ([k for k in strata if k[0] == "applies"], list(strata)):
+        left = n - sum(quota.values())
+        room = {k: len(strata[k]) - quota[k] for k in pool if len(strata[k]) > quota[k]}
+        total = sum(room.values())
+        if left <= 0 or not total:
+            continue
+        exact = {k: min(room[k], left * room[k] / total) for k in room}
+        for k in room:
+            quota[k] += int(exact[k])
+        for k in sorted(room, key=lambda k: (-(exact[k] % 1), k)):  # largest remainders
+            if sum(quota.values()) >= n:
+                break
+            if quota[k] < len(strata[k]):
+                quota[k] += 1
     picked = [row for key in sorted(strata) for row in strata[key][:quota[key]]]
-    return picked[:n]
+    return picked, Design(tuple((k, len(strata[k]), quota[k]) for k in sorted(strata)))
 
 
 def write_sheet(path: Path, picked: Iterable[dict],
@@ -86,15 +133,18 @@ def write_sheet(path: Path, picked: Iterable[dict],
 
 
 def sample_candidates(lake_uri: str, since: datetime | None = None, *,
-                      include_labelled: bool = False) -> list[dict]:
+                      include_labelled: bool = False,
+                      include_unscorable: bool = False) -> list[dict]:
     """Documents that may be drawn: each one's latest result (published since ``since``), with
-    the document's name, format and pages, leaving out labelled documents unless asked (a
-    stale label, of an older version, does not count)."""
+    the document's name, format, pages and latest job's status, leaving out labelled documents
+    unless asked (a stale label, of an older version, does not count) and documents that cannot
+    be scored (latest job not succeeded, or an infrastructure failure) unless asked."""
     from evals.lakeio import read_current_versions, read_labels, read_results, read_rows
     from evals.scoring import split_stale
 
     documents = {r["document_id"]: r for r in read_rows(lake_uri, """
-        SELECT d.document_id, d.sha256, d.source_name, d.detected_format, j.pages
+        SELECT d.document_id, d.sha256, d.source_name, d.detected_format, j.pages,
+               d.status AS job_status
         FROM documents AS d LEFT JOIN jobs AS j ON j.dt = d.dt AND j.job_id = d.latest_job_id""")}
     # a document whose only label is stale (of an older version) is drawn again
     labelled = set() if include_labelled else {x.document_id for x in split_stale(
@@ -103,8 +153,14 @@ def sample_candidates(lake_uri: str, since: datetime | None = None, *,
     for r in sorted(read_results(lake_uri), key=lambda r: r.published_at):
         if (since is None or r.published_at >= since) and r.document_id not in labelled:
             latest[r.document_id] = r
+
+    def scorable(document_id: str) -> bool:
+        job = documents.get(document_id, {}).get("job_status")
+        return job == "succeeded" and not latest[document_id].infrastructure_failure
+
     # the version whose result is shown: its sha256 binds the labeller's answer to those bytes
     return [{**documents.get(d, {}), "document_id": d, "model_version": r.model_version,
              "strategy": r.strategy, "schema_name": r.schema_name, "values": r.values,
-             "job_id": r.job_id, "sha256": r.sha256 or documents.get(d, {}).get("sha256")}
-            for d, r in latest.items()]
+             "status": r.status, "failure_reason": r.failure_reason, "job_id": r.job_id,
+             "sha256": r.sha256 or documents.get(d, {}).get("sha256")}
+            for d, r in latest.items() if include_unscorable or scorable(d)]

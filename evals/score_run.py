@@ -15,6 +15,7 @@ from datetime import datetime
 
 from uuid6 import uuid7
 
+from evals.accounting import Unscored, coverage, unscored, valued_documents
 from evals.bootstrap import (
     INTERVAL,
     MIN_DOCUMENTS,
@@ -33,10 +34,10 @@ from evals.lakeio import (
     read_results,
     write_events,
 )
-from evals.scoring import Label, Normalizer, Scored, coverage, group_of, score_all, split_stale
+from evals.scoring import Label, Normalizer, Scored, group_of, score_all, split_stale
 from lake.events import EvalOutcomeRecorded, EvalRunCompleted, EvalScoreComputed, Event
 
-__all__ = ["ScoreRun", "TrainingSet", "run_scoring", "score_lake", "write_run"]
+__all__ = ["ScoreRun", "TrainingSet", "run_scoring", "score_lake", "with_values", "write_run"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class ScoreRun:
     stale: tuple[Label, ...] = ()
     coverage: dict | None = None
     warnings: tuple[str, ...] = ()
+    unscored: tuple[Unscored, ...] = ()
+    """Every labelled document no figure scores, with why (``evals.accounting``)."""
 
     @property
     def overall(self) -> Figures | None:
@@ -92,9 +95,11 @@ class ScoreRun:
             "overall": single.overall.to_dict() if single else None,
             "fields": {k: v.to_dict() for k, v in sorted(single.fields.items())} if single
             else {},
-            "groups": [g.to_dict() for g in self.groups],
+            "groups": [{**g.to_dict(), "documents_with_values": valued_documents(
+                self.scored, (g.model_version, g.strategy))} for g in self.groups],
             "comparisons": [c.to_dict() for c in self.comparisons],
             "coverage": self.coverage or {},
+            "not_scored": [u.to_dict() for u in self.unscored],
             "warnings": list(self.warnings),
             "bootstrap": {"resamples": self.resamples, "seed": self.seed, "unit": "document",
                           "interval": INTERVAL},
@@ -124,10 +129,11 @@ def _warnings(groups: Sequence[GroupFigures], scored: Sequence[Scored], stale: S
               training_sets: Sequence[TrainingSet]) -> list[str]:
     out = []
     for g in groups:
-        if g.overall.documents < MIN_DOCUMENTS:
-            out.append(f"{g.strategy} {g.model_version}: {g.overall.documents} documents, fewer "
-                       f"than {MIN_DOCUMENTS}; the interval is wide and a difference this small "
-                       "decides nothing")
+        valued = with_values(scored, (g.model_version, g.strategy))
+        if valued < MIN_DOCUMENTS:
+            out.append(f"{g.strategy} {g.model_version}: {valued} documents with values to "
+                       f"score (of {g.overall.documents} scored), fewer than {MIN_DOCUMENTS}; "
+                       "the interval is wide and a difference this small decides nothing")
         for ts in training_sets:
             if not g.model_version.startswith(ts.version_prefix) or (
                     ts.strategies and g.strategy not in ts.strategies):
@@ -148,6 +154,12 @@ def _warnings(groups: Sequence[GroupFigures], scored: Sequence[Scored], stale: S
     return out
 
 
+def with_values(scored: Sequence[Scored], group: tuple[str, str]) -> int:
+    """Documents of a group that carry a value to score (labelled or predicted): a correct
+    negative, or an empty label met by an empty answer, holds no token and decides nothing."""
+    return valued_documents(scored, group)
+
+
 def score_lake(lake_uri: str, *, since: datetime | None, until: datetime | None,
                normalizers: Mapping[str, Normalizer] | None = None,
                resamples: int = RESAMPLES, seed: int = SEED,
@@ -164,7 +176,8 @@ def score_lake(lake_uri: str, *, since: datetime | None, until: datetime | None,
     return ScoreRun(str(uuid7()), since, until, len(labels), tuple(scored), tuple(groups),
                     comparisons, resamples, seed, tuple(stale),
                     coverage(labels, results, since=since, until=until),
-                    tuple(_warnings(groups, scored, stale, training_sets)))
+                    tuple(_warnings(groups, scored, stale, training_sets)),
+                    tuple(unscored(labels, stale, results, since=since, until=until)))
 
 
 def run_events(run: ScoreRun, now: datetime) -> list[Event]:

@@ -30,7 +30,7 @@ Versions and failures:
   model failure (invalid output, a blocked document, a dead letter) is an empty prediction there;
 - an infrastructure failure (``INFRASTRUCTURE_FAILURES``: no API key, an unknown schema, a job
   that failed before its text was read) says nothing of the model: it is left out of the
-  figures and counted as coverage (``coverage``).
+  figures and listed with its reason (``evals.accounting``).
 """
 
 from __future__ import annotations
@@ -43,13 +43,13 @@ from datetime import datetime
 from evals.kleister_metric import Score, score_document
 
 __all__ = ["INFRASTRUCTURE_FAILURES", "Label", "Result", "Outcome", "Scored", "Normalizer",
-           "coverage", "plain_value", "select", "score_pair", "score_all", "group_of",
+           "plain_value", "select", "score_pair", "score_all", "group_of",
            "split_stale", "with_versions"]
 
 INFRASTRUCTURE_FAILURES = frozenset({
     "strategy_unavailable", "schema_unavailable", "unsupported_schema", "job_failed",
     "missing_pages", "model_missing", "unknown_job"})
-"""Failure reasons that are not the model's doing: reported as coverage, never as quality."""
+"""Failure reasons that are not the model's doing: listed as not scored, never as quality."""
 
 Normalizer = Callable[[str, str], str]
 """(field, value) -> the value as it appears in a ``field=value`` token."""
@@ -162,41 +162,6 @@ def with_versions(results: Sequence[Result]) -> list[Result]:
             near = min(peers, key=lambda v: abs((v.published_at - r.published_at).total_seconds()))
             r = dataclasses.replace(r, model_version=near.model_version)
         out.append(r)
-    return out
-
-
-def _in_window(result: Result, since: datetime | None, until: datetime | None) -> bool:
-    return (since is None or result.published_at >= since) and (
-        until is None or result.published_at < until)
-
-
-def coverage(labels: Iterable[Label], results: Iterable[Result], *,
-             since: datetime | None = None, until: datetime | None = None) -> dict[str, dict]:
-    """Per strategy: labelled documents with a result in the window, how many of them were
-    scored (latest result a success or a model failure), and how many only have an
-    infrastructure failure (by reason)."""
-    labelled = {label.document_id: label for label in labels}
-    latest: dict[tuple[str, str], Result] = {}
-    for r in sorted(results, key=lambda r: (r.published_at, r.job_id)):
-        label = labelled.get(r.document_id)
-        if label is None or not _in_window(r, since, until) or (
-                label.sha256 and r.sha256 and r.sha256 != label.sha256):
-            continue
-        latest[(r.strategy, r.document_id)] = r
-    out: dict[str, dict] = {}
-    for (strategy, _), r in sorted(latest.items()):
-        entry = out.setdefault(strategy, {"documents": 0, "scored": 0,
-                                          "infrastructure_failures": 0, "model_failures": 0,
-                                          "reasons": {}})
-        entry["documents"] += 1
-        if r.infrastructure_failure:
-            entry["infrastructure_failures"] += 1
-            entry["reasons"][r.failure_reason] = entry["reasons"].get(r.failure_reason, 0) + 1
-        else:
-            entry["scored"] += 1
-            entry["model_failures"] += r.status != "succeeded"
-    for entry in out.values():
-        entry["coverage"] = entry["scored"] / entry["documents"] if entry["documents"] else None
     return out
 
 

@@ -32,13 +32,15 @@ from pathlib import PurePosixPath, PureWindowsPath
 
 from uuid6 import uuid7
 
+from evals.accounting import unscored, valued_documents
 from evals.bootstrap import INTERVAL, RESAMPLES, SEED, Figures, group_figures
 from evals.gate import GateCheck, check
 from evals.sample import size_bucket
 from evals.score_run import ScoreRun, _warnings, run_events
-from evals.scoring import Label, Normalizer, Result, Scored, group_of, score_all
+from evals.scoring import Label, Normalizer, Result, Scored, score_all
+from evals.traffic import traffic_by_group, weighted_by_group
 from evals.weeks import Week
-from evals.weighting import Weighted, weighted_f1
+from evals.weighting import Weighted
 from lake.events import EvalScoreComputed, Event
 
 __all__ = ["WEEK_BY", "DIMENSIONS", "WeeklyReport", "WeekPoint", "BreakdownRow", "build_report",
@@ -122,38 +124,6 @@ def _dimensions(row: Scored, fact: Mapping) -> dict[str, str]:
             "schema": row.result.schema_name or "unknown"}
 
 
-def _stratum(fact: Mapping) -> tuple[str, str]:
-    return (fact.get("detected_format") or "unknown", size_bucket(fact.get("pages")))
-
-
-def _traffic(week: Week, traffic: Sequence[Mapping], facts: Mapping[str, Mapping]
-             ) -> dict[tuple[str, str], Counter]:
-    """group -> documents per stratum: the week's documents (by ingestion of the version),
-    each counted once per group, by its latest result."""
-    latest: dict[tuple, Mapping] = {}
-    for row in traffic:
-        fact = facts.get(row["job_id"])
-        if fact is None or not week.holds(fact["registered_at"]):
-            continue
-        latest[(row["document_id"], row["model_version"] or "", row["strategy"])] = row
-    out: dict[tuple[str, str], Counter] = {}
-    for (_, version, strategy), row in latest.items():
-        out.setdefault((version, strategy), Counter())[_stratum(facts[row["job_id"]])] += 1
-    return out
-
-
-def _weighted(rows: Sequence[Scored], traffic: Mapping[tuple[str, str], Counter],
-              facts: Mapping[str, Mapping], resamples: int, seed: int
-              ) -> dict[tuple[str, str], Weighted]:
-    out = {}
-    for key in sorted({group_of(r.result) for r in rows if r.latest_in_group}):
-        sample = [(_stratum(facts.get(r.result.job_id, {})), r.overall) for r in rows
-                  if r.latest_in_group and group_of(r.result) == key]
-        out[key] = weighted_f1(sample, traffic.get(key, Counter()), resamples=resamples,
-                               seed=seed)
-    return out
-
-
 def build_report(labels: Sequence[Label], stale: Sequence[Label], results: Sequence[Result],
                  facts: Mapping[str, Mapping], traffic: Sequence[Mapping], *, week: Week,
                  weeks: int = TREND_WEEKS, week_by: str = "label",
@@ -182,10 +152,18 @@ def build_report(labels: Sequence[Label], stale: Sequence[Label], results: Seque
     def rows_of(w: Week) -> list[Scored]:
         return [s for s in scored if when[s.label.label_id] and w.holds(when[s.label.label_id])]
 
+    def processed_in(w: Week) -> list[Scored]:  # the weighted estimate's labels: by document
+        return [s for s in scored if (m := registered.get((s.label.document_id, s.label.sha256))
+                                      ) is not None and w.holds(m)]
+
+    def weighted_of(w: Week) -> dict[tuple[str, str], Weighted]:
+        return weighted_by_group(processed_in(w), traffic_by_group(w, traffic, facts), facts,
+                                 resamples=resamples, seed=seed)
+
     trend = []
     for w in week.trend(weeks):
         rows = rows_of(w)
-        weighted = _weighted(rows, _traffic(w, traffic, facts), facts, resamples, seed)
+        weighted = weighted_of(w)
         trend += [WeekPoint(w, g.model_version, g.strategy, g.overall,
                             weighted.get((g.model_version, g.strategy)))
                   for g in group_figures(rows, resamples=resamples, seed=seed)]
@@ -201,13 +179,14 @@ def build_report(labels: Sequence[Label], stale: Sequence[Label], results: Seque
             breakdown += [BreakdownRow(dimension, value, g.model_version, g.strategy, g.overall)
                           for g in group_figures(rows, resamples=resamples, seed=seed)]
     stale_here = [x for x in stale if (m := moment(x)) is not None and week.holds(m)]
+    labelled_here = [x for x in labels if when[x.label_id] and week.holds(when[x.label_id])]
     run = ScoreRun(str(uuid7()), week.since, week.until,
                    len({s.label.document_id for s in reported}), tuple(reported), tuple(groups),
                    (), resamples, seed, tuple(stale_here), None,
-                   tuple(_warnings(groups, reported, stale_here, training_sets)))
+                   tuple(_warnings(groups, reported, stale_here, training_sets)),
+                   tuple(unscored(labelled_here, stale_here, results)))
     return WeeklyReport(week, week_by, run, tuple(trend), tuple(breakdown),
-                        _weighted(reported, _traffic(week, traffic, facts), facts, resamples,
-                                  seed), weeks)
+                        weighted_of(week), weeks)
 
 
 def weekly_report(lake_uri: str, week: Week, *, weeks: int = TREND_WEEKS,
@@ -274,20 +253,31 @@ def weekly_markdown(report: WeeklyReport) -> str:
              f"week, {len(run.stale)} stale labels (of a version that is no longer the "
              f"document's latest: not scored); labels by provenance: {made} (pre-filled "
              f"labels lean towards the model's answer); {quoted}. Micro F1 over key=value tokens by "
-             f"group (model version and strategy); intervals: {INTERVAL}. Weighted F1: each "
-             "stratum (format and size bucket) weighted by its share of the week's traffic "
-             "(documents ingested that week); covered: the share of that traffic in strata with "
-             "a labelled document.", "",
+             f"group (model version and strategy); intervals: {INTERVAL}. Documents: the "
+             "labelled documents behind the figure; with values: those of them with a value to "
+             "score (a correct negative has none). Sample design (`evals sample`): stratified by "
+             "applicability and format, one document per stratum and the rest to the documents "
+             "the schema applies to. Weighted F1: every document processed this week counts, "
+             "in its stratum (applicability and format; `failed`: the job failed, no label can "
+             "be scored); each labelled document of a stratum processed this week weighs its "
+             "stratum's traffic over its labelled documents; covered: the share of the traffic "
+             "in strata with a labelled document. Blank only with no traffic.", "",
              "## This week", "",
-             "| model version | strategy | documents | F1 | interval | weighted F1 | weighted "
-             "interval | traffic | covered |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| model version | strategy | documents | with values | F1 | interval | weighted F1 "
+             "| weighted interval | traffic | covered |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for g in run.groups:
         w = report.weighted.get((g.model_version, g.strategy))
         lines.append(f"| {g.model_version} | {g.strategy} | {g.overall.documents} | "
+                     f"{valued_documents(run.scored, (g.model_version, g.strategy))} | "
                      f"{_pct(g.overall.score.f1)} | {_ci(g.overall.f1_ci)} | "
                      f"{_pct(w.f1) if w else ''} | {_ci(w.f1_ci) if w else ''} | "
-                     f"{w.traffic if w else ''} | {_pct(w.covered_share) if w else ''} |")
+                     f"{w.traffic if w else ''} | {_pct(w.covered_share) if w and w.traffic else ''} |")
+    shown = {(g.model_version, g.strategy) for g in run.groups}
+    for (version, strategy), w in sorted(report.weighted.items()):
+        if (version, strategy) not in shown and w.traffic:
+            lines.append(f"| {version} | {strategy} | 0 | 0 | | | {_pct(w.f1)} | {_ci(w.f1_ci)} "
+                         f"| {w.traffic} | {_pct(w.covered_share)} |")
     if not run.groups:
         lines += ["", "Nothing was scored this week: no label of the week has a result."]
     lines += ["", f"## Trend, {report.weeks} weeks to {week.label}", "",
@@ -306,11 +296,13 @@ def weekly_markdown(report: WeeklyReport) -> str:
               f"{b.figures.documents} | {_pct(b.figures.score.f1)} | {_ci(b.figures.f1_ci)} |"
               for b in report.breakdown]
     lines += ["", "## Strata and weights", "",
-              "| model version | strategy | format | size | traffic | labelled | F1 |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+              "| model version | strategy | applicability | format | traffic | labelled | "
+              "labelled share | weight | F1 |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for (version, strategy), w in sorted(report.weighted.items()):
-        lines += [f"| {version} | {strategy} | {s[0]} | {s[1]} | {n} | {k} | {_pct(f)} |"
-                  for s, n, k, f in w.strata]
+        lines += [f"| {version} | {strategy} | {s[0]} | {s[1]} | {n} | {k} | "
+                  f"{_pct(k / n) if n else ''} | {f'{n / k:.2f}' if n and k else '0'} | "
+                  f"{_pct(f)} |" for s, n, k, f in w.strata]
     worst = sorted((fig.score.f1, name, g.model_version, g.strategy, fig.score)
                    for g in run.groups for name, fig in g.fields.items())[:5]
     lines += ["", "## Worst fields", "", "| field | model version | strategy | F1 | missed | "
@@ -321,6 +313,15 @@ def weekly_markdown(report: WeeklyReport) -> str:
         lines += ["", "## Gate", "", *[f"- {c.message()}" for c in report.gate]]
         if not report.gate:
             lines.append("- FAIL: nothing was scored this week")
+    if run.unscored:
+        lines += ["", "## Labels not scored", "",
+                  "Every label of the week that no figure above scores, and why: `failed` (the "
+                  "job failed, nothing to score), `stale` (labelled for an older version), "
+                  "`no_result`, `correct_negative` (not applicable and labelled empty: right, "
+                  "with no value to score).", "",
+                  "| document | reason | detail | strategy |", "| --- | --- | --- | --- |"]
+        lines += [f"| {u.document_id} | {u.reason} | {u.detail} | {u.strategy or ''} |"
+                  for u in run.unscored]
     if run.warnings:
         lines += ["", "## Warnings", "", *[f"- {w}" for w in run.warnings]]
     return "\n".join(lines) + "\n"

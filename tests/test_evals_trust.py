@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from evals.accounting import coverage
 from evals.bootstrap import group_figures
 from evals.label_import import import_labels
 from evals.lakeio import write_events
 from evals.score_run import run_scoring, score_lake
-from evals.scoring import Label, Result, coverage, score_all
+from evals.scoring import Label, Result, score_all
 from extract.fields.base import Extraction
 from extract.fields.publish import result_events
 from extract.fields.result import succeeded_result
@@ -54,9 +55,9 @@ def test_a_models_failures_count_in_its_group_and_infrastructure_is_coverage():
     s = group.overall.score
     assert (s.hits, s.predicted, s.expected) == (1, 1, 3)
     cover = coverage(labels, results)["single-pass"]
-    assert (cover["documents"], cover["scored"], cover["infrastructure_failures"],
-            cover["model_failures"]) == (4, 3, 1, 2)
-    assert cover["reasons"] == {"strategy_unavailable": 1}
+    assert (cover["labelled_documents_with_result"], cover["scored"],
+            cover["not_scored_failed"], cover["scored_failed_extractions"]) == (4, 3, 1, 2)
+    assert cover["not_scored_reasons"] == {"strategy_unavailable": 1}
 
 
 # --- finding 3: any schema ------------------------------------------------------------------------

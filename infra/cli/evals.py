@@ -308,6 +308,9 @@ def _print_score(run, output_format: str) -> None:
                       f"F1 {100 * c.difference:+.2f}{ci}")
     for warning in run.warnings:
         stderr_console().print(f"warning: {warning}")
+    for item in run.unscored:
+        stderr_console().print(f"not scored: {item.document_id} ({item.reason}: {item.detail}"
+                               f"{', ' + item.strategy if item.strategy else ''})")
     if not run.scored:
         stderr_console().print("nothing scored: no labelled document has a result in the window "
                       "(import labels with `doclake evals import-labels`)")
@@ -357,7 +360,7 @@ def compare(
 
 
 SCORE_COLUMNS = ("model_version", "strategy", "field", "precision", "recall", "f1", "f1_ci",
-                 "hits", "predicted", "expected", "documents")
+                 "hits", "predicted", "expected", "documents", "with_values")
 
 
 def _pct(value: float) -> str:
@@ -365,15 +368,21 @@ def _pct(value: float) -> str:
 
 
 def score_rows(run) -> list[tuple]:
-    """One row per group and field (overall last), figures in percent."""
+    """One row per group and field (overall last), figures in percent; ``documents`` scored
+    and ``with_values``, those of them with a value to score in that field (labelled or
+    predicted): the documents the figure really rests on."""
+    from evals.accounting import valued_documents
+
     rows = []
     for group in run.groups:
+        key = (group.model_version, group.strategy)
         for name, fig in [*sorted(group.fields.items()), ("overall", group.overall)]:
             s = fig.score
             ci = f"{_pct(fig.f1_ci[0])}-{_pct(fig.f1_ci[1])}" if fig.f1_ci else ""
             rows.append((group.model_version, group.strategy, name, _pct(s.precision),
                          _pct(s.recall), _pct(s.f1), ci, s.hits, s.predicted, s.expected,
-                         fig.documents))
+                         fig.documents,
+                         valued_documents(run.scored, key, None if name == "overall" else name)))
     return rows
 
 
@@ -542,6 +551,9 @@ def sample(
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 13,
     include_labelled: Annotated[bool, typer.Option("--include-labelled", help="Also documents "
                                 "already labelled.")] = False,
+    include_unscorable: Annotated[bool, typer.Option("--include-unscorable", help="Also "
+                                  "documents whose latest job failed (a label of them cannot "
+                                  "be scored).")] = False,
     blind: Annotated[bool, typer.Option("--blind/--pre-filled", help="Blind (the default): "
                      "the value column empty and the model's values and version hidden, so the "
                      "labeller is not anchored on the model's answer; --pre-filled shows them "
@@ -551,12 +563,13 @@ def sample(
                             "<out>.label-config.xml, the labelling interface).")] = "csv",
     home: HomeOption = None,
 ) -> None:
-    """Pick documents to label (stratified by model version, strategy, format and size) and
+    """Pick documents that can be scored (latest job succeeded) to label, stratified by
+    applicability and format (the design is printed), and
     write a blind sheet (or --pre-filled with the extracted values); fill in `value` and import
     it with `doclake evals import-labels SHEET` (Label Studio: import the project's JSON export
     with --format label-studio). The sha256 of each document binds the answer to the bytes the
     labeller read."""
-    from evals.sample import sample_candidates, stratified, write_sheet
+    from evals.sample import draw, sample_candidates, write_sheet
 
     if sheet_format not in ("csv", "label-studio"):
         raise UserError(f"--format {sheet_format!r} is not a sheet format",
@@ -564,8 +577,11 @@ def sample(
     now = _now()
     settings = open_settings(home, Access.READ)
     candidates = sample_candidates(settings.lake, parse_moment(since, now, "--since"),
-                                   include_labelled=include_labelled)
-    picked = stratified(candidates, n, seed)
+                                   include_labelled=include_labelled,
+                                   include_unscorable=include_unscorable)
+    picked, design = draw(candidates, n, seed)
+    for line in design.lines():
+        stderr_console().print(line)
 
     def fields(row: dict) -> tuple[str, ...]:
         return _wiring().schema_fields(row.get("schema_name") or "nda")
