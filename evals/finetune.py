@@ -9,11 +9,13 @@ format, built to match production:
   the user text with the same page rendering and the same ``max_chars``; a cut is counted;
 - output: an instance of that response schema, checked with ``jsonschema``: ``fields``, every
   field of the schema (lists as lists, a field with no value ``null`` or ``[]``, typed as the
-  schema types it; a Kleister-form label such as ``Nike_Inc.`` in the surface form the text
-  spells, "Nike, Inc."), and ``evidence``, one quote per value copied from its page with the
-  page number, as production asks the model for; a document whose label does not cover every
-  field, or one of whose values no page states, is left out and counted (teaching a wrong null
-  or an answer without its evidence is what the set must not do);
+  schema types it; a name or place as the document writes it, as production's prompt asks:
+  the labeller's "Redprairie Holding Inc." or the Kleister ``Redprairie_Holding_Inc.`` becomes
+  the page's "RedPrairie Holding, Inc." (``evals.spelling``); a document with a value the
+  text never states is left out and counted), and ``evidence``, one quote per value copied
+  from its page with the page number, as production asks the model for; a document whose label
+  does not cover every field, or one of whose values no page states, is left out and counted
+  (teaching a wrong null or an answer without its evidence is what the set must not do);
 - split into train, validation and test on a stable group (``evals.split``): document id and
   near-duplicate clusters, so no near-duplicate is on two sides; identical input texts are
   written once;
@@ -34,12 +36,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from evals.spelling import document_spelling
 from evals.split import SPLITS, THRESHOLD, near_duplicate_groups, side_of
 
 __all__ = ["Example", "FinetuneDocument", "TargetSchema", "build_examples", "check_target",
@@ -80,10 +82,11 @@ class TargetSchema:
     """pages -> (system prompt, user text, response schema, truncated): production's request."""
     typed: Callable[[str, str], Any] = lambda name, value: value
     validate: Callable[[dict], dict] | None = None
-    normalize: Callable[[str, str], str] | None = None
-    """(field, text) -> the Kleister token of a text: checks a surface form found in the text."""
     quote: Callable[[str, Any, Sequence[tuple[int, str]]], tuple[int, str] | None] | None = None
     """(field, typed value, pages) -> (page number, quote) of the words that state the value."""
+    spelled_fields: tuple[str, ...] | None = None
+    """Fields the target copies as the document writes them (names, places): each value is
+    matched to its span of the text (``evals.spelling``); None: every text field."""
 
 
 @dataclass(frozen=True)
@@ -102,46 +105,41 @@ class Example:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
-def _word_pattern(word: str) -> str:
-    if word.lower() == "and":
-        return r"(?:and|&)"
-    letters = word.rstrip(".")
-    if letters.isupper() and letters.isalpha() and len(letters) <= 4:
-        body = r"\.?\s?".join(map(re.escape, letters))  # LP <- L.P., LLC <- L.L.C.
-    else:
-        body = re.escape(letters)
-    return body + r"\.?"
-
-
-def surface_form(token: str, text: str, check: Callable[[str], bool] | None = None) -> str | None:
-    """How the text spells a Kleister token ('Nike_Inc.' -> 'Nike, Inc.'), or None."""
-    words = [w for w in token.split("_") if w]
-    if not words:
-        return None
-    pattern = r"(?<!\w)" + r"[\s,]+".join(map(_word_pattern, words)) + r"(?!\w)"
-    for match in re.finditer(pattern, text, flags=re.IGNORECASE):
-        found = " ".join(match.group(0).split())
-        if check is None or check(found):
-            return found
-    return None
+def surface_form(token: str, text: str) -> str | None:
+    """How the text spells a value or a Kleister token ('Nike_Inc.' -> 'NIKE, Inc.'), or None
+    (``evals.spelling``: case, punctuation and spacing aside)."""
+    return document_spelling(token, text)
 
 
 def target(values: Mapping[str, Sequence[str]], schema: TargetSchema, value_format: str,
-           text: str) -> dict:
-    """The label as the schema's JSON: every field, lists as lists, nulls explicit."""
+           text: str, unspelled: list[str] | None = None) -> dict:
+    """The label as the schema's JSON: every field, lists as lists, nulls explicit. A value of
+    a field copied as written (``spelled_fields``) takes the text's spelling; one the text never
+    states is left out of the answer and appended to ``unspelled`` (``build_examples`` then
+    leaves the document out and counts it)."""
     lists, texts = set(schema.list_fields), set(schema.text_fields)
+    spelled = set(texts if schema.spelled_fields is None else schema.spelled_fields)
+    missing = object()
 
     def one(name: str, value: str) -> Any:
+        if name in spelled:
+            found = document_spelling(value, text)
+            if found is None:
+                if unspelled is not None:
+                    unspelled.append(f"{name}={value}")
+                return missing
+            return schema.typed(name, found)
         if value_format != "kleister":
             return schema.typed(name, value)
-        if name in texts:
-            check = (lambda found: schema.normalize(name, found).upper() == value.upper()
-                     ) if schema.normalize else None
-            return surface_form(value, text, check) or value.replace("_", " ")
+        if name in texts:  # a normal form such as '2_years': the words, not a spelling
+            return value.replace("_", " ")
         return schema.typed(name, value)
 
-    answer = {name: [one(name, v) for v in values.get(name, ())] if name in lists else (
-        one(name, values[name][0]) if values.get(name) else None) for name in schema.fields}
+    answer: dict[str, Any] = {}
+    for name in schema.fields:
+        made = [one(name, v) for v in values.get(name, ())]
+        kept = [v for v in made if v is not missing]
+        answer[name] = kept if name in lists else (kept[0] if kept else None)
     return schema.validate(answer) if schema.validate else answer
 
 
@@ -186,7 +184,7 @@ def build_examples(documents: Iterable[FinetuneDocument],
     that does not cover every field, a schema that cannot be loaded, a target the schema refuses,
     a value no page states (its evidence cannot be written)."""
     out, skipped = [], {"no_text": 0, "partial_label": 0, "unknown_schema": 0,
-                        "invalid_target": 0, "no_evidence": 0}
+                        "invalid_target": 0, "no_evidence": 0, "value_without_span": 0}
     for doc in documents:
         schema = schema_for(doc.schema_name)
         if schema is None:
@@ -203,10 +201,14 @@ def build_examples(documents: Iterable[FinetuneDocument],
             skipped["partial_label"] += 1
             continue
         system, text, response_schema, cut = schema.prompt(doc.pages)
+        unspelled: list[str] = []
         try:
-            fields = target(values, schema, doc.value_format, full)
+            fields = target(values, schema, doc.value_format, full, unspelled)
         except ValueError:
             skipped["invalid_target"] += 1
+            continue
+        if unspelled:  # dropping the value would teach a wrong null or a missed party
+            skipped["value_without_span"] += 1
             continue
         quotes = evidence(fields, schema, doc.pages)
         if quotes is None:
@@ -247,13 +249,16 @@ class Manifest:
     warnings: list[str] = field(default_factory=list)
     groups: dict[str, list[str]] = field(default_factory=dict)
     splits: dict[str, list[dict]] = field(default_factory=dict)
+    outputs: dict[str, dict] = field(default_factory=dict)
+    """split -> the file written: path, SHA-256 of its bytes, rows (examples)."""
 
     @property
     def validation_documents(self) -> list[str]:
         return [d["document_id"] for d in self.splits.get("validation", [])]
 
     def to_dict(self) -> dict:
-        return {"format": self.format, "files": self.files, "counts": self.counts,
+        return {"format": self.format, "files": self.files, "outputs": self.outputs,
+                "counts": self.counts,
                 "split_rule": f"documents grouped by document id and near-duplicate clusters "
                 f"(MinHash over word shingles, estimated Jaccard >= {THRESHOLD}); with b = "
                 f"int(sha256(the group's smallest document id)[:8], 16) % 100: validation when "
@@ -289,9 +294,11 @@ def write_set(examples: Sequence[Example], out: Path, file_format: str, *,
         sides[side_of(groups[example.document_id], validation_percent, test_percent)].append(
             example)
     for side, path in paths.items():
-        with path.open("w", encoding="utf-8") as handle:
-            for example in sides[side]:
-                handle.write(json.dumps(to_line(example, file_format), ensure_ascii=False) + "\n")
+        body = "".join(json.dumps(to_line(example, file_format), ensure_ascii=False) + "\n"
+                       for example in sides[side]).encode("utf-8")
+        path.write_bytes(body)
+        manifest.outputs[side] = {"path": str(path), "sha256": hashlib.sha256(body).hexdigest(),
+                                  "rows": len(sides[side])}
     clusters: dict[str, list[str]] = {}
     for document_id, key in groups.items():
         clusters.setdefault(key, []).append(document_id)

@@ -128,9 +128,11 @@ def target_schema(schema_name: str, settings=None):
 
     text_fields = tuple(name for name, info in schema.model_fields.items()
                         if item_type(info.annotation) is str)
+    # the NDA's names and places are copied as written; its term is a normal form ('2 years')
+    spelled = ("jurisdiction", "party") if schema_name == "nda" else None
     return TargetSchema(tuple(schema.model_fields), lists(schema), text_fields, prompt,
-                        lambda name, value: typed_value(schema, name, value), validate,
-                        _kleister_normalizer if schema_name == "nda" else None, quote)
+                        lambda name, value: typed_value(schema, name, value), validate, quote,
+                        spelled)
 
 
 def training_sets() -> list:

@@ -95,5 +95,6 @@ def test_a_label_meets_only_the_version_it_was_written_for(tmp_path):
     assert not any(new_snippet in text for text in users)  # the new text is never paired
     assert not any(old_snippet in text for text in users)  # stale: kept out of the export
     counts = json.loads((tmp_path / "set.manifest.json").read_text())["counts"]
-    assert len(lines) == counts["train"] == 9 - counts["skipped_no_evidence"]
-    assert counts["skipped_no_evidence"] <= 2  # a value no page states: no quote to teach
+    left_out = counts["skipped_no_evidence"] + counts["skipped_value_without_span"]
+    assert len(lines) == counts["train"] == 9 - left_out
+    assert left_out <= 2  # a value no page states: no quote, no spelling to teach

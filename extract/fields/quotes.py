@@ -93,7 +93,9 @@ def states(schema: type[BaseModel] | None, field: str, value: object, text: str)
 
 def _widen(text: str, start: int, end: int, limit: int) -> tuple[int, int]:
     """The mention with its clause around it (to the nearest break within ``_CONTEXT``
-    characters), at most ``limit`` characters, trimmed of white space at both ends."""
+    characters), at most ``limit`` characters, on word boundaries (a cut inside a word moves to
+    the word's edge: "GREEMENT" is never quoted), starting at a word or an opening quote or
+    bracket and trimmed of white space at the end."""
     left_floor = max(0, start - _CONTEXT)
     breaks = [m.end() for m in _BREAK.finditer(text, left_floor, start)]
     left = breaks[-1] if breaks else left_floor
@@ -104,7 +106,13 @@ def _widen(text: str, start: int, end: int, limit: int) -> tuple[int, int]:
         spare = max(0, limit - (end - start))
         left = max(left, start - spare // 2)
         right = min(right, left + limit)
-    while left < start and text[left].isspace():
+    if 0 < left < start and text[left - 1].isalnum() and text[left].isalnum():
+        while left < start and text[left].isalnum():  # never start mid-word
+            left += 1
+    if end < right < len(text) and text[right - 1].isalnum() and text[right].isalnum():
+        while right > end and text[right - 1].isalnum():  # never end mid-word
+            right -= 1
+    while left < start and not (text[left].isalnum() or text[left] in "\"'(“‘$"):
         left += 1
     while right > end and text[right - 1].isspace():
         right -= 1
