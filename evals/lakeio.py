@@ -77,7 +77,7 @@ def read_results(lake_uri: str, document_ids: Iterable[str] | None = None) -> li
         SELECT r.document_id, r.job_id, r.strategy, r.model_version, r.schema_name, r.status,
                r.occurred_at AS published_at, r.failure_reason, r.processing_ms,
                r.input_tokens + r.output_tokens AS tokens, d.sha256,
-               f.field, f.value, f.value_index, f.page_number
+               f.field, f.value, f.value_index, f.page_number, f.confidence
         FROM ev_result_published AS r
         LEFT JOIN ev_document_registered AS d ON d.dt = r.dt AND d.job_id = r.job_id
         LEFT JOIN result_fields AS f
@@ -87,16 +87,19 @@ def read_results(lake_uri: str, document_ids: Iterable[str] | None = None) -> li
                      [ids] if ids is not None else None)
     results: dict[tuple[str, str], dict] = {}
     for row in rows:
-        entry = results.setdefault((row["job_id"], row["strategy"]), {"row": row, "values": {}})
+        entry = results.setdefault((row["job_id"], row["strategy"]),
+                                   {"row": row, "values": {}, "confidences": {}})
         if row["field"] is not None:
             entry["values"].setdefault(row["field"], []).append((row["value"], row["page_number"]))
+            entry["confidences"].setdefault(row["field"], []).append(row["confidence"])
     return [Result(document_id=e["row"]["document_id"], job_id=job, strategy=strategy,
                    model_version=e["row"]["model_version"],
                    published_at=_utc(e["row"]["published_at"]), status=e["row"]["status"],
                    schema_name=e["row"]["schema_name"],
                    values={k: tuple(v) for k, v in e["values"].items()},
                    failure_reason=e["row"]["failure_reason"], sha256=e["row"]["sha256"],
-                   processing_ms=e["row"]["processing_ms"], tokens=e["row"]["tokens"] or 0)
+                   processing_ms=e["row"]["processing_ms"], tokens=e["row"]["tokens"] or 0,
+                   confidences={k: tuple(v) for k, v in e["confidences"].items()})
             for (job, strategy), e in results.items()]
 
 

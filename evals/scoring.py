@@ -35,6 +35,7 @@ Versions and failures:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,8 @@ class Result:
     processing_ms: float | None = None
     tokens: int = 0
     """Model tokens the result spent (0: no model was called, as with rules)."""
+    confidences: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
+    """field -> each value's confidence (``result_fields.confidence``), in value_index order."""
 
     @property
     def infrastructure_failure(self) -> bool:
@@ -107,6 +110,8 @@ class Outcome:
     got: str | None
     index: int
     page_number: int | None = None
+    confidence: float | None = None
+    """The predicted value's confidence, as the result carried it (None: none given)."""
 
 
 @dataclass(frozen=True)
@@ -148,8 +153,6 @@ def split_stale(labels: Iterable[Label], current: Mapping[str, str]
 def with_versions(results: Sequence[Result]) -> list[Result]:
     """Failed results without a version take the version of the same strategy's nearest
     result in time (of the same schema), so a model's failures stay in its group."""
-    import dataclasses
-
     versioned = sorted((r for r in results if r.model_version), key=lambda r: r.published_at)
     out = []
     for r in results:
@@ -212,23 +215,27 @@ def score_pair(label: Label, result: Result, normalize: Normalizer = plain_value
         pred = [f"{name}={normalize(name, v)}" for v, _ in predicted]
         counts = score_document(pred, gold).get(name.upper(), Score())
         fields[name] = counts
+        sure = result.confidences.get(name, ())
+        predicted = tuple((v, p, sure[i] if i < len(sure) else None)
+                          for i, (v, p) in enumerate(predicted))
         outcomes += _outcomes(name, gold_values, gold, predicted, pred)
     return Scored(label, result, as_labelled, latest_in_group, fields, tuple(outcomes))
 
 
 def _outcomes(name: str, gold_values: Sequence[str], gold: Sequence[str],
-              predicted: Sequence[tuple[str, int | None]], pred: Sequence[str]) -> list[Outcome]:
+              predicted: Sequence[tuple[str, int | None, float | None]],
+              pred: Sequence[str]) -> list[Outcome]:
     """Hits first, then the unmatched gold and predictions paired in order as 'wrong', the
     rest 'missed' or 'spurious'. Matching is the metric's: upper-cased, each gold token once."""
     unmatched_gold = Counter(t.upper() for t in gold)
     hits, spurious = [], []
-    for (value, page), token in zip(predicted, pred, strict=True):
+    for (value, page, sure), token in zip(predicted, pred, strict=True):
         if unmatched_gold[token.upper()] > 0:
             unmatched_gold[token.upper()] -= 1
-            hits.append((value, page, token.upper()))
+            hits.append((value, page, token.upper(), sure))
         else:
-            spurious.append((value, page))
-    taken = Counter(token for _, _, token in hits)
+            spurious.append((value, page, sure))
+    taken = Counter(token for _, _, token, _ in hits)
     missed = []
     for value, token in zip(gold_values, gold, strict=True):
         if taken[token.upper()] > 0:
@@ -238,16 +245,15 @@ def _outcomes(name: str, gold_values: Sequence[str], gold: Sequence[str],
     gold_by_token = {}
     for value, token in zip(gold_values, gold, strict=True):
         gold_by_token.setdefault(token.upper(), value)
-    out = [Outcome(name, "hit", gold_by_token[token], value, 0, page)
-           for value, page, token in hits]
+    out = [Outcome(name, "hit", gold_by_token[token], value, 0, page, sure)
+           for value, page, token, sure in hits]
     for k in range(max(len(missed), len(spurious))):
         expected = missed[k] if k < len(missed) else None
-        got, page = spurious[k] if k < len(spurious) else (None, None)
+        got, page, sure = spurious[k] if k < len(spurious) else (None, None, None)
         kind = "wrong" if expected is not None and got is not None else (
             "missed" if got is None else "spurious")
-        out.append(Outcome(name, kind, expected, got, 0, page))
-    return [Outcome(o.field, o.outcome, o.expected, o.got, i, o.page_number)
-            for i, o in enumerate(out)]
+        out.append(Outcome(name, kind, expected, got, 0, page, sure))
+    return [dataclasses.replace(o, index=i) for i, o in enumerate(out)]
 
 
 def score_all(labels: Iterable[Label], results: Iterable[Result], *,

@@ -31,7 +31,8 @@ def _squashed(text: str) -> str:
 def _labels(folder: Path, out: Path) -> dict[str, list[str]]:
     """A sheet (source_name, field, value) of the first documents, values as a labeller types
     them: the Kleister answer with spaces for underscores."""
-    names = [line.split("\t", 1)[0] for line in lzma.open(SPLIT / "in.tsv.xz", "rt")]
+    with lzma.open(SPLIT / "in.tsv.xz", "rt") as handle:
+        names = [line.split("\t", 1)[0] for line in handle]
     expected = (SPLIT / "expected.tsv").read_text().splitlines()
     rows, parties = ["source_name,field,value"], {}
     for name, gold in list(zip(names, expected, strict=True))[:DOCUMENTS]:
