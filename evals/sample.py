@@ -162,5 +162,6 @@ def sample_candidates(lake_uri: str, since: datetime | None = None, *,
     return [{**documents.get(d, {}), "document_id": d, "model_version": r.model_version,
              "strategy": r.strategy, "schema_name": r.schema_name, "values": r.values,
              "status": r.status, "failure_reason": r.failure_reason, "job_id": r.job_id,
+             "confidences": r.confidences,
              "sha256": r.sha256 or documents.get(d, {}).get("sha256")}
             for d, r in latest.items() if include_unscorable or scorable(d)]

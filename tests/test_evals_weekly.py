@@ -6,6 +6,7 @@ one kept file per week."""
 
 from __future__ import annotations
 
+import csv
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +22,8 @@ from lake import events as ev
 MONDAYS = [datetime(2026, 4, 6, tzinfo=UTC) + timedelta(weeks=k) for k in range(4)]
 WEEKS = ["2026-W15", "2026-W16", "2026-W17", "2026-W18"]
 GOLD = {"party": ["Acme", "Beta"], "term": ["2 years"]}
+CONFIDENCE = {"party": lambda value: 0.9 if value in GOLD["party"] else 0.2,  # ranks errors
+              "term": lambda value: 0.5}  # the same for right and wrong: ranks nothing
 
 
 def _document(n: int, monday: datetime, kind: str, folder: str, right: bool) -> tuple[list, dict]:
@@ -37,12 +40,15 @@ def _document(n: int, monday: datetime, kind: str, folder: str, right: bool) -> 
                                     source_path=f"{folder}/{n}.{fmt}", sha256=sha, bytes=100,
                                     occurred_at=at),
               ev.FormatDetected(document_id=doc, job_id=job, detected_format=fmt, occurred_at=at),
+              ev.JobCreated(document_id=doc, job_id=job, occurred_at=at),
               ev.JobSplit(document_id=doc, job_id=job, pages=pages, units=1, occurred_at=at),
+              ev.JobSucceeded(document_id=doc, job_id=job, occurred_at=at + timedelta(seconds=20)),
               ev.ResultPublished(document_id=doc, job_id=job, status="succeeded",
                                  strategy="rules", model_version="v1", schema_name="nda",
                                  occurred_at=at + timedelta(seconds=30))]
     events += [ev.ResultFieldExtracted(document_id=doc, job_id=job, field=name, value=value,
                                        value_index=i, strategy="rules", model_version="v1",
+                                       confidence=CONFIDENCE[name](value),
                                        occurred_at=at + timedelta(seconds=30))
                for name, items in values.items() for i, value in enumerate(items)]
     label = {"sha256": sha, "labeller": "ann", "provenance": "blind", "fields": GOLD,
@@ -110,6 +116,12 @@ def test_a_quality_teams_four_weeks(tmp_path: Path):
     assert "| folder | new-client | v1 | rules | 4 | 0.00 |" in markdown
     assert "| format | xlsx | v1 | rules | 4 | 66.67 |" in markdown
     assert "## Gate" in markdown and "FAIL: rules v1" in markdown
+    # confidence per field: the week's party values (Acme right at 0.9 in the 4 xlsx; Gamma,
+    # and the new client's Zeta and Eta, wrong at 0.2) rank perfectly; every term is at 0.5
+    assert "| v1 | rules | party | 4 | 12 | 0.175 | 1.000 |" in markdown  # ECE (4*.1+12*.2)/16
+    assert "| v1 | rules | term | 4 | 4 | 0.000 | 0.500 |" in markdown  # bin 0.4-0.6: 4 of 8 at 0.5
+    assert "| v1 | rules | party | 0.8-1.0 | 4 | 0.900 | 1.000 |" in markdown
+    assert "| v1 | rules | party | 0.2-0.4 | 12 | 0.200 | 0.000 |" in markdown
     html = (out.parent / f"weekly-{WEEKS[3]}.html").read_text()
     assert "<svg" in html and html.index("<svg") > html.index("Trend")
 
@@ -131,6 +143,23 @@ def test_a_quality_teams_four_weeks(tmp_path: Path):
                        resamples=200)
     assert [p["week"] for p in points] == WEEKS
     assert all(p["f1_low"] <= p["f1"] <= p["f1_high"] for p in points)
+
+    # the review sheet: party by confidence (the least confident first), term at random
+    sheet = tmp_path / "review.csv"
+    review = invoke("evals", "sample", "--home", str(home), "--strategy", "review",
+                    "--out", str(sheet), "--n", "3")
+    assert review.exit_code == 0, review.output
+    assert "party: lowest confidence first (AUROC 1.000" in review.output
+    assert "term: random (AUROC 0.500" in review.output
+    with sheet.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    chosen = {(r["document_id"], r["field"]) for r in rows}
+    party = [r for r in rows if r["field"] == "party"]
+    assert len({d for d, f in chosen if f == "party"}) == 3
+    assert len({d for d, f in chosen if f == "term"}) == 3
+    # unlabelled documents with a party at 0.2 (the new client's) come before any at 0.9 only
+    assert {r["value"] for r in party} == {"Zeta", "Eta"}
+    assert all(r["selected_by"].startswith("lowest confidence") for r in party)
 
 
 def test_the_week_by_document_date_is_not_moved_by_a_labelling_lag(tmp_path: Path):

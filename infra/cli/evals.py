@@ -542,6 +542,22 @@ def report(
         raise typer.Exit(1)
 
 
+def _review(settings, candidates: list[dict], out: Path, n: int, seed: int) -> None:
+    """``evals sample --strategy review``: the review sheet, and each field's rule printed."""
+    from evals.confidence import by_field
+    from evals.review import choose, write_review
+    from evals.score_run import score_lake
+
+    run = score_lake(settings.lake, since=None, until=None,
+                     normalizers=_wiring().normalizers(), resamples=0)
+    items, rules = choose(candidates, by_field(run.scored), n, seed)
+    rows = write_review(out, items)
+    for name, rule in rules.items():
+        stderr_console().print(f"{name}: {rule}")
+    stderr_console().print(f"wrote {rows} values of {len(items)} document fields to review to "
+                           f"{out}")
+
+
 @evals_app.command()
 def sample(
     out: Annotated[Path, typer.Option(help="The labelling sheet (CSV) or Label Studio tasks "
@@ -561,6 +577,10 @@ def sample(
     sheet_format: Annotated[str, typer.Option("--format", help="csv (a sheet) or label-studio "
                             "(Label Studio JSON tasks with each document's pages as text, and "
                             "<out>.label-config.xml, the labelling interface).")] = "csv",
+    strategy: Annotated[str, typer.Option("--strategy", help="stratified (documents to label, "
+                        "the default) or review (values to check: per field, the least "
+                        "confident first where confidence ranks errors on the labels so far, "
+                        "at random elsewhere; --n values per field).")] = "stratified",
     home: HomeOption = None,
 ) -> None:
     """Pick documents that can be scored (latest job succeeded) to label, stratified by
@@ -574,11 +594,19 @@ def sample(
     if sheet_format not in ("csv", "label-studio"):
         raise UserError(f"--format {sheet_format!r} is not a sheet format",
                         "use csv or label-studio")
+    if strategy not in ("stratified", "review"):
+        raise UserError(f"--strategy {strategy!r} is not a way to sample",
+                        "use stratified or review")
+    if strategy == "review" and sheet_format != "csv":
+        raise UserError("--strategy review writes a CSV sheet", "leave out --format")
     now = _now()
     settings = open_settings(home, Access.READ)
     candidates = sample_candidates(settings.lake, parse_moment(since, now, "--since"),
                                    include_labelled=include_labelled,
                                    include_unscorable=include_unscorable)
+    if strategy == "review":
+        _review(settings, candidates, out, n, seed)
+        return
     picked, design = draw(candidates, n, seed)
     for line in design.lines():
         stderr_console().print(line)
