@@ -34,6 +34,7 @@ from evals.lakeio import (
     read_results,
     write_events,
 )
+from evals.lenient import lenient_dict
 from evals.scoring import Label, Normalizer, Scored, group_of, score_all, split_stale
 from lake.events import EvalOutcomeRecorded, EvalRunCompleted, EvalScoreComputed, Event
 
@@ -96,7 +97,9 @@ class ScoreRun:
             "fields": {k: v.to_dict() for k, v in sorted(single.fields.items())} if single
             else {},
             "groups": [{**g.to_dict(), "documents_with_values": valued_documents(
-                self.scored, (g.model_version, g.strategy))} for g in self.groups],
+                self.scored, (g.model_version, g.strategy)),
+                "lenient": lenient_dict(self.scored, (g.model_version, g.strategy))}
+                for g in self.groups],
             "comparisons": [c.to_dict() for c in self.comparisons],
             "coverage": self.coverage or {},
             "not_scored": [u.to_dict() for u in self.unscored],

@@ -34,8 +34,9 @@ from uuid6 import uuid7
 
 from evals.accounting import unscored, valued_documents
 from evals.bootstrap import INTERVAL, RESAMPLES, SEED, Figures, group_figures
-from evals.confidence import BINS, FieldConfidence, by_field
+from evals.confidence import FieldConfidence, by_field
 from evals.gate import GateCheck, check
+from evals.report_sections import confidence_markdown, fields_markdown
 from evals.sample import size_bucket
 from evals.score_run import ScoreRun, _warnings, run_events
 from evals.scoring import Label, Normalizer, Result, Scored, score_all
@@ -316,6 +317,7 @@ def weekly_markdown(report: WeeklyReport) -> str:
         lines += ["", "## Gate", "", *[f"- {c.message()}" for c in report.gate]]
         if not report.gate:
             lines.append("- FAIL: nothing was scored this week")
+    lines += fields_markdown(run.groups, run.scored)
     lines += confidence_markdown(report.confidence)
     if run.unscored:
         lines += ["", "## Labels not scored", "",
@@ -329,37 +331,6 @@ def weekly_markdown(report: WeeklyReport) -> str:
     if run.warnings:
         lines += ["", "## Warnings", "", *[f"- {w}" for w in run.warnings]]
     return "\n".join(lines) + "\n"
-
-
-def confidence_markdown(found: Sequence[FieldConfidence]) -> list[str]:
-    """Per field: does confidence say what to review? ECE, AUROC and the reliability table."""
-    lines = ["", "## Confidence by field", "",
-             "Each scored value is right (a hit) or wrong (a wrong or spurious value) and carries "
-             "its result's confidence. ECE: expected calibration error over "
-             f"{BINS} equal-width bins. AUROC: the probability that a right value is more "
-             "confident than a wrong one (0.5 is chance), with Hanley and McNeil's 95% interval; "
-             "confidence ranks errors when the AUROC is at least 0.7 and the interval's low end "
-             "is above 0.5, with 5 right and 5 wrong values or more (`evals sample --strategy "
-             "review` then orders that field's values by confidence, and draws the rest at "
-             "random).", ""]
-    if not found:
-        return [*lines, "No scored value of the week carries a confidence."]
-    lines += ["| model version | strategy | field | right | wrong | ECE | AUROC | interval | "
-              "what to review |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for f in found:
-        ci = f"{f.auroc_ci[0]:.3f}-{f.auroc_ci[1]:.3f}" if f.auroc_ci else ""
-        lines.append(f"| {f.model_version} | {f.strategy} | {f.field} | {f.right} | {f.wrong} | "
-                     f"{'' if f.ece is None else f'{f.ece:.3f}'} | "
-                     f"{'' if f.auroc is None else f'{f.auroc:.3f}'} | {ci} | {f.verdict} |")
-    lines += ["", "### Reliability", "",
-              "| model version | strategy | field | confidence | values | mean confidence | "
-              "share right |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    for f in found:
-        lines += [f"| {f.model_version} | {f.strategy} | {f.field} | {b.low:.1f}-{b.high:.1f} | "
-                  f"{b.values} | {'' if b.mean_confidence is None else f'{b.mean_confidence:.3f}'}"
-                  f" | {'' if b.share_right is None else f'{b.share_right:.3f}'} |"
-                  for b in f.bins]
-    return lines
 
 
 def trend_chart(report: WeeklyReport) -> str | None:

@@ -100,7 +100,7 @@ def test_failed_documents_are_never_drawn_and_their_labels_are_listed_with_why(t
         assert (f"| {document_id} | {reason} |" in listed) == (reason is not None), name
     # all six documents processed this week are traffic: three NDAs, a sheet the schema does
     # not apply to and the two failures, which no label can estimate
-    strata = [line for line in markdown.split("## Strata and weights")[1].splitlines()
+    strata = [line for line in markdown.split("## Strata and weights")[1].split("\n## ")[0].splitlines()
               if line.startswith("| rules")]
     cells = {tuple(c.strip() for c in line.strip("|").split("|"))[2:6] for line in strata}
     assert cells == {("applies", "pdf", "3", "3"), ("not applicable", "csv", "1", "1"),

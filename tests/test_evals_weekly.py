@@ -122,6 +122,8 @@ def test_a_quality_teams_four_weeks(tmp_path: Path):
     assert "| v1 | rules | term | 4 | 4 | 0.000 | 0.500 |" in markdown  # bin 0.4-0.6: 4 of 8 at 0.5
     assert "| v1 | rules | party | 0.8-1.0 | 4 | 0.900 | 1.000 |" in markdown
     assert "| v1 | rules | party | 0.2-0.4 | 12 | 0.200 | 0.000 |" in markdown
+    # strict beside lenient: party 4 hits of 16 and 16 (F1 25.00), none of the misses spelling
+    assert "| v1 | rules | party | 25.00 | 25.00 | 0 | 12 | case, punctuation" in markdown
     html = (out.parent / f"weekly-{WEEKS[3]}.html").read_text()
     assert "<svg" in html and html.index("<svg") > html.index("Trend")
 

@@ -360,7 +360,8 @@ def compare(
 
 
 SCORE_COLUMNS = ("model_version", "strategy", "field", "precision", "recall", "f1", "f1_ci",
-                 "hits", "predicted", "expected", "documents", "with_values")
+                 "lenient_f1", "hits", "predicted", "expected", "documents", "with_values",
+                 "lenient_rule")
 
 
 def _pct(value: float) -> str:
@@ -372,17 +373,23 @@ def score_rows(run) -> list[tuple]:
     and ``with_values``, those of them with a value to score in that field (labelled or
     predicted): the documents the figure really rests on."""
     from evals.accounting import valued_documents
+    from evals.kleister_metric import Score
+    from evals.lenient import lenient_scores, rule_of
 
+    lenient = lenient_scores(run.scored)
     rows = []
     for group in run.groups:
         key = (group.model_version, group.strategy)
+        loose = lenient.get(key, {})
         for name, fig in [*sorted(group.fields.items()), ("overall", group.overall)]:
             s = fig.score
             ci = f"{_pct(fig.f1_ci[0])}-{_pct(fig.f1_ci[1])}" if fig.f1_ci else ""
+            other = sum(loose.values(), Score()) if name == "overall" else loose.get(name)
             rows.append((group.model_version, group.strategy, name, _pct(s.precision),
-                         _pct(s.recall), _pct(s.f1), ci, s.hits, s.predicted, s.expected,
-                         fig.documents,
-                         valued_documents(run.scored, key, None if name == "overall" else name)))
+                         _pct(s.recall), _pct(s.f1), ci, _pct(other.f1) if other else "",
+                         s.hits, s.predicted, s.expected, fig.documents,
+                         valued_documents(run.scored, key, None if name == "overall" else name),
+                         "" if name == "overall" else rule_of(name).lenient))
     return rows
 
 
