@@ -6,7 +6,6 @@ are the ones training produces and its measured figures are recorded with them."
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -17,6 +16,9 @@ from extract.fields.applicability.model import NDA_MODEL_PATH, KindModel
 from extract.fields.kinds import THRESHOLD, nda_score
 
 SPLIT = SHARED / "data" / "kleister-nda" / "train"
+RECALL_FLOOR = 0.95
+PRECISION_FLOOR = 0.95
+"""The real held-out documents' figures (docs/quality.md) less a margin for a retraining."""
 
 LETTER_NDA = """Northgate Industrial Corp.
 2100 Harbor Boulevard
@@ -173,7 +175,7 @@ def test_the_shipped_model_is_scored_without_scikit_learn():
 
 def test_a_word_only_written_documents_use_is_never_learnt():
     """Honesty: a feature must be used by real and by written documents alike."""
-    from extract.fields.applicability.training import KindExample, fit
+    from training.applicability.classifier import KindExample, fit
 
     def example(i: int, source: str, is_nda: bool, extra: str) -> KindExample:
         body = ("confidential information disclose recipient" if is_nda
@@ -189,27 +191,57 @@ def test_a_word_only_written_documents_use_is_never_learnt():
 
 @pytest.mark.skipif(not (SPLIT / "expected.tsv").exists(),
                     reason=f"Kleister NDA train split not found at {SPLIT}")
-def test_the_shipped_weights_are_what_training_produces_and_carry_their_figures(tmp_path):
-    """`doclake fields train --applicability --out X` reproduces the shipped file; its details
-    hold the grouped-fold and held-out figures that `fields cv --applicability` prints."""
+def test_the_shipped_weights_are_what_training_produces(tmp_path):
+    """`doclake fields train --applicability --out X` reproduces the shipped file."""
     from typer.testing import CliRunner
 
     from infra.cli.main import app
 
     out = tmp_path / "nda_kind.json"
-    runner = CliRunner()
-    trained = runner.invoke(app, ["fields", "train", "--applicability", "--out", str(out),
-                                  "--data", str(SPLIT)], catch_exceptions=False)
+    trained = CliRunner().invoke(app, ["fields", "train", "--applicability", "--out", str(out),
+                                       "--data", str(SPLIT)], catch_exceptions=False)
     assert trained.exit_code == 0, trained.output
     fresh, shipped = KindModel.load(out), KindModel.load(NDA_MODEL_PATH)
     assert fresh.version == shipped.version
     assert fresh.weights == pytest.approx(shipped.weights) and set(fresh.weights) == set(
         shipped.weights)
-    measured = runner.invoke(app, ["fields", "cv", "--applicability", "--format", "json",
-                                   "--data", str(SPLIT)], catch_exceptions=False)
-    figures = json.loads(measured.stdout)
-    assert figures["grouped_folds"] == shipped.details["grouped_folds"]
-    assert figures["held_out"] == shipped.details["held_out"]
-    held = figures["held_out"]
-    assert held["documents"] > 100 and 0 < held["ndas"] < held["documents"]
-    assert figures["grouped_folds"]["precision"] >= 0.9  # hard negatives mostly refused
+
+
+@pytest.mark.skipif(not (SPLIT / "expected.tsv").exists(),
+                    reason=f"Kleister NDA train split not found at {SPLIT}")
+def test_held_out_real_documents_are_measured_here_not_read_from_the_training_output(tmp_path):
+    """The held-out set: no group of it (a Kleister near-duplicate group, a corpus file, a
+    whole kind of written document) is in the development set, and the shipped model was fitted
+    on exactly the development set (its version's digest, recomputed here from the documents'
+    names and texts). Its figures on the real held-out documents (Kleister, the shared corpus),
+    apart from the written ones, are computed here from the run-time classifier's scores."""
+    import hashlib
+
+    from infra.cli.fields import DEFAULT_CACHE
+    from training.applicability.classifier import load_examples
+
+    corpus = SHARED / "corpus" if (SHARED / "corpus" / "MANIFEST.tsv").exists() else None
+    dev, held = load_examples(SPLIT, DEFAULT_CACHE, corpus)  # the page texts `fields` keeps
+    assert not {e.group for e in dev} & {e.group for e in held}
+    assert {e.group for e in held if e.source == "written"}  # whole kinds are held out
+    digest = hashlib.sha256("\n".join(sorted(
+        f"{e.name} {hashlib.sha256(e.text.encode()).hexdigest()}" for e in dev)).encode()
+    ).hexdigest()
+    assert KindModel.load(NDA_MODEL_PATH).version == f"kind-lr1-{len(dev)}docs-{digest[:8]}"
+
+    real = [e for e in held if e.source in ("kleister", "corpus")]
+    taken = [nda_score(e.text) >= THRESHOLD for e in real]
+    ndas = sum(e.is_nda for e in real)
+    hits = sum(t and e.is_nda for t, e in zip(taken, real, strict=True))
+    false_alarms = sum(t and not e.is_nda for t, e in zip(taken, real, strict=True))
+    assert ndas >= 40  # the corpus's few readable PDFs fall in the development set today
+    assert hits / ndas >= RECALL_FLOOR, (hits, ndas)
+    assert hits / (hits + false_alarms) >= PRECISION_FLOOR, (hits, false_alarms)
+
+
+def test_the_written_documents_are_training_tooling_not_runtime():
+    """The generator of written contracts is no longer in the runtime package."""
+    import importlib.util
+
+    assert importlib.util.find_spec("extract.fields.applicability.written") is None
+    assert importlib.util.find_spec("training.applicability.written") is not None

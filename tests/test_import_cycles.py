@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("ingest", "extract", "lake", "evals", "dashboards", "infra")
+PACKAGES = ("ingest", "extract", "lake", "evals", "dashboards", "infra", "training")
 
 
 def _imports(graph: grimp.ImportGraph) -> dict[str, set[str]]:

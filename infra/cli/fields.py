@@ -54,19 +54,25 @@ def _applicability(data: Path | None, cache: Path, folds: int, seed: int, write:
     from rich.console import Console
     from rich.table import Table
 
-    from extract.fields.applicability import training
     from extract.fields.kinds import THRESHOLD
+    from training.applicability import classifier as training
 
     folder = _split(data)
     if not (folder / "expected.tsv").exists():
         raise typer.BadParameter(f"{folder} holds no expected.tsv: not a Kleister split")
     dev, held = training.load_examples(folder, cache, _corpus(data))
-    grouped = training.measure(dev, training.cross_validate(dev, folds=folds, seed=seed),
-                               THRESHOLD)
+    out_of_fold = training.cross_validate(dev, folds=folds, seed=seed)
+    grouped = training.measure(dev, out_of_fold, THRESHOLD)
     model = training.fit(dev)
-    final = training.measure(held, [model.score(e.text) for e in held], THRESHOLD)
+    held_scores = [model.score(e.text) for e in held]
+    final = training.measure(held, held_scores, THRESHOLD)
+    parts = {f"{name} {source}": figures for name, found in (
+        ("grouped folds", training.by_source(dev, out_of_fold, THRESHOLD)),
+        ("held out", training.by_source(held, held_scores, THRESHOLD)))
+        for source, figures in found.items()}
     report = {"threshold": THRESHOLD, "folds": folds, "seed": seed,
               "grouped_folds": grouped.to_dict(), "held_out": final.to_dict(),
+              "by_source": {k: v.to_dict() for k, v in parts.items()},
               "model_version": model.version}
     if write is not None:
         model.details = {k: v for k, v in report.items() if k != "model_version"}
@@ -80,7 +86,10 @@ def _applicability(data: Path | None, cache: Path, folds: int, seed: int, write:
     table = Table("set", "documents", "NDAs", "precision", "recall", "false positives",
                   "false negatives", title=f"NDA classifier at {THRESHOLD}: {folds}-fold grouped "
                   "cross-validation on the development set, then the held-out set")
-    for name, f in (("grouped folds", grouped), ("held out", final)):
+    for name, f in (("grouped folds", grouped), *[(k, v) for k, v in parts.items()
+                                                   if k.startswith("grouped")],
+                    ("held out", final), *[(k, v) for k, v in parts.items()
+                                           if k.startswith("held")]):
         table.add_row(name, str(f.documents), str(f.positives), f"{f.precision:.3f}",
                       f"{f.recall:.3f}", str(len(f.false_positives)),
                       str(len(f.false_negatives)))

@@ -1,3 +1,3 @@
 """Whether a schema applies to a document: a learned classifier per kind of document (the NDA
-kind ships), its features, its training on the Kleister NDAs and written hard negatives, and
-the documents written for it. Run time reads only ``features`` and ``model``."""
+kind ships) and its features. Its training and the documents written for it live in the
+training tooling (``training.applicability``), outside the runtime."""
