@@ -35,6 +35,8 @@ def _two_versions(lake: str) -> None:
         at = T0 + timedelta(minutes=minutes)
         events += [ev.DocumentRegistered(document_id=doc, job_id=job, source_name="n.pdf",
                                          sha256=sha, bytes=1, version=version, occurred_at=at),
+                   ev.JobCreated(document_id=doc, job_id=job, occurred_at=at),
+                   ev.JobSucceeded(document_id=doc, job_id=job, occurred_at=at),
                    ev.ResultPublished(document_id=doc, job_id=job, status="succeeded",
                                       strategy="rules", model_version="v", schema_name="nda",
                                       occurred_at=at),

@@ -30,6 +30,8 @@ def _home(tmp_path: Path) -> Path:
     for doc, job, sha in DOCS:
         events += [ev.DocumentRegistered(document_id=doc, job_id=job, source_name=f"{doc}.pdf",
                                          sha256=sha, bytes=1, occurred_at=T0),
+                   ev.JobCreated(document_id=doc, job_id=job, occurred_at=T0),
+                   ev.JobSucceeded(document_id=doc, job_id=job, occurred_at=T0),
                    ev.ResultPublished(document_id=doc, job_id=job, status="succeeded",
                                       strategy="rules", model_version="v1", schema_name="nda",
                                       occurred_at=T0),

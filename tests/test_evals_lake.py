@@ -137,7 +137,8 @@ def test_the_weekly_report_scores_the_last_complete_week(lake, tmp_path):
     markdown = Path(written["md"]).read_text()
     assert markdown.startswith("# Field accuracy, week 2026-W18 (2026-04-27 to 2026-05-03)")
     # the label of 1 May (party: 1 hit of 2 predicted, 1 expected): F1 2/3, no interval with
-    # one document; the week's traffic (the document was ingested on 4 May) is next week's
-    assert "| v1 | rules | 1 | 66.67 |  |  |  | 0 | 0.00 |" in markdown
+    # one document; the week's traffic (the document was ingested on 4 May) is next week's,
+    # so the weighted estimate and its coverage are blank: no traffic
+    assert "| v1 | rules | 1 | 1 | 66.67 |  |  |  |  |  |" in markdown
     assert "| party | v1 | rules | 66.67 | 0 | 1 |" in markdown
     assert "<table>" in Path(written["html"]).read_text()
