@@ -386,6 +386,8 @@ def to_html(markdown: str, chart_svg: str | None = None) -> str:
             body.append(f"<h2>{html.escape(line[3:])}</h2>")
             if line.startswith("## Trend") and chart_svg:
                 body.append(f"<figure class='trend'>{chart_svg}</figure>")
+        elif line.startswith("### "):
+            body.append(f"<h3>{html.escape(line[4:])}</h3>")
         elif line.startswith("# "):
             body.append(f"<h1>{html.escape(line[2:])}</h1>")
         elif line.startswith("- "):

@@ -126,6 +126,7 @@ def test_a_quality_teams_four_weeks(tmp_path: Path):
     assert "| v1 | rules | party | 25.00 | 25.00 | 0 | 12 | case, punctuation" in markdown
     html = (out.parent / f"weekly-{WEEKS[3]}.html").read_text()
     assert "<svg" in html and html.index("<svg") > html.index("Trend")
+    assert "<h3>Reliability</h3>" in html and "<h2>Confidence by field</h2>" in html
 
     # the eval run the report quotes is in eval_runs, with its week
     quoted = markdown.split("eval run ", 1)[1].split(" ", 1)[0]
