@@ -71,7 +71,19 @@ class FieldConfidence:
             return "no AUROC: needs right and wrong values with a confidence"
         if self.ranks_errors:
             return "confidence ranks errors: review the least confident values first"
-        return "confidence does not rank errors here: review a random draw"
+        return f"{self.why_not}: review a random draw"
+
+    @property
+    def why_not(self) -> str:
+        """Why confidence is not trusted to order a review (empty when it is)."""
+        if self.ranks_errors:
+            return ""
+        if self.auroc is None:
+            return "no AUROC: needs right and wrong values with a confidence"
+        if min(self.right, self.wrong) < MIN_EACH:
+            return (f"too few values to tell ({self.right} right, {self.wrong} wrong; "
+                    f"{MIN_EACH} of each needed)")
+        return "confidence does not rank errors better than chance here"
 
     def to_dict(self) -> dict:
         return {"model_version": self.model_version, "strategy": self.strategy,

@@ -40,8 +40,7 @@ def rule_of(found: FieldConfidence | None) -> str:
         return "random (no AUROC yet: no labelled right and wrong values with a confidence)"
     if found.ranks_errors:
         return f"lowest confidence first (AUROC {found.auroc:.3f}: confidence ranks errors)"
-    return (f"random (AUROC {found.auroc:.3f}: confidence does not rank errors "
-            "better than chance here)")
+    return f"random (AUROC {found.auroc:.3f}: {found.why_not})"
 
 
 def choose(candidates: Sequence[Mapping], figures: Sequence[FieldConfidence], n: int,

@@ -73,3 +73,4 @@ def test_a_fields_scored_values_carry_their_confidence_to_its_figures():
     bins = {(round(b.low, 1), b.values, b.share_right) for b in found["party"].bins if b.values}
     assert bins == {(0.8, 12, 1.0), (0.2, 6, 0.0)}
     assert found["party"].ranks_errors and not found["term"].ranks_errors
+    assert found["term"].why_not.startswith("too few values to tell (3 right, 3 wrong")
