@@ -43,6 +43,7 @@ FINAL_REASONS = frozenset({
     "sheet_too_long", "converted_too_large", "too_large",
     "too_deep",  # nested deeper than the reader's recursion limit: the same next time
     "links_outside",  # the document links to content outside itself: refused, not converted
+    "ambiguous_format",  # a package of two formats: refused, not guessed
     # the parser killed its worker on every delivery of these bytes (a native crash)
     "crashes_parser",
 })
