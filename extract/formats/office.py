@@ -45,8 +45,9 @@ from extract.errors import (
     EncryptedDocument,
     LimitExceeded,
 )
+from extract.formats.confine import confinement
 from extract.formats.limits import memory_limit
-from extract.formats.sandbox import find_bwrap, sandbox
+from extract.formats.sandbox import find_bwrap
 from extract.formats.scratch import scratch_folder, sweep_orphans
 from extract.formats.sniff import Format
 
@@ -118,12 +119,18 @@ def find_soffice() -> str | None:
 
 @functools.cache
 def network_isolation() -> tuple[str, ...]:
-    """The command prefix that gives a process no network (``unshare -rn``), or () where
-    namespaces are not allowed (some containers): the proxy settings then stand alone."""
+    """The command prefix that gives a process no network and a PID namespace of its own
+    (``unshare -rn --pid --fork --kill-child``: every process of a conversion dies with its
+    first), the network alone where PID namespaces are refused, or () where namespaces are not
+    allowed (some containers): the proxy settings then stand alone."""
     unshare = shutil.which("unshare")
     if unshare is None:
         return ()
-    for prefix in ((unshare, "-n"), (unshare, "-rn")):
+    pid = ("--pid", "--fork", "--kill-child")
+    # Without -r first: a user namespace needs /proc/self/uid_map written, which Landlock
+    # (applied before) forbids; -r where the first are refused (an unprivileged user).
+    for prefix in ((unshare, "-n", *pid), (unshare, "-rn", *pid), (unshare, "-n"),
+                   (unshare, "-rn")):
         try:
             if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
                 return prefix
@@ -153,8 +160,8 @@ async def _profile_template(soffice: str, timeout_s: float) -> Path | None:
         await asyncio.to_thread(sweep_orphans)
     folder = scratch_folder("lo-template")
     _write_settings(folder)
-    code, _ = await _run([*_isolation(folder), soffice, *_flags(folder),
-                          "--terminate_after_init"], timeout_s, None, folder)
+    code, _ = await _run([soffice, *_flags(folder), "--terminate_after_init"], timeout_s, None,
+                         folder)
     if code != 0:
         shutil.rmtree(folder, ignore_errors=True)
         return None
@@ -173,20 +180,21 @@ def _remove_template() -> None:
         shutil.rmtree(_template, ignore_errors=True)
 
 
-def _isolation(work: Path) -> tuple[str, ...]:
-    """The prefix that confines a conversion to ``work``: bwrap where it works, else no network
-    only (``unshare -n``)."""
-    return sandbox([work]) or network_isolation()
-
-
 def _flags(profile: Path) -> list[str]:
-    return [f"-env:UserInstallation={profile.as_uri()}", "--headless", "--invisible",
+    # The shared extensions' cache in the profile too: as root LibreOffice would write it under
+    # /usr (or /var/lib), which a confined converter may not (Landlock answers EACCES, which
+    # LibreOffice does not take for a read-only install).
+    return [f"-env:UserInstallation={profile.as_uri()}",
+            f"-env:UNO_SHARED_PACKAGES_CACHE={(profile / 'shared').as_uri()}", "--headless", "--invisible",
             "--norestore", "--nologo", "--nodefault", "--nolockcheck", "--nofirststartwizard"]
 
 
 async def _run(argv: list[str], timeout_s: float, memory: int | None,
-               home: Path, max_file_bytes: int | None = None) -> tuple[int | None, str]:
-    """Run to completion or kill the whole process group at the time limit (code None)."""
+               home: Path, max_file_bytes: int | None = None,
+               readable: tuple[Path, ...] = ()) -> tuple[int | None, str]:
+    """Run ``argv`` confined to ``home`` (``extract.formats.confine``: it can write nothing
+    else, read nothing but the system, and dies with this process) to completion, or kill the
+    whole process group at the time limit (code None)."""
     cpu_s = max(int(timeout_s * 2), 10)  # CPU seconds: a backstop to the wall-clock limit
 
     def limits() -> None:  # in the child, before exec
@@ -204,9 +212,18 @@ async def _run(argv: list[str], timeout_s: float, memory: int | None,
            "LANG": "C.UTF-8", "SAL_USE_VCLPLUGIN": "svp",
            "http_proxy": f"http://127.0.0.1:{PROXY_PORT}",
            "https_proxy": f"http://127.0.0.1:{PROXY_PORT}", "no_proxy": ""}
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=limits, env=env)
+    confined = confinement([home], limits, network_isolation(), readable)
+    (home / "converter.pid").write_text("")  # the sweep's key: filled in once started
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *confined.prefix, *argv, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True, preexec_fn=confined.preexec, env=env)
+    finally:
+        confined.close()
+    # The process group a sweep kills if this process dies without reaping it
+    # (extract.formats.scratch): its id is the group's.
+    (home / "converter.pid").write_text(str(process.pid))
     try:
         output, _ = await asyncio.wait_for(process.communicate(), timeout=timeout_s)
         code: int | None = process.returncode
@@ -251,11 +268,11 @@ async def convert_to_pdf(source: Path, fmt: Format, limits: ConvertLimits
         out = work / "out"
         remaining = max(1.0, limits.timeout_s - (time.perf_counter() - started))
         code, output = await _run(
-            [*_isolation(work), soffice, *_flags(profile), "--convert-to", "pdf",
+            [soffice, *_flags(profile), "--convert-to", "pdf",
              "--outdir", str(out), str(document)],
             remaining, limits.max_memory_bytes, work,
             # a file one byte past the output limit fails the write (SIGXFSZ), not the disk
-            max_file_bytes=limits.max_output_bytes + 1)
+            max_file_bytes=limits.max_output_bytes + 1, readable=(template,))
         if code is None:
             raise LimitExceeded(f"LibreOffice did not convert the file within "
                                 f"{limits.timeout_s:g} s; its processes were killed",
