@@ -292,7 +292,7 @@ def _images(pdf: Path) -> list[tuple[int, int]]:
     document = pdfium.PdfDocument(str(pdf))
     for page in document:
         for item in page.get_objects(filter=[pdfium.raw.FPDF_PAGEOBJ_IMAGE], max_depth=5):
-            sizes.append(tuple(item.get_size()))
+            sizes.append(tuple(item.get_px_size()))
     document.close()
     return sizes
 
