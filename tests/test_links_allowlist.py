@@ -236,7 +236,7 @@ SIGNS = {"docx": {"word/document.xml": b"<w:document xmlns:w='urn:w'/>"},
 
 
 @pytest.mark.parametrize("first,second", [(a, b) for a in sorted(SIGNS) for b in sorted(SIGNS)
-                                          if a < b and not {a, b} == {"odt", "odp"}])
+                                          if a < b and {a, b} != {"odt", "odp"}])
 @pytest.mark.parametrize("sniffed", [Format.DOCX, Format.PPTX, Format.ODT, Format.ODP])
 def test_a_package_of_two_formats_is_ambiguous(tmp_path, first, second, sniffed):
     path = tmp_path / "two.zip"
