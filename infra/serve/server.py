@@ -79,6 +79,14 @@ MIN_SECRET_BYTES = 32
 HEADERS_DEADLINE_S = 20.0  # the request line and every header
 BODY_DEADLINE_S = 30.0  # a body, plus the time its length takes at BODY_MIN_RATE
 BODY_MIN_RATE = 256 * 1024  # bytes per second
+# A body slower than this on average, once its grace has passed, is cut (408) and its slot kept
+# for a retry: 64 uploads sending a byte every 10 s would otherwise hold every connection until
+# the deadline above (35 minutes for 512 MiB). Checked on each read and at least every
+# RATE_CHECK_S (a read waits no longer): a sender that stops is cut as surely as a slow one.
+MIN_TRANSFER_RATE = 16 * 1024  # bytes per second, averaged from the body's start
+MIN_RATE_GRACE_S = 10.0
+RATE_CHECK_S = 2.0
+MAX_PER_CLIENT = 16  # connections from one address at once; more are a 503 at once
 _DIGITS = re.compile(r"[0-9]{1,19}")
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _EXT_VALUE = re.compile(r"(?i:utf-8)'[^']*'(.*)")
@@ -170,11 +178,12 @@ class _Watchdog:
         self.lock = threading.Lock()
         self.answering = False  # the handler has begun its answer: the watchdog writes nothing
         self.fired = False
-        self._timer = threading.Timer(seconds, self._fire)
+        self._timer = threading.Timer(seconds, self.fire)
         self._timer.daemon = True
         self._timer.start()
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
+        """Answer 408 (unless an answer has begun) and shut the connection."""
         with self.lock:
             self.fired = True
             if not self.answering and self.begun():
@@ -212,6 +221,30 @@ class _RecordingReader:
         return getattr(self.inner, name)
 
 
+class _Pace:
+    """A floor on a body's average rate: once ``MIN_RATE_GRACE_S`` have passed, a body whose
+    bytes received fall below ``MIN_TRANSFER_RATE`` a second since then is cut by its watchdog
+    (408, the connection shut), looked at every ``RATE_CHECK_S`` from a thread of its own, so
+    a sender that stops is cut as surely as a slow one."""
+
+    def __init__(self, watchdog: _Watchdog):
+        self.watchdog = watchdog
+        self.started = time.monotonic()
+        self.received = 0
+        self._done = threading.Event()
+        threading.Thread(target=self._watch, daemon=True, name="serve-pace").start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(RATE_CHECK_S):
+            late = time.monotonic() - self.started - MIN_RATE_GRACE_S
+            if late > 0 and self.received < MIN_TRANSFER_RATE * late:
+                self.watchdog.fire()
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+
+
 def check_secret(secret: bytes) -> bytes:
     if len(secret) < MIN_SECRET_BYTES:
         raise ValueError(f"DOCLAKE_SERVE_SECRET has {len(secret)} bytes; it needs at least "
@@ -223,30 +256,55 @@ def check_secret(secret: bytes) -> bytes:
 _BUSY_BODY = b'{"error": "too many connections", "status": 503}'
 _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
          b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
+_CROWDED_BODY = b'{"error": "too many connections from this address", "status": 503}'
+_CROWDED = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\nRetry-After: 5\r\n\r\n%s"
+            % (len(_CROWDED_BODY), _CROWDED_BODY))
 
 
 class _Server(ThreadingHTTPServer):
     """A threading server that serves at most ``MAX_CONNECTIONS`` connections at once."""
 
     daemon_threads = True
+    # The kernel's queue of connections not yet accepted: socketserver's 5 would have clients
+    # past it wait on SYN retries (1, 3, 7 s ...) for an answer, even a 503.
+    request_queue_size = 256
 
     def __init__(self, address, handler, max_connections: int | None = None):
         self._slots = threading.BoundedSemaphore(max_connections or MAX_CONNECTIONS)
+        self._per_client: dict[str, int] = {}
+        self._counting = threading.Lock()
         super().__init__(address, handler)
 
     def process_request(self, request, client_address) -> None:
-        if not self._slots.acquire(blocking=False):
+        client = str(client_address[0])
+        with self._counting:
+            crowded = self._per_client.get(client, 0) >= MAX_PER_CLIENT
+            if not crowded:
+                self._per_client[client] = self._per_client.get(client, 0) + 1
+        if crowded or not self._slots.acquire(blocking=False):
+            if not crowded:
+                self._leave(client)
             with contextlib.suppress(OSError):
-                request.sendall(_BUSY)
+                request.sendall(_CROWDED if crowded else _BUSY)
             super().shutdown_request(request)  # no drain: this is the accepting thread
             return
         super().process_request(request, client_address)
+
+    def _leave(self, client: str) -> None:
+        with self._counting:
+            left = self._per_client.get(client, 1) - 1
+            if left:
+                self._per_client[client] = left
+            else:
+                self._per_client.pop(client, None)
 
     def process_request_thread(self, request, client_address) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+            self._leave(str(client_address[0]))
 
     def handle_error(self, request, client_address) -> None:
         log.debug("connection from %s ended with an error", client_address, exc_info=True)
@@ -598,13 +656,19 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
                 with tempfile.NamedTemporaryFile(dir=app.settings.home, prefix=".upload-") as tmp:
                     digest = hashlib.sha256()
                     remaining = size
-                    while remaining:
-                        chunk = self.rfile.read(min(_CHUNK, remaining))
-                        if not chunk:
-                            return self._error(HTTPStatus.BAD_REQUEST, "the body ended early")
-                        tmp.write(chunk)
-                        digest.update(chunk)
-                        remaining -= len(chunk)
+                    pace = _Pace(self._watchdog)
+                    try:
+                        while remaining:
+                            chunk = self.rfile.read1(min(_CHUNK, remaining))
+                            if not chunk:
+                                return self._error(HTTPStatus.BAD_REQUEST,
+                                                   "the body ended early")
+                            pace.received += len(chunk)
+                            tmp.write(chunk)
+                            digest.update(chunk)
+                            remaining -= len(chunk)
+                    finally:
+                        pace.stop()
                     tmp.flush()
                     handed_over = True
                     app.accept(slot, Path(tmp.name), name or "upload", size, digest.hexdigest())
@@ -616,6 +680,11 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
                                             "result_url": f"{app.base_url}/{slot.result_key}"})
 
         def _get(self) -> None:
+            if self.headers.get("Transfer-Encoding") is not None or \
+                    content_length(self.headers, required=False):
+                # Read as a second request, a body would be answered twice (a desync behind a
+                # proxy): one answer, and the connection closed with the body unread.
+                return self._error(HTTPStatus.BAD_REQUEST, "a GET carries no body")
             match = _RESULT_PATH.match(urlsplit(self.path).path)
             if not match:
                 return self._error(HTTPStatus.NOT_FOUND, "GET /results/<document_id>.json")
