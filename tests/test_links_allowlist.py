@@ -297,12 +297,18 @@ def _images(pdf: Path) -> list[tuple[int, int]]:
     return sizes
 
 
-def _convert(path: Path, fmt: Format) -> list[tuple[int, int]]:
+def _convert(path: Path, fmt: Format) -> tuple[list[tuple[int, int]], str | None]:
+    """The PDF's image sizes, and the output check's refusal (None: it passed)."""
     from extract.formats.office import ConvertLimits, convert_to_pdf
+    from extract.formats.output_check import check_output
 
-    async def run() -> list[tuple[int, int]]:
+    async def run() -> tuple[list[tuple[int, int]], str | None]:
         async with convert_to_pdf(path, fmt, ConvertLimits(timeout_s=120)) as done:
-            return _images(done.pdf)
+            try:
+                check_output(done.pdf, path, fmt)
+            except LinksOutside as refused:
+                return _images(done.pdf), str(refused)
+            return _images(done.pdf), None
 
     return asyncio.run(run())
 
@@ -338,9 +344,32 @@ def test_with_the_links_check_off_the_boundary_keeps_the_outside_picture_out(tmp
     content = (f'<office:document-content {_ODF_NS}><office:body><office:text><text:p>'
                f'{frame}</text:p></office:text></office:body></office:document-content>')
     path = odf(tmp_path / "leak.odt", ODT, content.encode(), {"Pictures/x.svg": svg})
-    images = _convert(path, Format.ODT)
+    images, refusal = _convert(path, Format.ODT)
     if boundary == "nothing":
         if SECRET_SIZE not in images:
             pytest.skip("this LibreOffice does not fetch the SVG's image even unconfined")
+        # No boundary: the output check is the line that holds.
+        assert refusal is not None and "173x59" in refusal
         return
     assert SECRET_SIZE not in images
+    assert refusal is None
+
+
+def test_the_output_check_passes_a_documents_own_pictures_and_refuses_another(tmp_path):
+    """The pictures of the document are found inside it (here: a real docx with three), and
+    a PDF of the same document with one more picture, of another size, is refused."""
+    from extract.formats.output_check import check_output
+
+    def make_pdf_with_image(path: Path, size: tuple[int, int]) -> Path:
+        Image.new("RGB", size, (10, 120, 10)).save(path, "PDF")  # one page, one image
+        return path
+
+    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    source = corpus / "docx" / "python-docx_having_images.docx"
+    if not source.is_file():
+        pytest.skip("the corpus is not beside the clone")
+    own = make_pdf_with_image(tmp_path / "own.pdf", (211, 71))
+    check_output(own, source, Format.DOCX)
+    other = make_pdf_with_image(tmp_path / "other.pdf", SECRET_SIZE)
+    with pytest.raises(LinksOutside, match="173x59"):
+        check_output(other, source, Format.DOCX)
