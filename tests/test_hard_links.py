@@ -35,3 +35,24 @@ def test_a_hard_link_whose_every_name_is_inside_is_read_only_when_allowed(tmp_pa
     assert walk_sources([room]).files == []
     allowed = walk_sources([room], allow_hard_links=True)
     assert sorted(source for _, source in allowed.files) == ["a/one.txt", "two.txt"]
+
+
+def test_doclake_run_skips_a_hard_link_and_says_why_unless_the_setting_allows_it(tmp_path):
+    from typer.testing import CliRunner
+
+    from infra.cli.main import app
+
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "one.txt").write_text("a memo with two names, both in the room")
+    os.link(room / "one.txt", room / "two.txt")
+    env = {"DOCLAKE_CPU_WORKERS": "1", "DOCLAKE_POLL_INTERVAL_S": "0.2"}
+    refused = CliRunner().invoke(app, ["run", str(room), "--home", str(tmp_path / "h1")],
+                                 env=env, catch_exceptions=False)
+    assert "hard link" in refused.output
+    assert "skipped 2" in refused.output
+    allowed = CliRunner().invoke(app, ["run", str(room), "--home", str(tmp_path / "h2")],
+                                 env={**env, "DOCLAKE_ALLOW_HARD_LINKS": "1"},
+                                 catch_exceptions=False)
+    assert allowed.exit_code == 0, allowed.output
+    assert "hard link" not in allowed.output
