@@ -13,11 +13,15 @@ wedges LibreOffice cannot poison the one after it. What makes that cheap and saf
 - no network: where unprivileged network namespaces exist (``unshare -rn``) LibreOffice runs
   with no network device at all; the profile also points every proxy at a closed local port,
   which covers the machines without namespaces (the XXE sample in the corpus must fetch nothing);
-- the filesystem: under bubblewrap the converter sees the system read-only and its own work
-  folder, nothing else (``extract.formats.sandbox``): a linked ``file:///`` image is not there to
-  embed. Before that, a document that links outside itself is refused (``links_outside``,
-  ``extract.formats.links``, in the convert handler), with or without bwrap; the profile's
-  ``BlockUntrustedRefererLinks`` blocks such links as well;
+- the filesystem: under bubblewrap, or Landlock where bwrap is missing
+  (``extract.formats.confine``), the converter can read the system and its own work folder,
+  nothing else: a linked ``file:///`` image is not there to embed. Before that, a document that
+  links outside itself is refused (``links_outside``, ``extract.formats.links``, in the convert
+  handler), and after it a PDF holding a picture the document does not
+  (``extract.formats.output_check``); the profile's ``BlockUntrustedRefererLinks`` blocks such
+  links as well;
+- its lifetime: the first process has a parent-death signal and the conversion runs in a PID
+  namespace where one can be made: a ``kill -9`` of the run ends every converter process;
 - resources: address space, file size (``RLIMIT_FSIZE``: no file past the output limit) and CPU
   time limits on the process; its temporary files go to the work folder, removed after it;
 - the output: a missing PDF is a refusal (``corrupt``), an oversized one a limit.

@@ -32,6 +32,11 @@ line without a colon are 400 (``header_problem``); http.server's own refusals (4
 ``HEADERS_DEADLINE_S`` and a body within ``BODY_DEADLINE_S`` plus its length at
 ``BODY_MIN_RATE`` (408, then closed: a deadline for the whole request, not a timeout per read);
 ``X-Doclake-Source-Name`` is UTF-8 (raw, percent-encoded, or RFC 5987 ``UTF-8''...``).
+
+Slow clients (issue 45): a body below ``MIN_TRANSFER_RATE`` on average once
+``MIN_RATE_GRACE_S`` have passed is cut with a 408 (its slot stays good for a retry); one
+address holds at most ``MAX_PER_CLIENT`` connections; a GET with a body is a 400 and the body is
+never read as a second request.
 """
 
 from __future__ import annotations
