@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 from support.http_answers import answer_of
 
-from infra.serve import server as serve_module
+from infra.serve import protocol
 from infra.serve.server import ServeApp
 
 DECLARED = 512 * 1024**2
@@ -67,7 +67,7 @@ class _SlowUploads:
                                   b"%"))
             self.conns.append(conn)
         self.answers: list[int | None] = []
-        self._await_refusals(len(targets) - serve_module.MAX_PER_CLIENT)
+        self._await_refusals(len(targets) - protocol.MAX_PER_CLIENT)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._trickle, args=(every_s,), daemon=True)
         self._thread.start()
@@ -122,12 +122,12 @@ def test_64_slow_uploads_do_not_keep_a_normal_client_from_a_slot_within_60_s(app
             time.sleep(0.5)
         assert status == 201, "the slow uploads still held every slot after 60 s"
         waited = time.monotonic() - started
-        assert waited >= serve_module.MIN_RATE_GRACE_S - 1  # the cut, not a free slot, let it in
+        assert waited >= protocol.MIN_RATE_GRACE_S - 1  # the cut, not a free slot, let it in
     finally:
         answers = slow.close()
     # The ones that got a slot were cut with a 408; the rest were refused at once with a 503.
-    assert answers.count(408) == serve_module.MAX_PER_CLIENT
-    assert answers.count(503) == 64 - serve_module.MAX_PER_CLIENT
+    assert answers.count(408) == protocol.MAX_PER_CLIENT
+    assert answers.count(503) == 64 - protocol.MAX_PER_CLIENT
     assert app.objects.list("uploads/") == []
     # The slot of a cut upload is still good: the retry is taken.
     with _connect(app) as conn:
@@ -136,9 +136,9 @@ def test_64_slow_uploads_do_not_keep_a_normal_client_from_a_slot_within_60_s(app
 
 
 def test_a_sender_at_a_fair_rate_is_not_cut(app, monkeypatch):
-    monkeypatch.setattr(serve_module, "MIN_RATE_GRACE_S", 0.5)
-    monkeypatch.setattr(serve_module, "RATE_CHECK_S", 0.2)
-    monkeypatch.setattr(serve_module, "MIN_TRANSFER_RATE", 1000)
+    monkeypatch.setattr(protocol, "MIN_RATE_GRACE_S", 0.5)
+    monkeypatch.setattr(protocol, "RATE_CHECK_S", 0.2)
+    monkeypatch.setattr(protocol, "MIN_TRANSFER_RATE", 1000)
     _, target = _new_slot(app)
     size = 6000
     with _connect(app) as conn:
