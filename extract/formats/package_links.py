@@ -255,18 +255,31 @@ def _check_gzip(stream, budget: Budget, package: _Package, part: str, name: str,
         return  # not gzip after all: nothing reads it as a picture
 
 
+# What a part must hold (in its decoded text, any case) for any reader to find a reference in it:
+# a reference's attribute name, a relationship, a field, CSS, a DTD, a processing instruction or
+# a character reference (``u&#114;l(``). Names are never escaped in XML, so a part holding none
+# refers to nothing, however a parser reads it; it is decoded (in C) and searched, not parsed.
+_MARKERS = ("href", "src", "base", "archive", "background", "poster", "url", "import",
+            "relationship", "instrtext", "fldsimple", "dde-", "<!", "stylesheet", "target", "&#")
+
+
 def _check_markup(stream, found: Probe, budget: Budget, package: _Package, part: str,
                   name: str) -> None:
+    """Search the decoded part for a marker; from the first one, parse it from the start with
+    every reference checked (a part that is then not well-formed XML is refused)."""
+    tail = ""
+    for text in decoded_chunks(_counted(stream, budget, name), found, CHUNK):
+        window = tail + text.lower()
+        if any(marker in window for marker in _MARKERS):
+            break
+        tail = window[-16:]
+    else:
+        return
+    stream.seek(0)
     target = _References(package, part, name)
     parser = XMLParser(target=target)
-
-    def read(size: int) -> bytes:
-        data = stream.read(size)
-        budget.take(len(data), name)
-        return data
-
     try:
-        for text in decoded_chunks(read, found, CHUNK):
+        for text in decoded_chunks(stream.read, found, CHUNK):
             parser.feed(text)
         parser.close()
     except (LinksOutside, LimitExceeded):
@@ -279,6 +292,15 @@ def _check_markup(stream, found: Probe, budget: Budget, package: _Package, part:
         raise refuse(f"the part {name!r}, which is not well-formed XML ({error})") from None
     for field in target.fields:
         check_field("".join(field), name)
+
+
+def _counted(stream, budget: Budget, name: str):
+    def read(size: int) -> bytes:
+        data = stream.read(size)
+        budget.take(len(data), name)
+        return data
+
+    return read
 
 
 class _References:
