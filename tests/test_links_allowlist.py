@@ -373,3 +373,60 @@ def test_the_output_check_passes_a_documents_own_pictures_and_refuses_another(tm
     other = make_pdf_with_image(tmp_path / "other.pdf", SECRET_SIZE)
     with pytest.raises(LinksOutside, match="173x59"):
         check_output(other, source, Format.DOCX)
+
+
+# --- end to end: doclake run, with and without bwrap ---------------------------------------------
+
+
+@pytest.fixture(params=["with bwrap", "without bwrap"])
+def sandbox_mode(request, monkeypatch):
+    from extract.formats import office, sandbox
+
+    if office.find_soffice() is None:
+        pytest.skip("LibreOffice is not installed")
+    if request.param == "with bwrap":
+        if sandbox.find_bwrap() is None:
+            pytest.skip("bwrap is not installed or cannot make namespaces here")
+    else:
+        monkeypatch.setattr(sandbox, "find_bwrap", lambda: None)
+        monkeypatch.setattr(office, "find_bwrap", lambda: None)
+    monkeypatch.setattr(office, "_template", None)
+    return request.param
+
+
+def test_a_room_of_the_reported_routes_fails_each_for_its_reason(tmp_path, secret, sandbox_mode):
+    import json
+
+    from typer.testing import CliRunner
+
+    from infra.cli.main import app
+
+    room = tmp_path / "room"
+    room.mkdir()
+    svg = SVG.format(href=secret.as_uri()).encode()
+    docx(room / "svg.docx", {"word/media/image1.svg": svg})
+    pptx(room / "svg.pptx", {"ppt/media/image1.svg": encoded(svg.decode(), "utf-16-le bom")})
+    odf(room / "svg.odp", ODP, b"", {"Pictures/x.svg": encoded(svg.decode(), "utf-32-be", 9000)})
+    (room / "padded.rtf").write_bytes(b"{\\rtf1 {\\field{\\*\\fldinst" + b" " * 10_000
+                                      + f' INCLUDEPICTURE "{secret.as_uri()}"'.encode()
+                                      + b"}{\\fldrslt x}}}")
+    fill = (f'<office:document-content {_ODF_NS}><office:body><office:presentation><draw:page>'
+            f'<draw:fill-image draw:name="f" xlink:href="{secret.as_uri()}"/></draw:page>'
+            '</office:presentation></office:body></office:document-content>')
+    odf(room / "utf16.odp", ODP, encoded(fill, "utf-16-le bom"))
+    odf(room / "ambiguous.odp", None, b"", {"word/document.xml": b"<w:document/>"})
+    home = tmp_path / "home"
+    env = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
+           "DOCLAKE_CPU_WORKERS": "1"}
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", str(room), "--home", str(home)], env=env,
+                           catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = json.loads(runner.invoke(app, [
+        "sql", "SELECT d.source_name, j.failure_reason FROM documents d JOIN jobs j USING "
+        "(document_id)", "--home", str(home), "--format", "json"], env=env).output)
+    assert {r["source_name"]: r["failure_reason"] for r in rows} == {
+        "svg.docx": "links_outside", "svg.pptx": "links_outside", "svg.odp": "links_outside",
+        "padded.rtf": "links_outside", "utf16.odp": "links_outside",
+        "ambiguous.odp": "ambiguous_format"}
+    assert not list(home.rglob("*.pdf"))  # nothing was converted
