@@ -37,6 +37,7 @@ _RTF_PICT = re.compile(rb"\\pict(?![a-z])")
 _RTF_HEX = re.compile(rb"[0-9a-fA-F\s]{16,}")
 _MAX_PICTURES = 100_000
 _MAX_BYTES = 512 * 1024**2
+_HEADER_WINDOW = 1024**2  # enough of a picture for Pillow to read its size (a JPEG's EXIF first)
 
 
 def check_output(pdf: Path, source: Path, fmt: Format) -> None:
@@ -146,21 +147,27 @@ def _from_metafile(data: bytes, sizes: set[tuple[int, int]]) -> None:
     _scan_magic(data, sizes)
 
 
-def _dib_headers(record: bytes, sizes: set[tuple[int, int]]) -> None:
-    """Every BITMAPINFOHEADER (40 bytes and up, biSize first) in an EMF bitmap record."""
-    for start in range(8, len(record) - 12, 4):
-        header = struct.unpack_from("<I", record, start)[0]
-        if header in (40, 52, 56, 108, 124) and start + 12 <= len(record):
-            width, height = struct.unpack_from("<ii", record, start + 4)
-            if 0 < width < 100_000 and height != 0 and abs(height) < 100_000:
-                sizes.add((width, abs(height)))
+# A BITMAPINFOHEADER: its own size (40, 52, 56, 108 or 124), width, height, one plane, a usual
+# bit depth; found by a regular expression, in C, wherever it sits.
+_DIB_HEADER = re.compile(rb"(?:\x28|\x34|\x38|\x6c|\x7c)\x00\x00\x00.{8}\x01\x00"
+                         rb"(?:\x01|\x04|\x08|\x10|\x18|\x20)\x00", re.DOTALL)
+
+
+def _dib_headers(data: bytes, sizes: set[tuple[int, int]]) -> None:
+    """Every device-independent bitmap's size in ``data`` (an EMF record, an OLE stream)."""
+    for found in _DIB_HEADER.finditer(data):
+        width, height = struct.unpack_from("<ii", data, found.start() + 4)
+        if 0 < width < 100_000 and height != 0 and abs(height) < 100_000:
+            sizes.add((width, abs(height)))
+        if len(sizes) > _MAX_PICTURES:
+            return
 
 
 def _scan_magic(data: bytes, sizes: set[tuple[int, int]]) -> None:
     for found in _MAGIC.finditer(data):
         if len(sizes) > _MAX_PICTURES:
             return
-        _measure(data[found.start():], sizes)
+        _measure(data[found.start():found.start() + _HEADER_WINDOW], sizes)
 
 
 def _from_rtf(data: bytes, sizes: set[tuple[int, int]]) -> None:
@@ -174,24 +181,26 @@ def _from_rtf(data: bytes, sizes: set[tuple[int, int]]) -> None:
                 continue
             if not _measure(picture, sizes):
                 _from_metafile(picture, sizes)
-                _dib_headers(b"\0" * 8 + picture, sizes)
+                _dib_headers(picture, sizes)
         width, height = re.search(rb"\\picw(\d+)", body), re.search(rb"\\pich(\d+)", body)
         if width and height:
             sizes.add((int(width.group(1)), int(height.group(1))))
 
 
+_RTF_BRACE_OR_ESCAPE = re.compile(rb"\\.|[{}]", re.DOTALL)
+
+
 def _group_rest(data: bytes, start: int) -> bytes:
-    """The rest of the RTF group that ``start`` is in (up to its closing brace)."""
+    """The rest of the RTF group that ``start`` is in (up to its closing brace); an escaped
+    brace (``\\{``) does not count."""
     depth = 0
-    for index in range(start, len(data)):
-        byte = data[index]
-        if byte == 0x5C:  # a backslash: the next byte is escaped, never a brace that counts
-            continue
-        if byte == 0x7B and data[index - 1] != 0x5C:
+    for found in _RTF_BRACE_OR_ESCAPE.finditer(data, start):
+        token = found.group()
+        if token == b"{":
             depth += 1
-        elif byte == 0x7D and data[index - 1] != 0x5C:
+        elif token == b"}":
             if depth == 0:
-                return data[start:index]
+                return data[start:found.start()]
             depth -= 1
     return data[start:]
 
