@@ -430,3 +430,49 @@ def test_a_room_of_the_reported_routes_fails_each_for_its_reason(tmp_path, secre
         "padded.rtf": "links_outside", "utf16.odp": "links_outside",
         "ambiguous.odp": "ambiguous_format"}
     assert not list(home.rglob("*.pdf"))  # nothing was converted
+
+
+def test_with_the_links_check_off_a_run_leaves_no_outside_picture_in_the_home(
+        tmp_path, secret, boundary, monkeypatch):
+    """``doclake run`` over the SVG route with the links check replaced by a no-op (``slice``
+    takes the check's three arguments, does nothing, and travels to the worker process): the
+    boundary keeps the picture out, or (with none) the output check refuses the PDF; either way
+    no image of the outside picture's size is anywhere under the home."""
+    import json
+
+    import pypdfium2 as pdfium
+    from typer.testing import CliRunner
+
+    from extract.handlers import convert
+    from infra.cli.main import app
+
+    monkeypatch.setattr(convert, "check_links", slice)
+    room = tmp_path / "room"
+    room.mkdir()
+    frame = ('<draw:frame svg:width="4cm" svg:height="2cm"><draw:image xlink:href='
+             '"Pictures/x.svg"/></draw:frame>')
+    content = (f'<office:document-content {_ODF_NS}><office:body><office:text><text:p>'
+               f'{frame} memo</text:p></office:text></office:body></office:document-content>')
+    odf(room / "leak.odt", ODT, content.encode(),
+        {"Pictures/x.svg": SVG.format(href=secret.as_uri()).encode()})
+    home = tmp_path / "home"
+    env = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
+           "DOCLAKE_CPU_WORKERS": "1"}
+    runner = CliRunner()
+    assert runner.invoke(app, ["run", str(room), "--home", str(home)], env=env,
+                         catch_exceptions=False).exit_code == 0
+    (row,) = json.loads(runner.invoke(app, [
+        "sql", "SELECT j.status, j.failure_reason FROM jobs j", "--home", str(home),
+        "--format", "json"], env=env).output)
+    pictures = set()
+    for pdf in home.rglob("*.pdf"):
+        document = pdfium.PdfDocument(str(pdf))
+        for page in document:
+            for item in page.get_objects(filter=[pdfium.raw.FPDF_PAGEOBJ_IMAGE], max_depth=5):
+                pictures.add(tuple(item.get_px_size()))
+        document.close()
+    assert SECRET_SIZE not in pictures
+    if boundary == "nothing":
+        assert (row["status"], row["failure_reason"]) == ("failed", "links_outside")
+    else:
+        assert row["status"] == "succeeded", row
