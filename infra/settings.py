@@ -69,6 +69,9 @@ class Settings(BaseSettings, ModelConfig):
                                      description="Largest PDF a conversion may produce.")
     max_inflated_bytes: int = Field(512 * 1024**2, ge=1, description="Most bytes an Office "
                                     "file's XML parts may inflate to (too_large past it).")
+    allow_hard_links: bool = Field(False, description="Read a file with more than one name "
+                                   "(a hard link) when every one of its names is inside the "
+                                   "folders given; refused (skipped, said why) by default.")
     max_sheet_cells: int = Field(5_000_000, ge=1, description="Largest sheet grid (rows x "
                                  "columns from A1).")
     max_sheet_chars: int = Field(50_000_000, ge=1, description="Longest text of one sheet.")

@@ -24,13 +24,22 @@ from extract.messages import SPLIT_QUEUE, SplitMessage
 from extract.ports import JobStore, NewVersion, ObjectStore, Queue
 from extract.state import Document, Job, JobStatus
 from ingest.fingerprint import Fingerprint, ThreadedUploads, UploadWork
+from ingest.passwords import load_passwords, passwords_for  # noqa: F401 - their old home
+from ingest.walk import (  # noqa: F401 - their old home; the walk is ingest.walk now
+    MAX_DEPTH,
+    SKIP_CHANGED,
+    SKIP_DEEP,
+    SKIP_LINK,
+    SKIP_SPECIAL,
+    Walk,
+    expand_paths,
+    expand_sources,
+    walk_sources,
+)
 from lake.events import DocumentRegistered, Event, JobCreated, utc_now
-from lake.files import open_folder_at
 from lake.layout import upload_key
 
 log = logging.getLogger(__name__)
-
-MAX_DEPTH = 64  # folders below a folder given: deeper ones are skipped (and said so), not a crash
 
 # Failure reasons the same bytes would meet again with the same build and settings. Any other
 # reason (a timeout, a dead letter, a crash, no progress) may not recur, so it is retried.
@@ -43,6 +52,7 @@ FINAL_REASONS = frozenset({
     "sheet_too_long", "converted_too_large", "too_large",
     "too_deep",  # nested deeper than the reader's recursion limit: the same next time
     "links_outside",  # the document links to content outside itself: refused, not converted
+    "ambiguous_format",  # a package of two formats: refused, not guessed
     # the parser killed its worker on every delivery of these bytes (a native crash)
     "crashes_parser",
 })
@@ -322,209 +332,3 @@ def _without_links(path: Path, source_path: str | None) -> Path:
         parts = (path.name,)
     named = Path(*path.parts[:-len(parts)]) if len(parts) < len(path.parts) else Path("/")
     return Path(os.path.realpath(named), *parts)
-
-
-def expand_paths(paths: list[Path]) -> list[Path]:
-    """Files named, and every non-hidden regular file under folders named, in a stable order.
-
-    Raises ``FileNotFoundError`` naming the first missing path before anything is ingested.
-    """
-    return [file for file, _ in expand_sources(paths)]
-
-
-def expand_sources(paths: list[Path]) -> list[tuple[Path, str]]:
-    """``expand_paths`` with each file's ``source_path``: its path relative to the folder named
-    (``a/NDA.pdf``, POSIX separators), or its name for a file named by itself."""
-    return walk_sources(paths).files
-
-
-@dataclass
-class Walk:
-    """What a walk found: the files to ingest (each with its ``source_path``) and what it left
-    out, each with the reason (a link, not a regular file, too deep, unreadable)."""
-
-    files: list[tuple[Path, str]]
-    skipped: list[tuple[Path, str]]
-
-    def skipped_summary(self) -> str | None:
-        """One line for the user: how many were skipped, why, and a few of them by name."""
-        if not self.skipped:
-            return None
-        counts: dict[str, int] = {}
-        for _, reason in self.skipped:
-            counts[reason] = counts.get(reason, 0) + 1
-        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
-        shown = ", ".join(str(p) for p, _ in self.skipped[:3])
-        more = " ..." if len(self.skipped) > 3 else ""
-        return f"skipped {len(self.skipped)} ({reasons}): {shown}{more}"
-
-
-SKIP_LINK = "symbolic link, not followed"
-SKIP_SPECIAL = "not a regular file"
-SKIP_DEEP = "folder deeper than the limit"
-SKIP_UNREADABLE = "unreadable folder"
-SKIP_CHANGED = "changed while it was read"
-
-
-def walk_sources(paths: list[Path], *, max_depth: int = MAX_DEPTH) -> Walk:
-    """Walk the paths given, taking regular files only.
-
-    A data room arrives from outside, often an unpacked archive, and unzip keeps symbolic links:
-    a link inside a folder given is never followed (``link.csv -> /etc/passwd`` would copy that
-    file into the home), nor is anything but a regular file taken (a FIFO blocks a read, a device
-    never ends). A path named on the command line is the user's own choice: a folder is walked
-    from its real path (links in the path named are followed once, here), so every path found
-    holds no link at all, and ``lake.files.open_regular`` can refuse any link it meets later.
-    The walk goes by descriptors: each folder is opened relative to its parent with
-    ``O_NOFOLLOW | O_DIRECTORY`` and listed through that descriptor, so a folder exchanged for a
-    link while the walk runs is never listed. It is iterative with a depth limit, so a folder
-    nested 1,200 deep is reported, not a ``RecursionError``. Hidden files and folders are
-    skipped silently. Raises ``FileNotFoundError`` naming the first missing path before anything
-    is ingested.
-    """
-    files: list[tuple[Path, str]] = []
-    skipped: list[tuple[Path, str]] = []
-    for path in paths:
-        if not path.exists():
-            raise FileNotFoundError(f"no such file or folder: {path}")
-        if not path.is_dir():
-            if path.is_file():
-                # The folder holding it by its real path; the file itself is still not followed.
-                files.append((Path(os.path.realpath(path.parent)) / path.name, path.name))
-            else:
-                skipped.append((path, SKIP_SPECIAL))
-            continue
-        root = Path(os.path.realpath(path))
-        try:
-            descriptor = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            skipped.append((path, SKIP_UNREADABLE))
-            continue
-        found: list[tuple[Path, str]] = []
-        _walk_folder(_Folder(descriptor, root, 0, None), root, max_depth, found, skipped)
-        files += sorted(found)
-    return Walk(files, skipped)
-
-
-@dataclass
-class _Folder:
-    """A folder open during the walk; closed once listed and every sub-folder opened."""
-
-    fd: int
-    path: Path
-    depth: int
-    parent: _Folder | None
-    pending: int = 0  # sub-folders still to be opened relative to this one
-    listed: bool = False
-
-    def release(self) -> None:
-        if self.listed and self.pending == 0:
-            os.close(self.fd)
-            if self.parent is not None:
-                self.parent.pending -= 1
-                self.parent.release()
-
-
-def _walk_folder(top: _Folder, root: Path, max_depth: int, found: list[tuple[Path, str]],
-                 skipped: list[tuple[Path, str]]) -> None:
-    """Depth first, with at most one open descriptor per level (a folder stays open only while
-    sub-folders of it wait to be opened)."""
-    stack: list[tuple[_Folder, str] | _Folder] = [top]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, tuple):
-            parent, name = item
-            child_path = parent.path / name
-            try:
-                folder = _Folder(open_folder_at(parent.fd, name), child_path, parent.depth + 1,
-                                 parent)
-            except OSError as error:
-                skipped.append((child_path,
-                                SKIP_LINK if error.errno == errno.ELOOP else SKIP_UNREADABLE))
-                parent.pending -= 1
-                parent.release()
-                continue
-        else:
-            folder = item
-        try:
-            with os.scandir(folder.fd) as listing:
-                entries = list(listing)
-        except OSError:
-            entries = []
-            skipped.append((folder.path, SKIP_UNREADABLE))
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            child = folder.path / entry.name
-            try:
-                if entry.is_symlink():
-                    skipped.append((child, SKIP_LINK))
-                elif entry.is_dir(follow_symlinks=False):
-                    if folder.depth + 1 > max_depth:
-                        skipped.append((child, SKIP_DEEP))
-                    else:
-                        folder.pending += 1
-                        stack.append((folder, entry.name))
-                elif entry.is_file(follow_symlinks=False):
-                    found.append((child, child.relative_to(root).as_posix()))
-                else:
-                    skipped.append((child, SKIP_SPECIAL))
-            except OSError:  # gone since the listing
-                skipped.append((child, SKIP_UNREADABLE))
-        folder.listed = True
-        folder.release()
-
-
-def passwords_for(files: Sequence[Path], roots: Sequence[Path],
-                  table: Mapping[str, str]) -> tuple[dict[Path, str], list[str]]:
-    """Match a passwords table (a file's name, or its path relative to a folder given, to its
-    password) to the files found; returns the passwords by file and the table's keys that
-    matched no file. A relative path wins over a bare name."""
-    folders = [root.resolve() for root in roots if root.is_dir()]
-    found: dict[Path, str] = {}
-    used: set[str] = set()
-    for file in files:
-        names = []
-        for folder in folders:
-            try:
-                names.append(file.resolve().relative_to(folder).as_posix())
-            except ValueError:
-                continue
-        names.append(file.name)
-        for name in names:
-            if name in table:
-                found[file] = table[name]
-                used.add(name)
-                break
-    return found, sorted(set(table) - used)
-
-
-def load_passwords(path: Path) -> dict[str, str]:
-    """A passwords file: JSON (an object of name -> password) or CSV (two columns, name and
-    password; a first row ``name,password`` or ``path,password`` is a header). Raises
-    ``ValueError`` saying what is wrong, never echoing a password."""
-    import csv
-    import json
-
-    text = path.read_text(encoding="utf-8-sig")
-    if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path.name} is not valid JSON (line {error.lineno})") from None
-        if not isinstance(data, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-            raise ValueError(f"{path.name} must be a JSON object of file name -> password")
-        return {k.strip().strip("/"): v for k, v in data.items()}
-    table: dict[str, str] = {}
-    for number, row in enumerate(csv.reader(text.splitlines()), start=1):
-        if not row or not any(cell.strip() for cell in row):
-            continue
-        if len(row) != 2:
-            raise ValueError(f"{path.name} line {number}: expected two columns, name and password")
-        name, secret = row[0].strip().strip("/"), row[1]
-        if number == 1 and name.lower() in ("name", "path", "file") and \
-                secret.strip().lower() == "password":
-            continue
-        table[name] = secret
-    return table

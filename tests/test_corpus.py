@@ -57,7 +57,7 @@ EXPECTED: dict[str, tuple[str, str | None]] = {
     "hostile_office/calamine_OOM_alloc.xls": OK,  # calamine 0.9 reads it within the limits
     "hostile_office/calamine_too_small.xls": ("failed", "unsupported_format"),  # plain text
     "hostile_office/poi_54764_billion_laughs.xlsx": ("failed", "corrupt"),
-    "hostile_office/poi_ExternalEntityInText_xxe.docx": ("failed", "corrupt"),
+    "hostile_office/poi_ExternalEntityInText_xxe.docx": ("failed", "links_outside"),
     "hostile_office/poi_invalid_empty_zip.xlsx": ("failed", "no_content"),
     "hostile_office/poi_truncated62886.docx": ("failed", "corrupt"),
     "ods/calamine_any_sheets.ods": OK,

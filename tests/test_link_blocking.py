@@ -90,6 +90,8 @@ def test_hyperlinks_pictures_inside_and_plain_text_pass(tmp_path):
     inside = _odf(tmp_path / "inside.odt", "application/vnd.oasis.opendocument.text",
                   '<text:p>A memo <text:a xlink:href="https://example.com">a link</text:a>'
                   '<draw:frame><draw:image xlink:href="Pictures/a.png"/></draw:frame></text:p>')
+    with zipfile.ZipFile(inside, "a") as archive:  # the picture is a part: allowed
+        archive.writestr("Pictures/a.png", b"\x89PNG\r\n\x1a\n")
     rtf = tmp_path / "page.rtf"
     rtf.write_text('{\\rtf1\\ansi {\\field{\\*\\fldinst PAGE}{\\fldrslt 1}} link text\\par}')
     for path in (plain, hyperlinked, inside, rtf):

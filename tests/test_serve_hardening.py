@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 from support.http_answers import answer_of
 
-from infra.serve import server as serve_module
+from infra.serve import protocol
 from infra.serve.server import ServeApp
 
 SLOT_LIMIT = 100 * 1024
@@ -113,8 +113,8 @@ def test_a_short_secret_is_refused(settings):
 
 
 def test_connections_are_capped_and_idle_ones_time_out(settings, monkeypatch):
-    monkeypatch.setattr(serve_module, "MAX_CONNECTIONS", 2)
-    monkeypatch.setattr(serve_module, "SOCKET_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(protocol, "MAX_CONNECTIONS", 2)
+    monkeypatch.setattr(protocol, "SOCKET_TIMEOUT_S", 1.0)
     app = ServeApp(settings, run_workers=False).start()
     try:
         host, port = app.httpd.server_address[:2]

@@ -17,6 +17,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 from support.http_answers import answer_of
 
+from infra.serve import protocol
 from infra.serve import server as serve_module
 from infra.serve.server import ServeApp
 
@@ -89,8 +90,8 @@ def test_http_servers_own_refusals_are_json(app, request_bytes, status):
 
 
 def test_a_slow_header_sender_is_cut_at_the_deadline_and_frees_its_slot(settings, monkeypatch):
-    monkeypatch.setattr(serve_module, "MAX_CONNECTIONS", 2)
-    monkeypatch.setattr(serve_module, "HEADERS_DEADLINE_S", 1.0)
+    monkeypatch.setattr(protocol, "MAX_CONNECTIONS", 2)
+    monkeypatch.setattr(protocol, "HEADERS_DEADLINE_S", 1.0)
     app = ServeApp(settings, run_workers=False).start()
     try:
         host, port = app.httpd.server_address[:2]
@@ -117,7 +118,7 @@ def test_a_slow_header_sender_is_cut_at_the_deadline_and_frees_its_slot(settings
 
 
 def test_a_body_that_stalls_is_cut_at_its_deadline_and_nothing_stored(settings, monkeypatch):
-    monkeypatch.setattr(serve_module, "BODY_DEADLINE_S", 1.0)
+    monkeypatch.setattr(protocol, "BODY_DEADLINE_S", 1.0)
     app = ServeApp(settings, max_bytes=SLOT_LIMIT, run_workers=False).start()
     try:
         host, port = app.httpd.server_address[:2]
@@ -157,7 +158,7 @@ def test_the_slot_tells_a_client_how_to_send_a_non_ascii_name(app):
 def test_a_connection_that_sends_nothing_is_closed_at_the_deadline_without_an_answer(
         settings, monkeypatch):
     """No 408 on an idle connection: a client would take it for its next request's answer."""
-    monkeypatch.setattr(serve_module, "HEADERS_DEADLINE_S", 1.0)
+    monkeypatch.setattr(protocol, "HEADERS_DEADLINE_S", 1.0)
     app = ServeApp(settings, run_workers=False).start()
     try:
         host, port = app.httpd.server_address[:2]

@@ -13,11 +13,15 @@ wedges LibreOffice cannot poison the one after it. What makes that cheap and saf
 - no network: where unprivileged network namespaces exist (``unshare -rn``) LibreOffice runs
   with no network device at all; the profile also points every proxy at a closed local port,
   which covers the machines without namespaces (the XXE sample in the corpus must fetch nothing);
-- the filesystem: under bubblewrap the converter sees the system read-only and its own work
-  folder, nothing else (``extract.formats.sandbox``): a linked ``file:///`` image is not there to
-  embed. Before that, a document that links outside itself is refused (``links_outside``,
-  ``extract.formats.links``, in the convert handler), with or without bwrap; the profile's
-  ``BlockUntrustedRefererLinks`` blocks such links as well;
+- the filesystem: under bubblewrap, or Landlock where bwrap is missing
+  (``extract.formats.confine``), the converter can read the system and its own work folder,
+  nothing else: a linked ``file:///`` image is not there to embed. Before that, a document that
+  links outside itself is refused (``links_outside``, ``extract.formats.links``, in the convert
+  handler), and after it a PDF holding a picture the document does not
+  (``extract.formats.output_check``); the profile's ``BlockUntrustedRefererLinks`` blocks such
+  links as well;
+- its lifetime: the first process has a parent-death signal and the conversion runs in a PID
+  namespace where one can be made: a ``kill -9`` of the run ends every converter process;
 - resources: address space, file size (``RLIMIT_FSIZE``: no file past the output limit) and CPU
   time limits on the process; its temporary files go to the work folder, removed after it;
 - the output: a missing PDF is a refusal (``corrupt``), an oversized one a limit.
@@ -45,8 +49,9 @@ from extract.errors import (
     EncryptedDocument,
     LimitExceeded,
 )
+from extract.formats.confine import confinement
 from extract.formats.limits import memory_limit
-from extract.formats.sandbox import find_bwrap, sandbox
+from extract.formats.sandbox import find_bwrap
 from extract.formats.scratch import scratch_folder, sweep_orphans
 from extract.formats.sniff import Format
 
@@ -118,12 +123,18 @@ def find_soffice() -> str | None:
 
 @functools.cache
 def network_isolation() -> tuple[str, ...]:
-    """The command prefix that gives a process no network (``unshare -rn``), or () where
-    namespaces are not allowed (some containers): the proxy settings then stand alone."""
+    """The command prefix that gives a process no network and a PID namespace of its own
+    (``unshare -rn --pid --fork --kill-child``: every process of a conversion dies with its
+    first), the network alone where PID namespaces are refused, or () where namespaces are not
+    allowed (some containers): the proxy settings then stand alone."""
     unshare = shutil.which("unshare")
     if unshare is None:
         return ()
-    for prefix in ((unshare, "-n"), (unshare, "-rn")):
+    pid = ("--pid", "--fork", "--kill-child")
+    # Without -r first: a user namespace needs /proc/self/uid_map written, which Landlock
+    # (applied before) forbids; -r where the first are refused (an unprivileged user).
+    for prefix in ((unshare, "-n", *pid), (unshare, "-rn", *pid), (unshare, "-n"),
+                   (unshare, "-rn")):
         try:
             if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
                 return prefix
@@ -153,8 +164,8 @@ async def _profile_template(soffice: str, timeout_s: float) -> Path | None:
         await asyncio.to_thread(sweep_orphans)
     folder = scratch_folder("lo-template")
     _write_settings(folder)
-    code, _ = await _run([*_isolation(folder), soffice, *_flags(folder),
-                          "--terminate_after_init"], timeout_s, None, folder)
+    code, _ = await _run([soffice, *_flags(folder), "--terminate_after_init"], timeout_s, None,
+                         folder)
     if code != 0:
         shutil.rmtree(folder, ignore_errors=True)
         return None
@@ -173,20 +184,21 @@ def _remove_template() -> None:
         shutil.rmtree(_template, ignore_errors=True)
 
 
-def _isolation(work: Path) -> tuple[str, ...]:
-    """The prefix that confines a conversion to ``work``: bwrap where it works, else no network
-    only (``unshare -n``)."""
-    return sandbox([work]) or network_isolation()
-
-
 def _flags(profile: Path) -> list[str]:
-    return [f"-env:UserInstallation={profile.as_uri()}", "--headless", "--invisible",
+    # The shared extensions' cache in the profile too: as root LibreOffice would write it under
+    # /usr (or /var/lib), which a confined converter may not (Landlock answers EACCES, which
+    # LibreOffice does not take for a read-only install).
+    return [f"-env:UserInstallation={profile.as_uri()}",
+            f"-env:UNO_SHARED_PACKAGES_CACHE={(profile / 'shared').as_uri()}", "--headless", "--invisible",
             "--norestore", "--nologo", "--nodefault", "--nolockcheck", "--nofirststartwizard"]
 
 
 async def _run(argv: list[str], timeout_s: float, memory: int | None,
-               home: Path, max_file_bytes: int | None = None) -> tuple[int | None, str]:
-    """Run to completion or kill the whole process group at the time limit (code None)."""
+               home: Path, max_file_bytes: int | None = None,
+               readable: tuple[Path, ...] = ()) -> tuple[int | None, str]:
+    """Run ``argv`` confined to ``home`` (``extract.formats.confine``: it can write nothing
+    else, read nothing but the system, and dies with this process) to completion, or kill the
+    whole process group at the time limit (code None)."""
     cpu_s = max(int(timeout_s * 2), 10)  # CPU seconds: a backstop to the wall-clock limit
 
     def limits() -> None:  # in the child, before exec
@@ -204,9 +216,18 @@ async def _run(argv: list[str], timeout_s: float, memory: int | None,
            "LANG": "C.UTF-8", "SAL_USE_VCLPLUGIN": "svp",
            "http_proxy": f"http://127.0.0.1:{PROXY_PORT}",
            "https_proxy": f"http://127.0.0.1:{PROXY_PORT}", "no_proxy": ""}
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True, preexec_fn=limits, env=env)
+    confined = confinement([home], limits, network_isolation(), readable)
+    (home / "converter.pid").write_text("")  # the sweep's key: filled in once started
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *confined.prefix, *argv, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True, preexec_fn=confined.preexec, env=env)
+    finally:
+        confined.close()
+    # The process group a sweep kills if this process dies without reaping it
+    # (extract.formats.scratch): its id is the group's.
+    (home / "converter.pid").write_text(str(process.pid))
     try:
         output, _ = await asyncio.wait_for(process.communicate(), timeout=timeout_s)
         code: int | None = process.returncode
@@ -251,11 +272,11 @@ async def convert_to_pdf(source: Path, fmt: Format, limits: ConvertLimits
         out = work / "out"
         remaining = max(1.0, limits.timeout_s - (time.perf_counter() - started))
         code, output = await _run(
-            [*_isolation(work), soffice, *_flags(profile), "--convert-to", "pdf",
+            [soffice, *_flags(profile), "--convert-to", "pdf",
              "--outdir", str(out), str(document)],
             remaining, limits.max_memory_bytes, work,
             # a file one byte past the output limit fails the write (SIGXFSZ), not the disk
-            max_file_bytes=limits.max_output_bytes + 1)
+            max_file_bytes=limits.max_output_bytes + 1, readable=(template,))
         if code is None:
             raise LimitExceeded(f"LibreOffice did not convert the file within "
                                 f"{limits.timeout_s:g} s; its processes were killed",

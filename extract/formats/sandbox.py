@@ -9,10 +9,11 @@ nothing else: no home, no data room, no doclake home; and no network (``--unshar
 the network, PID, IPC and UTS namespaces too), dying with its parent.
 
 Where ``bwrap`` is missing or cannot make namespaces (some containers, Lambda), ``sandbox``
-returns no prefix and logs one warning: the conversion then relies on the link check before it
-(``extract.formats.links``: a document linking outside itself fails ``links_outside``), the
-profile's link blocking, and ``unshare -n`` for the network (``extract.formats.office``).
-docs/security.md says what holds where.
+returns no prefix and logs one warning: the conversion then runs under Landlock where the
+kernel has it (``extract.formats.confine``), behind the link check before it
+(``extract.formats.links``) and the output check after it, with the profile's link blocking
+and ``unshare -n`` for the network (``extract.formats.office``). docs/security.md says what
+holds where.
 """
 
 from __future__ import annotations

@@ -6,16 +6,20 @@ LibreOffice template profile when its process exits. A process killed with ``kil
 ``finally`` and no ``atexit``, and its folders (a copy of a document among them) would stay.
 So every such folder carries its owner's process id in its name
 (``doclake-<kind>-<pid>-<random>``), and ``sweep_orphans`` removes the ones whose owner is gone:
-the local runtime sweeps when it starts (a resume after a crash), and every process sweeps once
-before its first conversion.
+the local runtime sweeps when it starts (``run``, ``worker`` and ``serve``: the commands that
+write; the read-only ones write nothing, so they sweep nothing), and every process sweeps once
+before its first conversion. A converter such a process left running (where no PID namespace
+ended it) is killed first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -34,6 +38,20 @@ def scratch_folder(kind: str) -> Path:
 def scratch_prefix(kind: str) -> str:
     """The name prefix of this process's folders of ``kind`` (for ``TemporaryDirectory``)."""
     return f"doclake-{kind}-{os.getpid()}-"
+
+
+def _end_converter(folder: Path) -> None:
+    """Kill the converter a dead process left running in ``folder`` (its process group, named
+    in ``converter.pid``), where the parent-death signal could not (no PID namespace here): only
+    when that process still names the folder on its command line (a reused id is left alone)."""
+    try:
+        pid = int((folder / "converter.pid").read_text() or 0)
+        command = Path(f"/proc/{pid}/cmdline").read_bytes() if pid > 1 else b""
+    except (OSError, ValueError):
+        return
+    if str(folder).encode() in command:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def sweep_orphans(folder: str | os.PathLike[str] | None = None) -> list[str]:
@@ -57,6 +75,7 @@ def sweep_orphans(folder: str | os.PathLike[str] | None = None) -> list[str]:
         except OSError:
             continue
         if not process_alive(int(owned.group(1))):
+            _end_converter(Path(entry.path))
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(entry.path)
     if removed:

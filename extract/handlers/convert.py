@@ -15,6 +15,7 @@ from extract.context import Delivery, HandlerContext
 from extract.errors import UnsupportedFormat
 from extract.formats.links import check_links
 from extract.formats.office import ConvertLimits, convert_to_pdf
+from extract.formats.output_check import check_output
 from extract.formats.sniff import OFFICE_FORMATS, sniff_file
 from extract.handlers.sources import local_copy, readable_key
 from extract.handlers.split import job_context, job_to_plan, plan_pdf
@@ -48,6 +49,10 @@ async def handle_convert(ctx: HandlerContext, message: ConvertMessage, delivery:
     if stored is None:
         async with (local_copy(ctx.objects, readable_key(ctx.objects, job)) as source,
                     convert_to_pdf(source, sniffed.format, convert_limits(ctx)) as done):
+            # The second line: a picture in the PDF that the document does not hold came from
+            # outside it (extract.formats.output_check); refused before it is stored.
+            await ctx.cpu.run(check_output, done.pdf, source, sniffed.format,
+                              timeout_s=ctx.config.split_timeout_s)
             data = await asyncio.to_thread(done.pdf.read_bytes)
             stored = {"converter": done.converter, "conversion_ms": f"{done.duration_ms:.1f}",
                       "bytes": str(len(data))}

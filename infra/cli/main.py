@@ -111,14 +111,15 @@ def run(
 
     forkserver.start()  # the workers' fork server imports while this process does
     from infra.cli.run_choices import check_models_can_run, check_reader_name, fields_request
-    from ingest.planner import walk_sources
+    from infra.settings import Settings
+    from ingest.walk import walk_sources
 
     check_reader_name(reader)
     schema_name = fields_request(fields, strategy)
     if ask_password:
         password = typer.prompt("Password", hide_input=True, err=True)
     try:
-        walk = walk_sources(paths)
+        walk = walk_sources(paths, allow_hard_links=Settings().allow_hard_links)
     except FileNotFoundError as error:
         raise UserError(str(error), "check the path; nothing was ingested") from None
     sources = walk.files
@@ -192,7 +193,7 @@ def _per_file_passwords(table_path: Path | None, files: list[Path],
     warned about (by name only, never its password)."""
     if table_path is None:
         return None
-    from ingest.planner import load_passwords, passwords_for
+    from ingest.passwords import load_passwords, passwords_for
 
     try:
         table = load_passwords(table_path)

@@ -26,35 +26,38 @@ a private temporary file and hashed as it arrives, then stored with no lock held
 claimed, not locked). Anything unexpected is a 4xx or a 500 with a JSON body, never a traceback
 on the wire; the traceback goes to the log.
 
-Strict where RFC 9112 says reject: whitespace before a header's colon, an obs-folded line and a
-line without a colon are 400 (``header_problem``); http.server's own refusals (400, 414, 431,
-501, 505) answer JSON too; the request line and headers must be in within
-``HEADERS_DEADLINE_S`` and a body within ``BODY_DEADLINE_S`` plus its length at
-``BODY_MIN_RATE`` (408, then closed: a deadline for the whole request, not a timeout per read);
-``X-Doclake-Source-Name`` is UTF-8 (raw, percent-encoded, or RFC 5987 ``UTF-8''...``).
+The protocol (``infra.serve.protocol``): strict where RFC 9112 says reject, deadlines for a
+whole request, a floor on a body's rate, at most ``MAX_CONNECTIONS`` connections and
+``MAX_PER_CLIENT`` from one address, every refusal JSON. Here: the upload app and its routes;
+``X-Doclake-Source-Name`` is UTF-8 (raw, percent-encoded, or RFC 5987 ``UTF-8''...``); a GET
+with a body is a 400 and the body is never read as a second request (issue 45).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
-import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from extract import run_choices
 from extract.result_json import publish_result
+from infra.serve import protocol
+from infra.serve.protocol import (
+    BadRequest,
+    CappedServer,
+    Pace,
+    StrictHandler,
+    content_length,
+)
 from infra.serve.signing import ExpiredError, SignatureError, sign, verify
 from infra.settings import Settings
 from ingest.uploads import Slot, Upload, new_slot, plan_upload
@@ -62,71 +65,13 @@ from lake.layout import result_key
 
 log = logging.getLogger(__name__)
 
+MIN_SECRET_BYTES = 32
 _UPLOAD_PATH = re.compile(r"^/uploads/([0-9a-f-]{36})/([0-9a-f-]{36})$")
 _RESULT_PATH = re.compile(r"^/results/([0-9a-f-]{36})\.json$")
 _CHUNK = 1024 * 1024
 MAX_REQUEST_JSON = 64 * 1024
-MAX_CONNECTIONS = 64  # served at once; more wait in the kernel's backlog no longer than a 503
-SOCKET_TIMEOUT_S = 30.0  # a client that stops sending mid-request is dropped after this
-# A refused request's body is never read; before closing, what the client is still sending is
-# read and thrown away for at most this long and this much (a "lingering close", as Apache and
-# nginx do), so the kernel does not answer it with a reset that loses the 4xx already sent.
-LINGER_S = 2.0
-LINGER_BYTES = 4 * 1024 * 1024
-MIN_SECRET_BYTES = 32
-# Deadlines for a whole request, not for each read: a client sending a header line every few
-# seconds would otherwise hold its connection (and, 64 of them, the server) for ever.
-HEADERS_DEADLINE_S = 20.0  # the request line and every header
-BODY_DEADLINE_S = 30.0  # a body, plus the time its length takes at BODY_MIN_RATE
-BODY_MIN_RATE = 256 * 1024  # bytes per second
-_DIGITS = re.compile(r"[0-9]{1,19}")
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _EXT_VALUE = re.compile(r"(?i:utf-8)'[^']*'(.*)")
 _LOCAL_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-class BadRequest(Exception):
-    """A malformed request: answered 400 (or ``status``) with this message."""
-
-    def __init__(self, message: str, status: HTTPStatus = HTTPStatus.BAD_REQUEST):
-        super().__init__(message)
-        self.status = status
-
-
-def content_length(headers, *, required: bool) -> int:
-    """The request's body length: digits only, and never together with a Transfer-Encoding."""
-    if headers.get("Transfer-Encoding") is not None:
-        raise BadRequest("Transfer-Encoding is not accepted; send the body with a Content-Length",
-                         HTTPStatus.NOT_IMPLEMENTED if headers.get("Content-Length") is None
-                         else HTTPStatus.BAD_REQUEST)
-    values = headers.get_all("Content-Length") or []
-    if not values:
-        if required:
-            raise BadRequest("send a Content-Length", HTTPStatus.LENGTH_REQUIRED)
-        return 0
-    if len(set(values)) != 1 or not _DIGITS.fullmatch(values[0]):
-        raise BadRequest("Content-Length must be one number of bytes (digits only)")
-    return int(values[0])
-
-
-def header_problem(lines: list[bytes]) -> str | None:
-    """Why the raw header lines break RFC 9112 (section 5), or None. Refused rather than
-    repaired, as a proxy in front may have read them another way: a line folded onto the one
-    before (obs-fold), a line without a colon, whitespace (or anything but a token) before the
-    colon (``Transfer-Encoding : chunked``)."""
-    for raw in lines:
-        line = raw.rstrip(b"\r\n")
-        if not line:
-            continue
-        if line[:1] in (b" ", b"\t"):
-            return "a header line folded onto the one before (obs-fold) is not accepted"
-        name, colon, _ = line.partition(b":")
-        if not colon:
-            return "a header line without a colon"
-        if not _TOKEN.fullmatch(name.decode("latin-1")):
-            return (f"the header name {name.decode('latin-1')[:60]!r} is not a token (no "
-                    "whitespace before the colon)")
-    return None
 
 
 def source_name_header(value: str | None) -> str:
@@ -157,117 +102,12 @@ def source_name_for_header(name: str) -> str:
     return "UTF-8''" + quote(name, safe="")
 
 
-class _Watchdog:
-    """Closes a connection whose request is not in by its deadline: answers 408 first when a
-    request has begun (``begun()``; an idle kept-alive connection is just closed, as a 408 there
-    could be taken for the answer to the client's next request) and nothing else has been
-    written."""
-
-    def __init__(self, connection: socket.socket, seconds: float,
-                 begun: Callable[[], bool] = lambda: True):
-        self.connection = connection
-        self.begun = begun
-        self.lock = threading.Lock()
-        self.answering = False  # the handler has begun its answer: the watchdog writes nothing
-        self.fired = False
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        with self.lock:
-            self.fired = True
-            if not self.answering and self.begun():
-                body = b'{"error": "the request did not arrive in time", "status": 408}'
-                with contextlib.suppress(OSError):
-                    self.connection.sendall(
-                        b"HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
-                        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-    def begin_answer(self) -> bool:
-        """Mark the answer begun; False when the watchdog has fired (write nothing)."""
-        with self.lock:
-            self.answering = True
-            return not self.fired
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-
-class _RecordingReader:
-    """A request's ``rfile`` while its headers are read: keeps each raw line for the check."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.lines: list[bytes] = []
-
-    def readline(self, limit: int = -1) -> bytes:
-        line = self.inner.readline(limit)
-        self.lines.append(line)
-        return line
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
-
-
 def check_secret(secret: bytes) -> bytes:
     if len(secret) < MIN_SECRET_BYTES:
         raise ValueError(f"DOCLAKE_SERVE_SECRET has {len(secret)} bytes; it needs at least "
                          f"{MIN_SECRET_BYTES} (e.g. `python -c 'import secrets; "
                          "print(secrets.token_hex(32))'`), or leave it unset for a random one")
     return secret
-
-
-_BUSY_BODY = b'{"error": "too many connections", "status": 503}'
-_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-         b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
-
-
-class _Server(ThreadingHTTPServer):
-    """A threading server that serves at most ``MAX_CONNECTIONS`` connections at once."""
-
-    daemon_threads = True
-
-    def __init__(self, address, handler, max_connections: int | None = None):
-        self._slots = threading.BoundedSemaphore(max_connections or MAX_CONNECTIONS)
-        super().__init__(address, handler)
-
-    def process_request(self, request, client_address) -> None:
-        if not self._slots.acquire(blocking=False):
-            with contextlib.suppress(OSError):
-                request.sendall(_BUSY)
-            super().shutdown_request(request)  # no drain: this is the accepting thread
-            return
-        super().process_request(request, client_address)
-
-    def process_request_thread(self, request, client_address) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-    def handle_error(self, request, client_address) -> None:
-        log.debug("connection from %s ended with an error", client_address, exc_info=True)
-
-    def shutdown_request(self, request) -> None:
-        """Close after a bounded drain, so a client still sending a refused body reads the
-        answer instead of a connection reset."""
-        with contextlib.suppress(OSError):
-            request.shutdown(socket.SHUT_WR)
-            _drain(request, deadline=time.monotonic() + LINGER_S, budget=LINGER_BYTES)
-        self.close_request(request)
-
-
-def _drain(conn: socket.socket, *, deadline: float, budget: int) -> None:
-    """Read and discard until the peer closes, the deadline passes or the budget is spent."""
-    while budget > 0 and (left := deadline - time.monotonic()) > 0:
-        conn.settimeout(left)
-        chunk = conn.recv(min(65536, budget))
-        if not chunk:
-            return
-        budget -= len(chunk)
 
 
 class ServeApp:
@@ -305,7 +145,7 @@ class ServeApp:
         self.fields = fields
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.httpd = _Server((host, port), _handler_for(self))
+        self.httpd = CappedServer((host, port), _handler_for(self))
         bound = self.httpd.server_address[0]
         self.host_names = set(_LOCAL_NAMES) | {host, str(bound)}
         self.any_address = bound in ("0.0.0.0", "::")  # then an IP literal Host is accepted too
@@ -443,91 +283,8 @@ class ServeApp:
             thread.join(timeout=30)
 
 
-def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "doclake-serve"
-
-        def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base's name
-            log.info("%s %s", self.address_string(), format % args)
-
-        _watchdog: _Watchdog | None = None
-
-        def _send(self, status: int, body: dict | bytes, *, close: bool = False) -> None:
-            if self._watchdog is not None and not self._watchdog.begin_answer():
-                self.close_connection = True
-                return  # the deadline passed: the watchdog has answered 408
-            data = body if isinstance(body, bytes) else json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if close:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _error(self, status: HTTPStatus, message: str) -> None:
-            # A refused upload's body is never read: close the connection instead.
-            self._send(status, {"error": message, "status": status.value}, close=True)
-
-        timeout = SOCKET_TIMEOUT_S  # the socket's: a stalled client is dropped, not waited on
-
-        def handle_one_request(self) -> None:
-            """Every request through here: a malformed one is a 4xx, a failure of ours a 500
-            with a JSON body; neither sends a traceback. The request line and headers must be
-            in within ``HEADERS_DEADLINE_S`` (an idle kept-alive connection too)."""
-            self._begun = False  # set once the request line is in (parse_request)
-            self._watchdog = _Watchdog(self.connection, HEADERS_DEADLINE_S, lambda: self._begun)
-            try:
-                super().handle_one_request()
-            except (TimeoutError, ConnectionError):
-                self.close_connection = True
-            finally:
-                self._watchdog.cancel()
-                if self._watchdog.fired:
-                    self.close_connection = True
-
-        def _deadline(self, seconds: float) -> None:
-            """A new deadline for the rest of this request (its body)."""
-            if self._watchdog is not None:
-                self._watchdog.cancel()
-                if self._watchdog.fired:
-                    raise ConnectionError("the request's deadline passed")
-            self._watchdog = _Watchdog(self.connection, seconds)
-
-        def parse_request(self) -> bool:
-            """http.server's parsing, then RFC 9112's rules on the raw header lines (400)."""
-            self._begun = True
-            recording = _RecordingReader(self.rfile)
-            self.rfile = recording
-            try:
-                parsed = super().parse_request()
-            finally:
-                self.rfile = recording.inner
-            if not parsed:
-                return False
-            problem = header_problem(recording.lines)
-            if problem is not None:
-                self.send_error(HTTPStatus.BAD_REQUEST, problem)
-                return False
-            self._deadline(BODY_DEADLINE_S)
-            return True
-
-        def send_error(self, code: int, message: str | None = None,
-                       explain: str | None = None) -> None:
-            """http.server's own refusals (400 for a bad request line, 414, 431, 501, 505) with
-            a JSON body like every other refusal, and the connection closed."""
-            try:
-                phrase = HTTPStatus(code).phrase
-            except ValueError:
-                phrase = "error"
-            if self.request_version not in ("HTTP/1.0", "HTTP/1.1"):
-                # An unreadable request line leaves http.server at HTTP/0.9, which would send
-                # the body alone: the refusal is an HTTP/1.1 answer all the same.
-                self.request_version = "HTTP/1.1"
-            self._send(code, {"error": message or phrase, "status": int(code)}, close=True)
-
+def _handler_for(app: ServeApp) -> type[StrictHandler]:
+    class Handler(StrictHandler):
         def _guarded(self, method) -> None:
             try:
                 if not app.host_allowed(self.headers.get("Host")):
@@ -589,7 +346,7 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
             if size == 0:
                 return self._error(HTTPStatus.BAD_REQUEST, "the body is empty")
             name = Path(source_name_header(self.headers.get("X-Doclake-Source-Name"))).name[:255]
-            self._deadline(BODY_DEADLINE_S + size / BODY_MIN_RATE)
+            self._deadline(protocol.BODY_DEADLINE_S + size / protocol.BODY_MIN_RATE)
             if not app.claim(slot):
                 return self._error(HTTPStatus.CONFLICT,
                                    "this slot has its upload already; ask for a new one")
@@ -598,13 +355,19 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
                 with tempfile.NamedTemporaryFile(dir=app.settings.home, prefix=".upload-") as tmp:
                     digest = hashlib.sha256()
                     remaining = size
-                    while remaining:
-                        chunk = self.rfile.read(min(_CHUNK, remaining))
-                        if not chunk:
-                            return self._error(HTTPStatus.BAD_REQUEST, "the body ended early")
-                        tmp.write(chunk)
-                        digest.update(chunk)
-                        remaining -= len(chunk)
+                    pace = Pace(self._watchdog)
+                    try:
+                        while remaining:
+                            chunk = self.rfile.read1(min(_CHUNK, remaining))
+                            if not chunk:
+                                return self._error(HTTPStatus.BAD_REQUEST,
+                                                   "the body ended early")
+                            pace.received += len(chunk)
+                            tmp.write(chunk)
+                            digest.update(chunk)
+                            remaining -= len(chunk)
+                    finally:
+                        pace.stop()
                     tmp.flush()
                     handed_over = True
                     app.accept(slot, Path(tmp.name), name or "upload", size, digest.hexdigest())
@@ -616,6 +379,11 @@ def _handler_for(app: ServeApp) -> type[BaseHTTPRequestHandler]:
                                             "result_url": f"{app.base_url}/{slot.result_key}"})
 
         def _get(self) -> None:
+            if self.headers.get("Transfer-Encoding") is not None or \
+                    content_length(self.headers, required=False):
+                # Read as a second request, a body would be answered twice (a desync behind a
+                # proxy): one answer, and the connection closed with the body unread.
+                return self._error(HTTPStatus.BAD_REQUEST, "a GET carries no body")
             match = _RESULT_PATH.match(urlsplit(self.path).path)
             if not match:
                 return self._error(HTTPStatus.NOT_FOUND, "GET /results/<document_id>.json")

@@ -60,6 +60,8 @@ HINTS: dict[str, str] = {
                             "--strategy rules or set the key",
     "links_outside": "the document links to a file or address outside itself; it is not "
                      "converted (see docs/security.md)",
+    "ambiguous_format": "the package holds parts of two formats (or no mimetype); save it again "
+                        "from the program that made it (see docs/security.md)",
     "too_deep": "the document nests deeper than the reader can follow; save it flatter (as PDF) "
                 "to read it",
     "too_large": "the Office file's XML inflates past the limit; raise DOCLAKE_MAX_INFLATED_BYTES "

@@ -1,0 +1,97 @@
+"""A converter dies with the run that started it, and its work folder goes at the next start.
+
+Before: after ``kill -9`` of ``doclake run`` during a conversion, the LibreOffice child kept
+running (it was in a session of its own) and its work folder (a copy of the document, the PDF)
+stayed until the next run. Now the first process of a conversion has a parent-death signal and
+the conversion runs in a PID namespace where unshare or bwrap make one
+(``extract.formats.confine``): every converter process is gone within a second.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from extract.formats.office import find_soffice
+from extract.formats.scratch import sweep_orphans
+from tests.support.officegen import make_docx
+
+pytestmark = pytest.mark.skipif(find_soffice() is None or not Path("/proc").is_dir(),
+                                reason="needs LibreOffice and /proc (Linux)")
+
+
+def _processes_naming(marker: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _wait_for(condition, timeout_s: float, step_s: float = 0.02):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(step_s)
+    return condition()
+
+
+@pytest.mark.parametrize("boundary", ["as found", "without bwrap"])
+def test_kill_9_of_a_run_during_a_conversion_leaves_no_converter(tmp_path, boundary):
+    room = tmp_path / "room"
+    room.mkdir()
+    make_docx(room / "memo.docx", [f"Paragraph {i} of a memo long enough to convert."
+                                   for i in range(40)])
+    env = {**os.environ, "DOCLAKE_CPU_WORKERS": "1", "TMPDIR": str(tmp_path)}
+    if boundary == "without bwrap":
+        env["PATH"] = _path_without_bwrap(tmp_path)
+    run = subprocess.Popen([sys.executable, "-m", "infra.cli.main", "run", str(room), "--home",
+                            str(tmp_path / "home")], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    marker = f"doclake-convert-{run.pid}-".encode()
+    try:
+        converters = _wait_for(lambda: _processes_naming(marker), timeout_s=120)
+        assert converters, "the run never started a conversion"
+        # The converter itself (soffice.bin), not only its launcher, is running.
+        assert _wait_for(lambda: any(b"soffice" in Path(f"/proc/{p}/cmdline").read_bytes()
+                                     for p in _processes_naming(marker)
+                                     if Path(f"/proc/{p}").exists()), timeout_s=60)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+        killed_at = time.monotonic()
+        left = _wait_for(lambda: not _processes_naming(marker), timeout_s=1.0)
+        assert left, f"converter processes still running: {_processes_naming(marker)}"
+        assert time.monotonic() - killed_at <= 1.5
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for pid in _processes_naming(marker):
+            os.kill(pid, signal.SIGKILL)
+    # Its work folder (a copy of the document) is there until the next writing command starts.
+    folders = [p for p in tmp_path.iterdir() if p.name.startswith(f"doclake-convert-{run.pid}-")]
+    assert folders
+    swept = sweep_orphans(tmp_path)
+    assert {str(p) for p in folders} <= set(swept)
+    assert not any(p.exists() for p in folders)
+
+
+def _path_without_bwrap(tmp_path: Path) -> str:
+    """PATH with a ``bwrap`` that cannot start: the machine as if bubblewrap were missing."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "bwrap").write_text("#!/bin/sh\nexit 1\n")
+    (shim / "bwrap").chmod(0o755)
+    return f"{shim}:{os.environ.get('PATH', '')}"
