@@ -132,6 +132,15 @@ def test_every_frame_is_checked_against_the_pixel_limit(tmp_path):
     assert made.pages == 2
 
 
+def test_an_image_whose_pdf_is_over_the_converted_limit_is_refused(tmp_path):
+    Image.effect_noise((400, 400), 80).save(tmp_path / "noise.png")  # incompressible pixels
+    with pytest.raises(LimitExceeded) as refused:
+        image_to_pdf(tmp_path / "noise.png", tmp_path / "out.pdf",
+                     ImageLimits(10**8, 10, max_pdf_bytes=50_000))
+    assert refused.value.error_type == "converted_too_large"
+    assert not (tmp_path / "out.pdf").exists()
+
+
 def test_garbage_behind_an_image_signature_is_corrupt_not_a_crash(tmp_path):
     (tmp_path / "x.tif").write_bytes(b"II*\x00" + b"\xff" * 64)
     (tmp_path / "y.jpg").write_bytes(b"\xff\xd8\xff\xe0" + b"\x00" * 64)

@@ -38,12 +38,14 @@ camera value would make a page metres wide or a thumbnail)."""
 class ImageLimits:
     """``max_pixels``: most pixels in one frame (page_too_large); ``max_frames``: most frames in
     one file (too_many_frames); ``assumed_dpi``: the resolution of an image that states none;
-    ``max_memory_bytes``: the decoder's address-space budget (memory_limit)."""
+    ``max_memory_bytes``: the decoder's address-space budget (memory_limit); ``max_pdf_bytes``:
+    the largest PDF made (converted_too_large, as for an Office file's PDF)."""
 
     max_pixels: int
     max_frames: int
     assumed_dpi: int = 300
     max_memory_bytes: int | None = None
+    max_pdf_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,9 @@ def image_to_pdf(source: Path, target: Path, limits: ImageLimits) -> ImagePdf:
     """Write ``target``, a PDF with one image-only page per frame of the image at ``source``.
 
     Raises ``CorruptDocument`` for content Pillow cannot decode, ``LimitExceeded`` for a frame
-    over ``max_pixels`` (page_too_large), a file over ``max_frames`` (too_many_frames) or a
-    decoder over its memory budget (memory_limit)."""
+    over ``max_pixels`` (page_too_large), a file over ``max_frames`` (too_many_frames), a
+    decoder over its memory budget (memory_limit) or a PDF over ``max_pdf_bytes``
+    (converted_too_large)."""
     from PIL import Image
 
     started = time.perf_counter()
@@ -80,7 +83,12 @@ def image_to_pdf(source: Path, target: Path, limits: ImageLimits) -> ImagePdf:
                 KeyError, ZeroDivisionError) as error:
             # What Pillow's decoders raise on truncated or malformed data.
             raise CorruptDocument(f"the image cannot be decoded: {error}") from None
-    return ImagePdf(pages, target.stat().st_size, (time.perf_counter() - started) * 1000)
+    size = target.stat().st_size
+    if limits.max_pdf_bytes is not None and size > limits.max_pdf_bytes:
+        target.unlink()
+        raise LimitExceeded(f"the image's PDF has {size} bytes, over the limit of "
+                            f"{limits.max_pdf_bytes}", error_type="converted_too_large")
+    return ImagePdf(pages, size, (time.perf_counter() - started) * 1000)
 
 
 def _write_pdf(source: Path, target: Path, limits: ImageLimits) -> int:

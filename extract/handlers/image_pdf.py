@@ -29,7 +29,8 @@ def image_limits(ctx: HandlerContext) -> ImageLimits:
     config = ctx.config
     return ImageLimits(max_pixels=config.max_image_pixels, max_frames=config.max_image_frames,
                        assumed_dpi=config.ocr_dpi,
-                       max_memory_bytes=config.max_parse_memory_bytes)
+                       max_memory_bytes=config.max_parse_memory_bytes,
+                       max_pdf_bytes=config.max_converted_bytes)
 
 
 async def stored_image_pdf(ctx: HandlerContext, job: Job, path: Path) -> tuple[str, dict[str, str]]:
