@@ -162,3 +162,33 @@ def test_a_page_has_the_images_own_pixels_at_its_stated_resolution(tmp_path):
         sizes.append(tuple(round(v) for v in document[0].get_size()))
         document.close()
     assert sizes == [(288, 144), (144, 72)]  # 600 px at 150 dpi = 4 in = 288 pt
+
+
+async def test_a_split_redelivered_after_the_image_pdf_was_stored_does_not_decode_it_again(
+        tmp_path):
+    """The first delivery died after storing the image's PDF, before planning: the next one
+    plans from the stored PDF, and its split event carries the first conversion's time."""
+    from support.helpers import Harness
+
+    from extract.handlers.image_pdf import stored_image_pdf
+    from extract.handling import Outcome, handle_message
+    from extract.messages import READ_QUEUE, SPLIT_QUEUE
+    from lake.layout import converted_key
+
+    harness = Harness(tmp_path)
+    frames = [line_of_text(word) for word in ("one", "two")]
+    frames[0].save(tmp_path / "fax.tif", save_all=True, append_images=frames[1:])
+    ingested = harness.planner.ingest(tmp_path / "fax.tif")
+    job = harness.store.get_job(ingested.job_id)
+    _, first = await stored_image_pdf(harness.ctx, job, tmp_path / "fax.tif")  # then it died
+    harness.cpu.calls.clear()
+
+    (split,) = harness.receive(SPLIT_QUEUE)
+    assert await handle_message(harness.ctx, split) is Outcome.ACK
+    assert "image_to_pdf" not in [name for name, _ in harness.cpu.calls]
+    job = harness.store.get_job(ingested.job_id)
+    assert (job.pages, job.detected_format) == (2, "tiff")
+    assert len(harness.receive(READ_QUEUE)) == 1  # two pages, one unit
+    (event,) = harness.sink.of_type("job_split")
+    assert (event.converter, event.conversion_ms) == ("pillow", float(first["conversion_ms"]))
+    assert harness.objects.head(converted_key(job.document_id, job.job_id)) == first
