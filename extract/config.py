@@ -43,7 +43,10 @@ class ExtractConfig(BaseModel):
     max_render_pixels: int = 12_000_000
     """A page is rendered for OCR at a lower resolution rather than past this many pixels."""
     max_image_pixels: int = 250_000_000
-    """page_too_large: a page holding an image larger than this is not rendered at all."""
+    """page_too_large: a page holding an image larger than this is not rendered at all, and an
+    image file's frame larger than this is not decoded (Pillow's decompression-bomb limit)."""
+    max_image_frames: int = 1000
+    """too_many_frames: an image file (a multi-page TIFF) with more frames than this."""
     ocr_dpi: int = 300
     unit_lease_s: float = 60.0
     """A read's claim on its unit lasts this long unless renewed (every third of it)."""

@@ -83,6 +83,8 @@ class Settings(BaseSettings, ModelConfig):
                                   "than this is not rendered (page_too_large).")
     ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution pages are rendered at "
                          "for OCR.")
+    max_image_frames: int = Field(1000, ge=1, description="Most frames (pages) of one image "
+                                  "file, a multi-page TIFF (too_many_frames past it).")
 
     fields_min_confidence: float = Field(0.0, ge=0, le=1, description="Field values whose "
                                          "confidence (the rules' calibrated probability; 0.05 "
@@ -115,6 +117,7 @@ class Settings(BaseSettings, ModelConfig):
             max_parse_memory_bytes=self.max_parse_memory_bytes,
             max_render_pixels=self.max_render_pixels,
             max_image_pixels=self.max_image_pixels,
+            max_image_frames=self.max_image_frames,
             ocr_dpi=self.ocr_dpi,
             fields_min_confidence=self.fields_min_confidence,
         )

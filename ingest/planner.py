@@ -49,6 +49,7 @@ FINAL_REASONS = frozenset({
     "encrypted",  # a password given later: --retry-failed
     # a size limit the same settings hit again (raise the setting, then --retry-failed)
     "limit_exceeded", "file_too_large", "too_many_pages", "page_too_large", "too_many_cells",
+    "too_many_frames",
     "sheet_too_long", "converted_too_large", "too_large",
     "too_deep",  # nested deeper than the reader's recursion limit: the same next time
     "links_outside",  # the document links to content outside itself: refused, not converted

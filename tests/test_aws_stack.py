@@ -61,6 +61,11 @@ def test_the_template_deployed_with_iam_enforced_runs_every_kind_of_document(
         if shutil.which("tesseract"):
             files["scan.pdf"] = ("application/pdf", (
                 CORPUS / "pdf_scanned/ocrmypdf_ccitt_g4_scan.pdf").read_bytes())
+    if shutil.which("tesseract"):  # an image is a scanned page on AWS too (one frame, OCR)
+        from support.imagegen import line_of_text
+
+        line_of_text("Lambda reads this picture").save(tmp_path / "photo.png")
+        files["photo.png"] = ("image/png", (tmp_path / "photo.png").read_bytes())
     import openpyxl
 
     book = openpyxl.Workbook()

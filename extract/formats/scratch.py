@@ -27,7 +27,7 @@ from extract.processes import process_alive
 
 log = logging.getLogger(__name__)
 
-_OWNED = re.compile(r"^doclake-(?:convert|lo-template|decrypt|sheet)-(\d+)-")
+_OWNED = re.compile(r"^doclake-(?:convert|lo-template|decrypt|sheet|image)-(\d+)-")
 
 
 def scratch_folder(kind: str) -> Path:

@@ -45,6 +45,9 @@ class Format(StrEnum):
     TEXT = "text"  # plain text and Markdown
     HTML = "html"
     EMAIL = "email"  # an RFC 5322 message (.eml)
+    PNG = "png"
+    JPEG = "jpeg"
+    TIFF = "tiff"
     EMPTY = "empty"
     UNKNOWN = "unknown"
 
@@ -54,6 +57,8 @@ OFFICE_FORMATS = frozenset({Format.DOC, Format.DOCX, Format.PPT, Format.PPTX, Fo
                             Format.ODP, Format.RTF})
 # Read whole into one page of Markdown (extract.formats.document_text).
 TEXT_DOCUMENT_FORMATS = frozenset({Format.TEXT, Format.HTML, Format.EMAIL})
+# Scanned pages: one image-only PDF page a frame (extract.formats.image), then read like a PDF.
+IMAGE_FORMATS = frozenset({Format.PNG, Format.JPEG, Format.TIFF})
 # Read sheet by sheet with python-calamine (CSV by the text module, with the same output).
 SHEET_FORMATS = frozenset({Format.XLSX, Format.XLSM, Format.XLSB, Format.XLS, Format.ODS})
 
@@ -76,7 +81,20 @@ MIME_TYPES = {
     Format.TEXT: "text/plain",
     Format.HTML: "text/html",
     Format.EMAIL: "message/rfc822",
+    Format.PNG: "image/png",
+    Format.JPEG: "image/jpeg",
+    Format.TIFF: "image/tiff",
 }
+
+# An image's signature: enough to route it; the decoder (in a worker) says whether it is whole.
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", Format.PNG),
+    (b"\xff\xd8\xff", Format.JPEG),
+    (b"II*\x00", Format.TIFF),  # little-endian TIFF
+    (b"MM\x00*", Format.TIFF),  # big-endian TIFF
+    (b"II+\x00", Format.TIFF),  # BigTIFF
+    (b"MM\x00+", Format.TIFF),
+)
 
 _ODF_MIMETYPES = {
     "application/vnd.oasis.opendocument.text": Format.ODT,
@@ -130,11 +148,15 @@ def read_head(path: Path) -> bytes:
 
 
 def sniff_head(head: bytes) -> Sniffed | None:
-    """The answer when the first bytes alone give it (an empty file, a PDF), else None: the
+    """The answer when the first bytes alone give it (an empty file, a PDF, an image's
+    signature), else None: the
     file's containers must be parsed (``sniff_file``, in a worker). Nothing here parses, so the
     caller may run it anywhere: a PDF, most documents, needs no worker call to be routed."""
     if not head:
         return Sniffed(Format.EMPTY)
+    for magic, found in _IMAGE_MAGIC:  # at offset 0: surer than a PDF header found later
+        if head.startswith(magic):
+            return Sniffed(found)
     if b"%PDF-" in head[:1024]:
         return Sniffed(Format.PDF)
     return None

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from extract.formats.sniff import OFFICE_FORMATS, Format
+from extract.formats.sniff import IMAGE_FORMATS, OFFICE_FORMATS, Format
 from extract.ports import ObjectStore
 from extract.state import Job
 from lake.layout import converted_key
@@ -31,9 +31,13 @@ def readable_key(objects: ObjectStore, job: Job) -> str:
     return key if objects.head(key) is not None else job.object_key
 
 
+_CONVERTED = frozenset(f.value for f in OFFICE_FORMATS | IMAGE_FORMATS)
+
+
 def pdf_key(job: Job) -> str:
-    """The PDF whose pages a read unit reads: the converted one for an Office file."""
-    if job.detected_format in {f.value for f in OFFICE_FORMATS}:
+    """The PDF whose pages a read unit reads: the converted one for an Office file or an
+    image."""
+    if job.detected_format in _CONVERTED:
         return converted_key(job.document_id, job.job_id)
     return job.object_key
 

@@ -3,6 +3,8 @@
 - PDF: count the pages, plan five-page units, send one read message a unit.
 - Office (doc, docx, ppt, pptx, odt, odp, rtf): hand it to the convert queue (LibreOffice has
   its own concurrency); the convert step splits the PDF the same way (``plan_pdf``).
+- Images (PNG, JPEG, TIFF): one image-only PDF page a frame, made and stored here
+  (``extract.handlers.image_pdf``), then split as a PDF: read like scanned pages.
 - Spreadsheets and CSV: open the workbook once, plan one unit a sheet, read sheet 1 here and
   send sheets 2..n to the sheet queue; an old .xls (parsed whole on open anyway), a
   single-sheet workbook and a CSV file are read whole here.
@@ -40,6 +42,7 @@ from extract.formats.office import decrypt_office
 from extract.formats.pdf import count_pages
 from extract.formats.scratch import scratch_folder
 from extract.formats.sniff import (
+    IMAGE_FORMATS,
     OFFICE_FORMATS,
     SHEET_FORMATS,
     TEXT_DOCUMENT_FORMATS,
@@ -52,6 +55,7 @@ from extract.formats.sniff import (
 from extract.formats.spreadsheet import READER as SHEET_READER
 from extract.formats.spreadsheet import SheetInfo, SheetLimits, WorkbookPlan, plan_workbook
 from extract.formats.text import read_csv
+from extract.handlers.image_pdf import stored_image_pdf
 from extract.handlers.sources import decrypted_key, local_copy, readable_key
 from extract.handlers.stored_pages import stored_pages
 from extract.messages import (
@@ -190,6 +194,13 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
             raise EmptyDocument(f"{sniffed.detail}{_hint(job)}", error_type="no_content")
         if detected is Format.PDF:
             await plan_pdf(ctx, job, delivery, path, detected.value)
+        elif detected in IMAGE_FORMATS:  # one image-only PDF page a frame, then as a PDF
+            key, made = await stored_image_pdf(ctx, job, path)
+            async with local_copy(ctx.objects, key) as pdf:
+                await plan_pdf(ctx, job, delivery, pdf, detected.value,
+                               converter=made.get("converter"),
+                               conversion_ms=float(made.get("conversion_ms", 0) or 0),
+                               converted_bytes=int(made.get("bytes", 0) or 0))
         elif detected in OFFICE_FORMATS:
             # Converted on its own queue; a duplicate convert message is a no-op there.
             await delivery.commit()

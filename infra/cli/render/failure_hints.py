@@ -14,13 +14,16 @@ HINTS: dict[str, str] = {
                  "FILE for one per file; then run again with --retry-failed",
     "corrupt": "the file is damaged or truncated; re-export or re-download it, then run it again",
     "unsupported_format": "the bytes are not a format doclake reads (PDF, Office, OpenDocument, "
-                          "RTF, sheets, CSV, text, HTML, e-mail); convert it first",
+                          "RTF, sheets, CSV, text, HTML, e-mail, PNG, JPEG, TIFF); convert it "
+                          "first",
     "unknown_format": "the bytes are not a format doclake reads; convert it to PDF first",
     "empty_file": "the file has no bytes; nothing to read",
     "file_too_large": "raise DOCLAKE_MAX_FILE_BYTES if the file is expected to be this large",
     "page_too_large": "a page holds an image too large to render; raise DOCLAKE_MAX_IMAGE_PIXELS "
                       "if you trust the file",
     "too_many_pages": "raise DOCLAKE_MAX_PAGES if the document is expected to be this long",
+    "too_many_frames": "raise DOCLAKE_MAX_IMAGE_FRAMES if the image (a multi-page TIFF) is "
+                       "expected to have this many pages",
     "too_many_cells": "raise DOCLAKE_MAX_SHEET_CELLS if the sheet is expected to be this large",
     "sheet_too_long": "raise DOCLAKE_MAX_SHEET_CHARS if the sheet is expected to be this long",
     "text_too_long": "the text, HTML or e-mail file is over the text limit; raise "
