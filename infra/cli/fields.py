@@ -27,15 +27,28 @@ CacheOption = Annotated[Path, typer.Option(
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "doclake-kleister-pages"
 
 
+def _installation_folders() -> list[Path]:
+    """Where a ``shared/`` folder may sit, found from the installation rather than the current
+    folder: the checkout this package runs from (``shared/`` beside the clone, as the team's
+    layout has it, or inside it), then the current folder and its parents."""
+    package = Path(__file__).resolve()
+    return [*package.parents, Path.cwd(), *Path.cwd().parents]
+
+
 def _split(data: Path | None) -> Path:
+    """The Kleister NDA train split: ``--data``, else ``$DOCLAKE_SHARED_DIR``, else a
+    ``shared/`` folder beside or above the installation (the checkout's ``../shared``), else
+    one above the current folder. A clear error names every place looked at."""
     if data is not None:
         return data
     if os.environ.get("DOCLAKE_SHARED_DIR"):
         return Path(os.environ["DOCLAKE_SHARED_DIR"]) / SPLIT
-    for folder in [Path.cwd(), *Path.cwd().parents]:
+    for folder in _installation_folders():
         if (folder / "shared" / SPLIT).is_dir():
             return folder / "shared" / SPLIT
-    raise typer.BadParameter("cannot find the Kleister NDA train split; pass --data DIR")
+    raise typer.BadParameter("cannot find the Kleister NDA train split: pass --data DIR or set "
+                             "DOCLAKE_SHARED_DIR (looked for shared/data/kleister-nda/train "
+                             f"above {Path(__file__).resolve().parent} and {Path.cwd()})")
 
 
 def _corpus(data: Path | None) -> Path | None:
