@@ -129,6 +129,24 @@ class _LowercaseWords:
         return False
 
 
+_ROLE_ALIAS = re.compile(r"\(\s*(?:the\s+|hereinafter\s+(?:the\s+)?|collectively,?\s+)?[“\"]")
+
+
+def _name_in_use(words: list[str], text: str,
+                 lowercase_words: _LowercaseWords | set[str]) -> dict[str, float]:
+    """How much the document uses the name's own first word ("Kite" for "Kite Pharma, Inc."):
+    a party is referred to throughout, a company named once in a recital is not."""
+    first = words[0].strip(".,“”\"'") if words else ""
+    if len(first) < 3 or first.lower() in lowercase_words or first.lower() in _COMMON_FIRST:
+        return {"first_word_generic": 1.0}
+    count = len(re.findall(rf"(?<![\w]){re.escape(first)}(?![\w])", text))
+    return {"first_word_uses_log": math.log1p(count), "first_word_uses>=5": float(count >= 5)}
+
+
+_COMMON_FIRST = frozenset({"the", "and", "new", "first", "american", "national", "united",
+                           "general", "international", "global"})
+
+
 def _shape(candidate: Candidate, text: str, lowercase_words: _LowercaseWords | set[str],
            others: set[str]) -> dict[str, float]:
     value = candidate.value
@@ -147,6 +165,7 @@ def _shape(candidate: Candidate, text: str, lowercase_words: _LowercaseWords | s
         feats["part_of_longer"] = float(bool(longer))
         feats["contains_shorter"] = float(any(k != candidate.key and k in candidate.key
                                               for k in others))
+        feats.update(_name_in_use(words, text, lowercase_words))
     elif candidate.field == "term":
         number, unit = value.split()
         feats[f"unit={unit.rstrip('s')}"] = 1.0
@@ -214,6 +233,8 @@ def _layout(candidate: Candidate, layout: _Layout) -> dict[str, float]:
             right = text[end:end + 120]
             if _ENTITY_DESCRIPTION.match(right):
                 feats["entity_description"] = 1.0
+            if _ROLE_ALIAS.search(right[:60]):
+                feats["alias_follows"] = 1.0
             if _ADDRESS.match(right):
                 feats["address_after"] = 1.0
     return feats
