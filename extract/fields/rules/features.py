@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from extract.fields.rules.candidates import Candidate
 
@@ -139,8 +140,15 @@ def _name_in_use(words: list[str], text: str,
     first = words[0].strip(".,“”\"'") if words else ""
     if len(first) < 3 or first.lower() in lowercase_words or first.lower() in _COMMON_FIRST:
         return {"first_word_generic": 1.0}
-    count = len(re.findall(rf"(?<![\w]){re.escape(first)}(?![\w])", text))
+    count = _uses(text, first)
     return {"first_word_uses_log": math.log1p(count), "first_word_uses>=5": float(count >= 5)}
+
+
+@lru_cache(maxsize=4096)
+def _uses(text: str, word: str) -> int:
+    """How often ``word`` stands on its own in ``text``: asked once per document and word (the
+    deciding mention re-scores a value's mentions one by one)."""
+    return len(re.findall(rf"(?<![\w]){re.escape(word)}(?![\w])", text))
 
 
 _COMMON_FIRST = frozenset({"the", "and", "new", "first", "american", "national", "united",
@@ -208,6 +216,11 @@ class _Layout:
         return self.text[begin:start], self.text[end:stop if stop >= 0 else len(self.text)]
 
 
+@lru_cache(maxsize=8)
+def _layout_of(text: str) -> _Layout:
+    return _Layout(text)
+
+
 def _layout(candidate: Candidate, layout: _Layout) -> dict[str, float]:
     """Line starts, whole lines, capitals, the preamble and the signature part."""
     feats: dict[str, float] = {}
@@ -258,7 +271,7 @@ def featurise(candidates: list[Candidate], text: str) -> list[dict[str, float]]:
     lowercase_words = _LowercaseWords(text) if parties else set()
     keys = {c.key for c in candidates}
     order = {id(c): rank for rank, c in enumerate(sorted(candidates, key=lambda c: c.first))}
-    layout = _Layout(text) if candidates else None
+    layout = _layout_of(text) if candidates else None
     most = max((len(c.mentions) for c in candidates), default=0)
     total = sum(len(c.mentions) for c in candidates)
 
