@@ -123,7 +123,8 @@ def _fit(prepared: Sequence[_Prepared], *, c: float,
     inner = fold_of_groups([p.group for p in prepared], RANKER_FOLDS, 0)
     logits: dict[int, dict[str, list[float]]] = {}
     for fold in range(RANKER_FOLDS):
-        stage = _fit_first_stage([p for i, p in enumerate(prepared) if inner[i] != fold], c)
+        stage = _fit_first_stage([p for i, p in enumerate(prepared) if inner[i] != fold], c,
+                                 RANKED_FIELDS)
         for i, item in enumerate(prepared):
             if inner[i] == fold:
                 logits[i] = {name: [stage[name].logit(f) for f in features] if name in stage
@@ -160,11 +161,13 @@ def _logistic_regression(rows: list[dict[str, float]], labels: list[int],
     return weights, round(float(classifier.intercept_[0]), 5)
 
 
-def _fit_first_stage(prepared: Sequence[_Prepared], c: float) -> dict[str, FieldModel]:
-    """Per field, a logistic regression over each candidate's own features."""
+def _fit_first_stage(prepared: Sequence[_Prepared], c: float,
+                     only: frozenset[str] | None = None) -> dict[str, FieldModel]:
+    """Per field (of ``only``, when given), a logistic regression over each candidate's own
+    features."""
     fields = {}
     for name, (features, labels) in _examples(prepared).items():
-        if len(set(labels)) < 2:
+        if only is not None and name not in only or len(set(labels)) < 2:
             continue
         weights, intercept = _logistic_regression(features, labels, c)
         fields[name] = FieldModel(weights, intercept)
