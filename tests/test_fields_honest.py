@@ -29,8 +29,9 @@ def test_a_persons_surname_is_never_a_feature():
     assert features["suffix=other"] == 1.0
     # a context word that only a name spells is dropped by the document-frequency floor
     texts = ["made between Zhou and the company"] * 6
-    assert honest({"L1:zhou": 1.0, "L:between": 1.0, "L1:(": 1.0},
-                  common_words(texts)) == {"L:between": 1.0, "L1:(": 1.0}
+    assert honest({"L1:zhou": 1.0, "L:between": 1.0, "L1:(": 1.0, "LB:and_zhou": 1.0,
+                   "LB:between_(": 1.0}, common_words(texts)) == {
+        "L:between": 1.0, "L1:(": 1.0, "LB:between_(": 1.0}
 
 
 def test_the_shipped_model_names_no_value():
@@ -43,7 +44,8 @@ def test_the_shipped_model_names_no_value():
 def test_no_context_word_of_the_shipped_model_is_a_party_name(kleister):  # noqa: F811
     texts = [JoinedText.of(d.pages).text for d in kleister]
     vocabulary = common_words(texts)
-    words = {name.split(":", 1)[1] for name in FEATURES if name.startswith(CONTEXT_PREFIXES)}
+    words = {word for name in FEATURES if name.startswith(CONTEXT_PREFIXES)  # bigrams: each word
+             for word in name.split(":", 1)[1].split("_")}
     learnt = {w for w in words if w.isalpha()}
     assert learnt <= vocabulary, sorted(learnt - vocabulary)[:20]
     # the words only a gold party's name spells (never written in lower case in 5 documents)

@@ -138,6 +138,7 @@ def kleister(tmp_path_factory):
 
 
 @needs_kleister
+@pytest.mark.timeout(900)  # 5 folds, each fitting the ranker on 3 inner folds: minutes when loaded
 def test_cross_validated_f1_on_the_train_split(kleister):
     pytest.importorskip("sklearn", reason="scikit-learn is a dev dependency (pip install -e '.[dev]')")
     from evals.kleister_metric import score
@@ -145,8 +146,8 @@ def test_cross_validated_f1_on_the_train_split(kleister):
 
     predictions = cross_validate(kleister, folds=5, seed=0)
     report = score(predictions, [d.gold for d in kleister])
-    assert report.overall.f1 > 0.84, report.to_dict()
-    assert report.fields["party"].f1 > 0.78
+    assert report.overall.f1 > 0.865, report.to_dict()  # 0.8726 on 2026-12-03 (0.8692 before the ranker)
+    assert report.fields["party"].f1 > 0.81
     assert report.fields["jurisdiction"].f1 > 0.95
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -27,15 +28,28 @@ CacheOption = Annotated[Path, typer.Option(
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "doclake-kleister-pages"
 
 
+def _installation_folders() -> list[Path]:
+    """Where a ``shared/`` folder may sit, found from the installation rather than the current
+    folder: the checkout this package runs from (``shared/`` beside the clone, as the team's
+    layout has it, or inside it), then the current folder and its parents."""
+    package = Path(__file__).resolve()
+    return [*package.parents, Path.cwd(), *Path.cwd().parents]
+
+
 def _split(data: Path | None) -> Path:
+    """The Kleister NDA train split: ``--data``, else ``$DOCLAKE_SHARED_DIR``, else a
+    ``shared/`` folder beside or above the installation (the checkout's ``../shared``), else
+    one above the current folder. A clear error names every place looked at."""
     if data is not None:
         return data
     if os.environ.get("DOCLAKE_SHARED_DIR"):
         return Path(os.environ["DOCLAKE_SHARED_DIR"]) / SPLIT
-    for folder in [Path.cwd(), *Path.cwd().parents]:
+    for folder in _installation_folders():
         if (folder / "shared" / SPLIT).is_dir():
             return folder / "shared" / SPLIT
-    raise typer.BadParameter("cannot find the Kleister NDA train split; pass --data DIR")
+    raise typer.BadParameter("cannot find the Kleister NDA train split: pass --data DIR or set "
+                             "DOCLAKE_SHARED_DIR (looked for shared/data/kleister-nda/train "
+                             f"above {Path(__file__).resolve().parent} and {Path.cwd()})")
 
 
 def _corpus(data: Path | None) -> Path | None:
@@ -182,16 +196,15 @@ def cv(
     calibration: Annotated[bool, typer.Option(
         "--calibration", help="Measure the rules' confidences instead: the reliability table "
         "and ECE before and after calibration, and F1 by confidence floor.")] = False,
+    last_check: Annotated[bool, typer.Option(
+        "--last-check/--no-last-check", help="Also score the held-out part (a fifth of the "
+        "split, never used to choose) with a model fitted on the development part.")] = True,
 ) -> None:
-    """Cross-validated precision, recall and F1 (Kleister micro F1), overall and per field;
+    """Cross-validated precision, recall and F1 (Kleister micro F1) on the development part,
+    overall and per field, with the folds' spread, confidence AUROC per field and the last
+    check on the held-out part;
     with --applicability the NDA classifier's precision and recall; with --calibration the
     confidences' reliability."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from evals.kleister_metric import score
-    from extract.fields.rules.training import cross_validate
-
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"format {output_format!r}: use table or json")
     if applicability:
@@ -201,21 +214,89 @@ def cv(
         _calibration(data, cache, folds, seed, None, output_format)
         return
     documents, without_text = _load(data, cache)
-    predictions = cross_validate(documents, folds=folds, seed=seed, grouped=grouped)
-    report = score(predictions, [d.gold for d in documents], fields=NDA_FIELDS)
+    report = _rules_figures(documents, folds=folds, seed=seed, grouped=grouped,
+                            last_check=last_check)
     if output_format == "json":
-        print(json.dumps({**report.to_dict(), "documents": len(documents), "folds": folds,
-                          "seed": seed, "grouped": grouped,
-                          "documents_without_text": len(without_text)}))
+        print(json.dumps({**report, "documents": len(documents), "folds": folds, "seed": seed,
+                          "grouped": grouped, "documents_without_text": len(without_text)}))
         return
-    table = Table("field", "precision", "recall", "F1", "hits", "predicted", "expected",
+    _print_rules_figures(report, folds, grouped)
+
+
+def _rules_figures(documents, *, folds: int, seed: int, grouped: bool,
+                   last_check: bool) -> dict:
+    """The cross-validated figures on the development part (pooled, per fold, the folds'
+    spread, confidence AUROC per field) and the last check on the held-out part."""
+    from evals.kleister_metric import score
+    from extract.fields.rules.calibrating import auroc
+    from extract.fields.rules.training import evaluate, held_out_split
+
+    development, held_out = held_out_split(documents)
+    dev = [documents[i] for i in development]
+    evaluation = evaluate(dev, folds=folds, seed=seed, grouped=grouped)
+    pooled = score(evaluation.predictions, [d.gold for d in dev], fields=NDA_FIELDS).to_dict()
+    per_fold = []
+    for fold in range(folds):
+        inside = evaluation.fold_documents(fold)
+        per_fold.append(score([evaluation.predictions[i] for i in inside],
+                              [dev[i].gold for i in inside], fields=NDA_FIELDS).to_dict())
+    spread = {}
+    for name in ("overall", *NDA_FIELDS):
+        f1s = [(f["overall"] if name == "overall" else f["fields"].get(name, {})).get("f1")
+               for f in per_fold]
+        f1s = [v for v in f1s if v is not None]
+        spread[name] = {"min": min(f1s), "max": max(f1s),
+                        "sd": statistics.pstdev(f1s) if len(f1s) > 1 else 0.0}
+    confidence = {}
+    for name in NDA_FIELDS:
+        values = [v for v in evaluation.values if v.field == name]
+        confidence[name] = {"values": len(values), "wrong": sum(not v.right for v in values),
+                            "auroc": auroc([v.probability for v in values],
+                                           [v.right for v in values])}
+    report = {"development_documents": len(dev), "held_out_documents": len(held_out),
+              "cross_validation": pooled, "folds_f1": spread, "per_fold": per_fold,
+              "confidence": confidence}
+    if last_check:
+        test = [documents[i] for i in held_out]
+        final = evaluate(dev, test=test)
+        report["last_check"] = score(final.predictions, [d.gold for d in test],
+                                     fields=NDA_FIELDS).to_dict()
+    return report
+
+
+def _print_rules_figures(report: dict, folds: int, grouped: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    pooled, spread = report["cross_validation"], report["folds_f1"]
+    final = report.get("last_check")
+    table = Table("field", "P", "R", "F1", "folds' F1 (sd)", "hits", "pred", "gold",
+                  "AUROC (wrong)", "last check",
                   title=f"rules, {folds}-fold {'grouped ' if grouped else ''}cross-validation "
-                  f"on {len(documents)} documents")
-    rows = [*sorted(report.fields.items()), ("overall", report.overall)]
-    for name, s in rows:
-        table.add_row(name, f"{100 * s.precision:.2f}", f"{100 * s.recall:.2f}", f"{100 * s.f1:.2f}",
-                      str(s.hits), str(s.predicted), str(s.expected))
+                  f"on {report['development_documents']} development documents; last check on "
+                  f"{report['held_out_documents']} held-out documents (never used to choose)")
+    for name in (*NDA_FIELDS, "overall"):
+        label = {"effective_date": "date", "jurisdiction": "juris."}.get(name, name)
+        s = pooled["overall"] if name == "overall" else pooled["fields"].get(name)
+        if s is None:
+            continue
+        f = spread[name]
+        c = report["confidence"].get(name)
+        cell = ("" if c is None else "n/a" if c["auroc"] is None
+                else f"{c['auroc']:.3f} ({c['wrong']})")
+        held = None if final is None else (final["overall"] if name == "overall"
+                                           else final["fields"].get(name))
+        inside = held is not None and f["min"] <= held["f1"] <= f["max"]
+        table.add_row(label, f"{100 * s['precision']:.2f}", f"{100 * s['recall']:.2f}",
+                      f"{100 * s['f1']:.2f}",
+                      f"{100 * f['min']:.1f}-{100 * f['max']:.1f} ({100 * f['sd']:.1f})",
+                      str(s["hits"]), str(s["predicted"]), str(s["expected"]), cell,
+                      "" if held is None else f"{100 * held['f1']:.2f}"
+                      + ("" if inside else " *"))
     Console().print(table)
+    Console().print("AUROC: the chance a right value's confidence is above a wrong one's "
+                    "(out of fold; wrong values in brackets). *: the last check falls outside the "
+                    "folds' range.")
 
 
 def _write_training_set(model_path: Path, version: str, folder: Path, names: list[str]) -> None:

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 
 from extract.fields.rules.calibration import Calibration
 from extract.fields.rules.kleister import KleisterDocument
-from extract.fields.schemas import kleister_value
 
-__all__ = ["Scored", "calibrate", "ece", "out_of_fold_values", "reliability"]
+__all__ = ["Scored", "auroc", "calibrate", "ece", "out_of_fold_values", "reliability"]
 
 BINS = 10
 FLOORS = tuple(round(0.05 * i, 2) for i in range(20))
@@ -45,32 +44,25 @@ def out_of_fold_values(documents: Sequence[KleisterDocument], *, folds: int = 5,
                        seed: int = 0) -> tuple[list[Scored], int]:
     """Every chosen value, predicted by a model that saw neither its document nor any of its
     near-duplicates; and the number of gold tokens (for recall)."""
-    from extract.fields.rules.duplicates import fold_of_groups, near_duplicate_groups
-    from extract.fields.rules.strategy import RulesStrategy
-    from extract.fields.rules.training import _fit, _prepare
+    from extract.fields.rules.training import evaluate
 
-    prepared = _prepare(documents)
-    fold_of = fold_of_groups(near_duplicate_groups([p.joined.text for p in prepared]), folds,
-                             seed)
-    out: list[Scored] = []
-    for fold in range(folds):
-        model = _fit([p for i, p in enumerate(prepared) if fold_of[i] != fold], c=0.3,
-                     selection=None)
-        strategy = RulesStrategy(model)
-        for i, item in enumerate(prepared):
-            if fold_of[i] != fold:
-                continue
-            gold = {t.upper() for t in item.document.gold}
-            extraction = strategy.decide(item.proposals, item.joined)
-            for source in extraction.sources:
-                value = getattr(extraction.fields, source.field)
-                value = value[source.value_index] if isinstance(value, list) else value
-                text = value.isoformat() if hasattr(value, "isoformat") else str(value)
-                token = f"{source.field}={kleister_value(text)}".upper()
-                out.append(Scored(i, fold, source.field, float(source.confidence or 0.0),
-                                  token in gold))
-    expected = sum(len(d.gold) for d in documents)
-    return out, expected
+    evaluation = evaluate(documents, folds=folds, seed=seed)
+    return evaluation.values, sum(len(d.gold) for d in documents)
+
+
+def auroc(confidences: Sequence[float], rights: Sequence[bool]) -> float | None:
+    """The chance that a right value has a higher confidence than a wrong one (ties count
+    half): the Mann-Whitney U over both counts; None without both kinds."""
+    right = sorted(c for c, r in zip(confidences, rights, strict=True) if r)
+    wrong = sorted(c for c, r in zip(confidences, rights, strict=True) if not r)
+    if not right or not wrong:
+        return None
+    import bisect
+
+    wins = sum(bisect.bisect_left(wrong, c) + 0.5 * (bisect.bisect_right(wrong, c)
+                                                      - bisect.bisect_left(wrong, c))
+               for c in right)
+    return wins / (len(right) * len(wrong))
 
 
 def reliability(confidences: Sequence[float], rights: Sequence[bool],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from extract.fields.rules.candidates import Candidate
 
@@ -67,6 +68,10 @@ def _context(candidate: Candidate, text: str) -> dict[str, float]:
             feats[f"L1:{left[-1]}"] = 1.0
         if right:
             feats[f"R1:{right[0]}"] = 1.0
+        if len(left) >= 2:  # "period of", "laws of", "between (": a phrase, not a word
+            feats[f"LB:{left[-2]}_{left[-1]}"] = 1.0
+        if len(right) >= 2:
+            feats[f"RB:{right[0]}_{right[1]}"] = 1.0
         if index == 0:
             for word in left:
                 feats[f"first_L:{word}"] = 1.0
@@ -125,6 +130,31 @@ class _LowercaseWords:
         return False
 
 
+_ROLE_ALIAS = re.compile(r"\(\s*(?:the\s+|hereinafter\s+(?:the\s+)?|collectively,?\s+)?[“\"]")
+
+
+def _name_in_use(words: list[str], text: str,
+                 lowercase_words: _LowercaseWords | set[str]) -> dict[str, float]:
+    """How much the document uses the name's own first word ("Kite" for "Kite Pharma, Inc."):
+    a party is referred to throughout, a company named once in a recital is not."""
+    first = words[0].strip(".,“”\"'") if words else ""
+    if len(first) < 3 or first.lower() in lowercase_words or first.lower() in _COMMON_FIRST:
+        return {"first_word_generic": 1.0}
+    count = _uses(text, first)
+    return {"first_word_uses_log": math.log1p(count), "first_word_uses>=5": float(count >= 5)}
+
+
+@lru_cache(maxsize=4096)
+def _uses(text: str, word: str) -> int:
+    """How often ``word`` stands on its own in ``text``: asked once per document and word (the
+    deciding mention re-scores a value's mentions one by one)."""
+    return len(re.findall(rf"(?<![\w]){re.escape(word)}(?![\w])", text))
+
+
+_COMMON_FIRST = frozenset({"the", "and", "new", "first", "american", "national", "united",
+                           "general", "international", "global"})
+
+
 def _shape(candidate: Candidate, text: str, lowercase_words: _LowercaseWords | set[str],
            others: set[str]) -> dict[str, float]:
     value = candidate.value
@@ -143,10 +173,95 @@ def _shape(candidate: Candidate, text: str, lowercase_words: _LowercaseWords | s
         feats["part_of_longer"] = float(bool(longer))
         feats["contains_shorter"] = float(any(k != candidate.key and k in candidate.key
                                               for k in others))
+        feats.update(_name_in_use(words, text, lowercase_words))
     elif candidate.field == "term":
         number, unit = value.split()
         feats[f"unit={unit.rstrip('s')}"] = 1.0
         feats["number_log"] = math.log1p(float(number))
+    return feats
+
+
+_ENTITY_DESCRIPTION = re.compile(
+    r"\W{0,3}\s*(?:an?|the)\s+(?:[A-Z][\w.]*\s+){0,4}?(?:corporation|company|limited|"
+    r"partnership|bank|association|trust|entity|organization|individual|resident|national)\b")
+_ADDRESS = re.compile(r"\W{0,3}\s*(?:\d{2,}|P\.?\s?O\.?\s+Box|c/o)\b|\W{0,3}\s*(?:[A-Z][\w.]*\s+)"
+                      r"{0,3}(?:Street|Avenue|Road|Suite|Drive|Boulevard|Floor)\b")
+_SIGNATURE = re.compile(r"(?:\bby\s*:|/s/|\bname\s*:|\bsignature\b|\btitle\s*:)")
+_PREAMBLE_START = re.compile(r"\b(?:between|among|by and between|by and among)\b")
+
+
+class _Layout:
+    """The text's layout cues, computed once a document: where lines begin and end, the
+    preamble (from the first 'between'/'among' to the end of its paragraph), and the signature
+    part (after 'IN WITNESS' or a 'By:' line)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        folded = text[:4000].lower()
+        match = _PREAMBLE_START.search(folded)
+        if match:
+            stop = re.compile(r"\n\s*\n|whereas|\bnow,? therefore|recitals|agree as follows")
+            end = stop.search(folded, match.end())
+            self.preamble = (match.start(), min(end.start() if end else match.end() + 800,
+                                                match.end() + 1200))
+        else:
+            self.preamble = (-1, -1)
+        at = text.find("IN WITNESS")
+        self.witness = at if at >= 0 else len(text) + 1
+
+    def line_of(self, start: int, end: int) -> tuple[str, str]:
+        """(the line's text before the mention, the line's text after it)."""
+        begin = self.text.rfind("\n", 0, start) + 1
+        stop = self.text.find("\n", end)
+        return self.text[begin:start], self.text[end:stop if stop >= 0 else len(self.text)]
+
+
+@lru_cache(maxsize=8)
+def _layout_of(text: str) -> _Layout:
+    return _Layout(text)
+
+
+def _layout(candidate: Candidate, layout: _Layout) -> dict[str, float]:
+    """Line starts, whole lines, capitals, the preamble and the signature part."""
+    feats: dict[str, float] = {}
+    text = layout.text
+    low, high = layout.preamble
+    for start, end in sorted(candidate.mentions)[:_MAX_MENTIONS]:
+        before, after = layout.line_of(start, end)
+        if not before.strip(" \t0123456789.()"):
+            feats["line_start"] = 1.0
+            if not after.strip(" \t,.:;"):
+                feats["line_whole"] = 1.0
+        spelled = text[start:end]
+        if spelled.isupper() and len(spelled) > 3:
+            feats["caps"] = 1.0
+        if low <= start < high:
+            feats["in_preamble"] = 1.0
+        if start > layout.witness:
+            feats["after_witness"] = 1.0
+        if candidate.field == "party":
+            left = text[max(0, start - 40):start].lower()
+            if _SIGNATURE.search(left):
+                feats["signature_cue"] = 1.0
+            right = text[end:end + 120]
+            if _ENTITY_DESCRIPTION.match(right):
+                feats["entity_description"] = 1.0
+            if _ROLE_ALIAS.search(right[:60]):
+                feats["alias_follows"] = 1.0
+            if _ADDRESS.match(right):
+                feats["address_after"] = 1.0
+    return feats
+
+
+def _relative(candidate: Candidate, candidates: list[Candidate], most: int,
+              total: int) -> dict[str, float]:
+    """The candidate against the others of its field in the document: the most mentioned,
+    its share of the mentions, the only one."""
+    count = len(candidate.mentions)
+    feats = {"share": count / total if total else 0.0,
+             f"candidates={min(len(candidates), 5)}": 1.0}
+    if count == most:
+        feats["most_mentioned"] = 1.0
     return feats
 
 
@@ -156,6 +271,9 @@ def featurise(candidates: list[Candidate], text: str) -> list[dict[str, float]]:
     lowercase_words = _LowercaseWords(text) if parties else set()
     keys = {c.key for c in candidates}
     order = {id(c): rank for rank, c in enumerate(sorted(candidates, key=lambda c: c.first))}
+    layout = _layout_of(text) if candidates else None
+    most = max((len(c.mentions) for c in candidates), default=0)
+    total = sum(len(c.mentions) for c in candidates)
 
     rows = []
     for candidate in candidates:
@@ -163,5 +281,7 @@ def featurise(candidates: list[Candidate], text: str) -> list[dict[str, float]]:
         feats.update(_context(candidate, text))
         feats.update(_position(candidate, text, order[id(candidate)]))
         feats.update(_shape(candidate, text, lowercase_words, keys))
+        feats.update(_layout(candidate, layout))
+        feats.update(_relative(candidate, candidates, most, total))
         rows.append(feats)
     return rows

@@ -107,7 +107,8 @@ class RulesStrategy:
             field_model = self.model.fields.get(name)
             if field_model is None or not candidates:
                 continue
-            chosen = select(candidates, [field_model.probability(f) for f in features], field_model)
+            chosen = select(candidates, field_model.probabilities(candidates, features),
+                            field_model)
             for index, (candidate, probability) in enumerate(chosen):
                 start, end = _deciding_mention(candidate, joined.text, field_model)
                 page, offset = joined.locate(start)
