@@ -38,7 +38,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from lake import catalog_plan
+from lake import catalog_plan, read_only
 from lake.catalog_plan import INTERNAL_SCHEMA, Plan, internal_name
 from lake.files import is_local, local_root, open_lake
 from lake.layout import COMPACTED_PREFIX, EVENTS_PREFIX, event_type_prefix, name_fingerprint
@@ -587,11 +587,17 @@ def connect(lake_uri: str, *, threads: int | None = None, retries: int = DEFAULT
 
 def query(lake_uri: str, sql: str, parameters: list | None = None) -> pa.Table:
     """Run one SQL statement over the lake's views and return the result as an Arrow table.
+    Reads only: a statement that could write, set or load raises ``read_only.NotARead`` unrun
+    (the confined connection may still write inside the lake folder, ``confine``).
 
     >>> query(".doclake/lake", "SELECT status, count(*) AS n FROM jobs GROUP BY status")
     """
     import pyarrow as pa
 
     with connect(lake_uri) as session:
+        refused = read_only.first_refused(session.con, session.con.extract_statements(sql))
+        if refused is not None:
+            raise read_only.NotARead(f"{read_only.kind(refused)} statement refused: "
+                                     f"{read_only.shown(refused)}")
         result = session.table(sql, parameters)
     return result if result is not None else pa.table({})
