@@ -63,7 +63,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "generic_hint_for_all", "each failure reason has its own hint",
         ("infra/cli/render/*.py",),
         (Edit("return HINTS.get(reason) or (", "return None or ("),),
-        ("tests/test_analyst_show.py",),
+        ("tests/test_analyst_show.py::"
+         "test_a_name_two_files_share_is_refused_naming_both_and_a_failure_says_why",),
     ),
     Mutant(
         "page_paid_twice", "a stored page is never read (paid for) again",
