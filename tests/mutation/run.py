@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.mutation.mutants import MUTANTS, Mutant
@@ -75,6 +76,7 @@ def apply(mutant: Mutant, root: Path) -> list[str]:
         path, text = hits[0]
         path.write_text(text.replace(edit.anchor, edit.new), encoding="utf-8")
         changed.append(path.relative_to(root).as_posix())
+    changed = list(dict.fromkeys(changed))
     return changed
 
 
@@ -107,9 +109,30 @@ def baseline(copy: Path, tests: list[str]) -> str | None:
     return None
 
 
+def _check(mutant: Mutant, clean: Path, scratch: Path) -> tuple[str, str]:
+    """(verdict, the lines to print) for one mutant, on its own copy of ``clean``."""
+    copy = scratch / mutant.name
+    shutil.copytree(clean, copy)
+    began = time.perf_counter()
+    try:
+        changed = apply(mutant, copy)
+    except AnchorMissing as missing:
+        return "ERROR", f"ERROR    {mutant.name}: {missing}"
+    done = _pytest(copy, mutant.tests, "-x")
+    shutil.rmtree(copy, ignore_errors=True)
+    verdict = {PYTEST_FAILED: "killed", 0: "SURVIVED"}.get(done.returncode, "ERROR")
+    report = (f"{verdict:8} {mutant.name} ({', '.join(changed)}; "
+              f"{time.perf_counter() - began:.1f} s): {mutant.promise} -> {_summary(done.stdout)}")
+    if verdict != "killed":
+        report += "\n" + done.stdout[-3000:] + "\n" + done.stderr[-2000:]
+    return verdict, report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="only these mutants (default: all)")
+    parser.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1),
+                        help="mutants checked at once (default: the cores, at most 4)")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTANTS if not args.names or m.name in args.names]
     started = time.perf_counter()
@@ -122,25 +145,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"baseline: {len(chosen)} mutants' tests pass unbroken "
               f"({time.perf_counter() - started:.1f} s)")
-        for mutant in chosen:
-            copy = Path(scratch) / mutant.name
-            shutil.copytree(clean, copy)
-            began = time.perf_counter()
-            try:
-                changed = apply(mutant, copy)
-            except AnchorMissing as missing:
-                print(f"ERROR    {mutant.name}: {missing}")
-                failed += 1
-                continue
-            done = _pytest(copy, mutant.tests, "-x")
-            took = time.perf_counter() - began
-            verdict = {PYTEST_FAILED: "killed", 0: "SURVIVED"}.get(done.returncode, "ERROR")
-            print(f"{verdict:8} {mutant.name} ({', '.join(changed)}; {took:.1f} s): "
-                  f"{mutant.promise} -> {_summary(done.stdout)}")
-            if verdict != "killed":
-                failed += 1
-                print(done.stdout[-3000:], done.stderr[-2000:], sep="\n")
-            shutil.rmtree(copy, ignore_errors=True)
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for verdict, report in pool.map(lambda m: _check(m, clean, Path(scratch)), chosen):
+                print(report, flush=True)
+                failed += verdict != "killed"
     print(f"mutants: {len(chosen) - failed} of {len(chosen)} killed in "
           f"{time.perf_counter() - started:.1f} s")
     return 1 if failed else 0
