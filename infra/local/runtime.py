@@ -55,8 +55,8 @@ from infra.local.private_home import make_private
 from infra.local.publisher import publish_once, run_publisher
 from infra.local.queue import SqliteQueue
 from infra.local.search import Fts5SearchIndex
-from infra.local.stages import StageTimes, TimedCpu, TimedObjects, TimedSink
 from infra.local.startup_objects import freeze_startup_objects
+from infra.local.timed_ports import StageTimes, TimedCpu, TimedObjects, TimedSink
 from infra.settings import Settings
 from ingest.planner import Planner
 from lake.schema import convert_lists_without_pandas
