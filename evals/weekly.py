@@ -35,7 +35,7 @@ from uuid6 import uuid7
 from evals.bootstrap import INTERVAL, RESAMPLES, SEED, Figures, group_figures
 from evals.gate import GateCheck, check
 from evals.sample import size_bucket
-from evals.score_run import ScoreRun, _warnings, run_events
+from evals.score_run import ScoreRun, run_events, run_warnings
 from evals.scoring import Label, Normalizer, Result, Scored, group_of, score_all
 from evals.weeks import Week
 from evals.weighting import Weighted, weighted_f1
@@ -204,7 +204,7 @@ def build_report(labels: Sequence[Label], stale: Sequence[Label], results: Seque
     run = ScoreRun(str(uuid7()), week.since, week.until,
                    len({s.label.document_id for s in reported}), tuple(reported), tuple(groups),
                    (), resamples, seed, tuple(stale_here), None,
-                   tuple(_warnings(groups, reported, stale_here, training_sets)))
+                   tuple(run_warnings(groups, reported, stale_here, training_sets)))
     return WeeklyReport(week, week_by, run, tuple(trend), tuple(breakdown),
                         _weighted(reported, _traffic(week, traffic, facts), facts, resamples,
                                   seed), weeks)

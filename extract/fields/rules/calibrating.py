@@ -47,14 +47,14 @@ def out_of_fold_values(documents: Sequence[KleisterDocument], *, folds: int = 5,
     near-duplicates; and the number of gold tokens (for recall)."""
     from extract.fields.rules.duplicates import fold_of_groups, near_duplicate_groups
     from extract.fields.rules.strategy import RulesStrategy
-    from extract.fields.rules.training import _fit, _prepare
+    from extract.fields.rules.training import fit_model, prepare_documents
 
-    prepared = _prepare(documents)
+    prepared = prepare_documents(documents)
     fold_of = fold_of_groups(near_duplicate_groups([p.joined.text for p in prepared]), folds,
                              seed)
     out: list[Scored] = []
     for fold in range(folds):
-        model = _fit([p for i, p in enumerate(prepared) if fold_of[i] != fold], c=0.3,
+        model = fit_model([p for i, p in enumerate(prepared) if fold_of[i] != fold], c=0.3,
                      selection=None)
         strategy = RulesStrategy(model)
         for i, item in enumerate(prepared):

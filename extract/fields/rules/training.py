@@ -23,7 +23,7 @@ from extract.fields.rules.linear import FieldModel, LinearModel
 from extract.fields.rules.strategy import GENERATORS, Proposals, RulesStrategy, propose
 
 __all__ = ["MIN_DOCUMENT_FREQUENCY", "SELECTION", "common_words", "cross_validate", "fit",
-           "honest"]
+           "fit_model", "honest", "prepare_documents"]
 
 # Per field: (decision threshold, most values, least values). Jurisdiction is always stated in
 # an NDA, and so is a party. Chosen by grouped cross-validation (README: offline extractor).
@@ -48,7 +48,7 @@ class _Prepared:
     proposals: Proposals
 
 
-def _prepare(documents: Sequence[KleisterDocument]) -> list[_Prepared]:
+def prepare_documents(documents: Sequence[KleisterDocument]) -> list[_Prepared]:
     prepared = []
     for document in documents:
         joined = JoinedText.of(document.pages)
@@ -91,10 +91,10 @@ def _examples(prepared: Sequence[_Prepared]):
 def fit(documents: Sequence[KleisterDocument], *, c: float = REGULARISATION,
         selection: dict[str, tuple[float, int, int]] | None = None) -> LinearModel:
     """A model trained on ``documents``; its version names the training set's content."""
-    return _fit(_prepare(documents), c=c, selection=selection)
+    return fit_model(prepare_documents(documents), c=c, selection=selection)
 
 
-def _fit(prepared: Sequence[_Prepared], *, c: float,
+def fit_model(prepared: Sequence[_Prepared], *, c: float,
          selection: dict[str, tuple[float, int, int]] | None) -> LinearModel:
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -127,7 +127,7 @@ def cross_validate(documents: Sequence[KleisterDocument], *, folds: int = 5, see
     predicted by a model that never saw it, nor (``grouped``) any near-duplicate of it."""
     import random
 
-    prepared = _prepare(documents)
+    prepared = prepare_documents(documents)
     if grouped:
         groups = near_duplicate_groups([p.joined.text for p in prepared])
         fold_of = fold_of_groups(groups, folds, seed)
@@ -140,7 +140,7 @@ def cross_validate(documents: Sequence[KleisterDocument], *, folds: int = 5, see
     predictions: list[list[str]] = [[] for _ in documents]
     for fold in range(folds):
         held_out = {i for i, f in enumerate(fold_of) if f == fold}
-        model = _fit([p for i, p in enumerate(prepared) if i not in held_out], c=c,
+        model = fit_model([p for i, p in enumerate(prepared) if i not in held_out], c=c,
                      selection=selection)
         strategy = RulesStrategy(model)
         for i in held_out:
