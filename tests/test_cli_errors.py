@@ -66,7 +66,8 @@ def test_an_unwritable_home(tmp_path, pdf_factory, command):
     home = room / "locked"
     home.mkdir()
     home.chmod(0o555)
-    pdf = shutil.copy(pdf_factory("a.pdf", 1), room / "a.pdf")
+    pdf = Path(shutil.copy(pdf_factory("a.pdf", 1), room / "a.pdf"))
+    pdf.chmod(0o644)  # whatever umask an earlier test left: readable by the other user
     args = [str(pdf) if a == "PDF" else a for a in command]
     doclake = str(Path(sys.executable).with_name("doclake"))
     try:
