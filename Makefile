@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 DEMO_HOME ?= .doclake-demo
 
-.PHONY: install runtime demo test lint bench synth docs clean
+.PHONY: install runtime demo test lint mutants bench synth docs clean
 
 # The runtime set alone (no CDK, moto, cfn-lint, great-expectations/scipy, scikit-learn): what
 # the pipeline, `doclake sql` and the dashboard import. `make demo` needs nothing more.
@@ -44,6 +44,12 @@ lint: install
 
 test: lint
 	$(BIN)/python -m pytest
+	$(MAKE) mutants
+
+# Deliberate breaks of the docs' promises, each of which must make a named test fail
+# (tests/mutation/mutants.py); run on a copy of the repository, never on this tree.
+mutants: install
+	$(BIN)/python -m tests.mutation.run
 
 # The CloudFormation template of the AWS deployment, with no account and no Docker.
 synth: install

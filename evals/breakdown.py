@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evals.failures import _loose
+from evals.failures import loose_text
 from evals.scoring import Scored
 
 __all__ = ["KINDS", "empty_rates", "misses"]
@@ -27,7 +27,7 @@ def _kind(outcome: str, expected: str | None, got: str | None) -> str | None:
     if outcome == "spurious":
         return "extra"
     if outcome == "wrong":
-        return "formatting" if expected and got and _loose(expected) == _loose(got) else (
+        return "formatting" if expected and got and loose_text(expected) == loose_text(got) else (
             "wrong_value")
     return None
 

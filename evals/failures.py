@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from evals.scoring import Scored
 
-__all__ = ["Failure", "failures", "find_page", "markdown"]
+__all__ = ["Failure", "failures", "find_page", "loose_text", "markdown"]
 
 PageReader = Callable[[str, str], Sequence[tuple[int, str]]]
 """(document_id, job_id) -> [(page_number, text), ...]"""
@@ -35,17 +35,17 @@ class Failure:
     got_page: int | None
 
 
-def _loose(text: str) -> str:
+def loose_text(text: str) -> str:
     text = text.lower().replace("&", " and ").replace("_", " ")
     return " ".join(re.sub(r"[,\s]+", " ", text).split())
 
 
 def find_page(value: str, pages: Sequence[tuple[int, str]]) -> int | None:
-    needle = _loose(value)
+    needle = loose_text(value)
     if not needle:
         return None
     for number, text in pages:
-        if needle in _loose(text):
+        if needle in loose_text(text):
             return number
     return None
 

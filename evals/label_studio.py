@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from html import escape
 from pathlib import Path
 
-from evals.labels import LabelError, LabelInput, _provenance, _time
+from evals.labels import LabelError, LabelInput, parse_provenance, parse_time
 
 __all__ = ["annotators", "label_config", "tasks", "parse_annotations"]
 
@@ -147,7 +147,7 @@ def parse_annotations(path: Path) -> list[LabelInput]:
         labels.append(LabelInput(
             key, kind, _values(latest.get("result") or [], names, where),
             _labeller(latest, users),
-            _time(latest.get("updated_at") or latest.get("created_at"), where), where=where,
+            parse_time(latest.get("updated_at") or latest.get("created_at"), where), where=where,
             document_id=document_id if sha and document_id else None,
-            provenance=_provenance(data.get("provenance"), where)))
+            provenance=parse_provenance(data.get("provenance"), where)))
     return labels

@@ -45,8 +45,8 @@ from pathlib import Path
 from evals.csv_cells import restore
 from lake.events import LabelRecorded, LabelValueRecorded
 
-__all__ = ["LabelError", "LabelInput", "DocumentIndex", "label_events",
-           "KEY_KINDS", "FORMATS", "PROVENANCES"]
+__all__ = ["DocumentIndex", "FORMATS", "KEY_KINDS", "LabelError", "LabelInput", "PROVENANCES",
+           "label_events", "parse_provenance", "parse_time"]
 
 KEY_KINDS = ("sha256", "document_id", "source_name")  # the first one a row gives is its key
 PROVENANCES = ("blind", "pre-filled", "imported", "reviewer")
@@ -124,7 +124,7 @@ class DocumentIndex:
                       f"{len(names)} documents have this source name; key it by sha256")
 
 
-def _time(value: str | None, where: str) -> datetime | None:
+def parse_time(value: str | None, where: str) -> datetime | None:
     if not value:
         return None
     try:
@@ -147,7 +147,7 @@ def _claimed_id(row: Mapping, kind: str) -> str | None:
     return claimed if kind == "sha256" and claimed else None
 
 
-def _provenance(value: object, where: str) -> str | None:
+def parse_provenance(value: object, where: str) -> str | None:
     text = str(value or "").strip().lower()
     if not text:
         return None
@@ -172,8 +172,8 @@ def parse_csv(path: Path) -> list[LabelInput]:
             if not name:
                 raise LabelError(f"{where}: empty field name")
             group = (key, kind, (row.get("labeller") or "").strip() or None,
-                     _time(row.get("labelled_at"), where), _claimed_id(row, kind),
-                     _provenance(row.get("provenance"), where))
+                     parse_time(row.get("labelled_at"), where), _claimed_id(row, kind),
+                     parse_provenance(row.get("provenance"), where))
             first_line.setdefault(group, where)
             values = grouped.setdefault(group, {}).setdefault(name, [])
             value = (row.get("value") or "").strip()
@@ -206,9 +206,9 @@ def parse_jsonl(path: Path) -> list[LabelInput]:
             items = value if isinstance(value, list) else [value]
             values[name] = tuple(_text(v) for v in items if v is not None and _text(v).strip())
         labels.append(LabelInput(key, kind, values, row.get("labeller"),
-                                 _time(row.get("labelled_at"), where), where=where,
+                                 parse_time(row.get("labelled_at"), where), where=where,
                                  document_id=_claimed_id(row, kind),
-                                 provenance=_provenance(row.get("provenance"), where)))
+                                 provenance=parse_provenance(row.get("provenance"), where)))
     return labels
 
 

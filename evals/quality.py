@@ -138,11 +138,9 @@ def check_frames(
     clock_skew: timedelta = DEFAULT_CLOCK_SKEW,
     max_duplicate_rate: float = DEFAULT_MAX_DUPLICATE_RATE,
     docs_dir: Path | None = None,
-    now: datetime | None = None,  # kept for callers of the old signature; frames carry the time
 ) -> QualityReport:
     """Run every stored suite over its dataframe through one checkpoint; a missing frame is an
     error. With ``docs_dir`` the GX project (and its Data Docs) is kept there."""
-    del now
     gx = _quiet_gx()
     suites = stored_suites()
     root = Path(docs_dir) if docs_dir is not None else Path(tempfile.mkdtemp(prefix="doclake-gx-"))
@@ -265,10 +263,6 @@ def _with_row_key(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     else:
         values = []
     return frame.assign(**{ROW_KEY: values})
-
-
-def _naive_utc(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def _naive_timestamps(frame: pd.DataFrame) -> pd.DataFrame:

@@ -38,7 +38,8 @@ from evals.lenient import lenient_dict
 from evals.scoring import Label, Normalizer, Scored, group_of, score_all, split_stale
 from lake.events import EvalOutcomeRecorded, EvalRunCompleted, EvalScoreComputed, Event
 
-__all__ = ["ScoreRun", "TrainingSet", "run_scoring", "score_lake", "with_values", "write_run"]
+__all__ = ["ScoreRun", "TrainingSet", "run_scoring", "run_warnings", "score_lake", "with_values",
+           "write_run"]
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def _with_costs(groups: Sequence[GroupFigures], scored: Sequence[Scored],
     return out
 
 
-def _warnings(groups: Sequence[GroupFigures], scored: Sequence[Scored], stale: Sequence[Label],
+def run_warnings(groups: Sequence[GroupFigures], scored: Sequence[Scored], stale: Sequence[Label],
               training_sets: Sequence[TrainingSet]) -> list[str]:
     out = []
     for g in groups:
@@ -179,7 +180,7 @@ def score_lake(lake_uri: str, *, since: datetime | None, until: datetime | None,
     return ScoreRun(str(uuid7()), since, until, len(labels), tuple(scored), tuple(groups),
                     comparisons, resamples, seed, tuple(stale),
                     coverage(labels, results, since=since, until=until),
-                    tuple(_warnings(groups, scored, stale, training_sets)),
+                    tuple(run_warnings(groups, scored, stale, training_sets)),
                     tuple(unscored(labels, stale, results, since=since, until=until)))
 
 

@@ -38,7 +38,7 @@ from evals.confidence import FieldConfidence, by_field
 from evals.gate import GateCheck, check
 from evals.report_sections import confidence_markdown, fields_markdown
 from evals.sample import size_bucket
-from evals.score_run import ScoreRun, _warnings, run_events
+from evals.score_run import ScoreRun, run_events, run_warnings
 from evals.scoring import Label, Normalizer, Result, Scored, score_all
 from evals.traffic import traffic_by_group, weighted_by_group
 from evals.weeks import Week
@@ -187,7 +187,7 @@ def build_report(labels: Sequence[Label], stale: Sequence[Label], results: Seque
     run = ScoreRun(str(uuid7()), week.since, week.until,
                    len({s.label.document_id for s in reported}), tuple(reported), tuple(groups),
                    (), resamples, seed, tuple(stale_here), None,
-                   tuple(_warnings(groups, reported, stale_here, training_sets)),
+                   tuple(run_warnings(groups, reported, stale_here, training_sets)),
                    tuple(unscored(labelled_here, stale_here, results)))
     return WeeklyReport(week, week_by, run, tuple(trend), tuple(breakdown),
                         weighted_of(week), weeks, confidence=tuple(by_field(reported)))

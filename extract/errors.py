@@ -52,7 +52,7 @@ class WorkerTimeout(TransientError):
 
 
 class StageTimeLimit(TransientError):
-    """A delivery ran past its stage's own time limit (``extract.stage_limits``): cancelled,
+    """A delivery ran past its stage's own time limit (``extract.delivery_limits``): cancelled,
     handed back for another try."""
 
     error_type = "stage_time_limit"

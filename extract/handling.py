@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from extract.context import Delivery, HandlerContext
+from extract.delivery_limits import stage_time_limit
 from extract.errors import (
     StageTimeLimit,
     TerminalError,
@@ -51,7 +52,6 @@ from extract.messages import (
     parse_message,
 )
 from extract.ports import ReceivedMessage
-from extract.stage_limits import stage_time_limit
 from extract.state import UnitClaim
 from lake.events import FailureRecorded, utc_now
 

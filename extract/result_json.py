@@ -63,14 +63,3 @@ def publish_result(objects, job: Mapping[str, Any], latest_job_id: str | None) -
     objects.put(key, json.dumps(result_document(job)).encode(),
                 metadata={"job_id": job["job_id"], "status": str(job["status"])})
     return True
-
-
-def publish_finished(store, objects) -> int:
-    """Locally: publish every terminal job's result not yet at its address (the serve loop)."""
-    published = 0
-    for job in store.list_jobs():
-        if job.status.value in TERMINAL:
-            document = store.get_document(job.document_id)
-            latest = document.latest_job_id if document else None
-            published += publish_result(objects, job.model_dump(), latest)
-    return published

@@ -82,10 +82,6 @@ def schema_fields(schema_name: str = "nda") -> tuple[str, ...]:
     return tuple(schema.model_fields) if schema is not None else ()
 
 
-def schema_class(schema_name: str):
-    return _schema(schema_name)
-
-
 def target_schema(schema_name: str, settings=None):
     """What a fine-tuning set needs to know about one schema (``evals.finetune.TargetSchema``);
     None when the schema cannot be loaded here. The request is built by the single-pass

@@ -318,14 +318,6 @@ def presto_view_text(sql: str, columns: list[tuple[str, str]], database: str, *,
     return f"{PRESTO_VIEW_PREFIX}{blob}{PRESTO_VIEW_SUFFIX}"
 
 
-def decode_presto_view(text: str) -> dict[str, Any]:
-    """The JSON inside a ``ViewOriginalText`` (the inverse of ``presto_view_text``)."""
-    if not (text.startswith(PRESTO_VIEW_PREFIX) and text.endswith(PRESTO_VIEW_SUFFIX)):
-        raise ValueError("not a Presto view text")
-    blob = text[len(PRESTO_VIEW_PREFIX):-len(PRESTO_VIEW_SUFFIX)]
-    return json.loads(base64.b64decode(blob))
-
-
 def view_table_input(name: str, sql: str, columns: list[tuple[str, str]], database: str, *,
                      catalog: str = CATALOG, owner: str | None = None) -> dict[str, Any]:
     """The Glue ``TableInput`` of one Athena view, as Athena's own CREATE VIEW would store it."""

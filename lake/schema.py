@@ -176,11 +176,6 @@ def from_row(row: dict[str, Any]) -> Event:
     return cls(**data)
 
 
-def all_columns() -> dict[str, list[Column]]:
-    """Columns of every event type, keyed by event type."""
-    return {name: columns(cls) for name, cls in EVENT_TYPES.items()}
-
-
 @functools.lru_cache(maxsize=256)
 def _fingerprint_of(schema_text: str) -> str:
     from lake.layout import schema_fingerprint

@@ -74,11 +74,12 @@ def test_a_name_two_files_share_is_refused_naming_both_and_a_failure_says_why(ru
     broken = _show(home, "broken.pdf")
     assert broken["status"] == "failed" and broken["failure_reason"]
     assert broken["text_files"] == 0
-    # Why, in words: the parser's message from the lake and what to do about the reason.
-    from infra.cli.render.failure_hints import failure_hint
-
+    # Why, in words: the parser's message from the lake and what to do about the reason (the
+    # words a user reads, held here: the generic "see the messages" hint must not do).
     assert broken["failure_message"] and len(broken["failure_message"]) > 10
-    assert broken["hint"] == failure_hint(broken["failure_reason"])
+    assert (broken["failure_reason"], broken["hint"]) == (
+        "corrupt", "the file is damaged or truncated; re-export or re-download it, then run it "
+                   "again")
     assert "failure_message" not in _show(home, "a/NDA.pdf")
     missing = invoke("show", "nothing.pdf", "--home", home)
     assert missing.exit_code == 2 and "no document 'nothing.pdf'" in missing.output

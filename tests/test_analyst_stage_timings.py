@@ -4,6 +4,7 @@ to the job's time in ``job_latency``."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -95,9 +96,21 @@ def test_a_real_runs_stages_add_up_to_its_jobs_latency(tmp_path, pdf_factory, fi
     pdf_factory("long.pdf", 12)
     (tmp_path / "docs" / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
     home = str(tmp_path / "home")
+    # This test's own clocks around the run: every stage lies inside them, and no job's stages
+    # add up to more than the run's wall clock (a stage counted twice, or an interval taken from
+    # the wrong event, would).
+    begun = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=0.01)
+    wall_started = time.monotonic()
     result = CliRunner().invoke(app, ["run", str(tmp_path / "docs"), "--home", home,
                                       "--fields", fields], env=FAST)
+    wall = time.monotonic() - wall_started
+    ended = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=0.01)
     assert result.exit_code == 0, result.output
+    window = _sql(home, "SELECT min(started_at) AS first, max(finished_at) AS last, "
+                        "max(seconds) AS longest FROM stage_timings")[0]
+    assert begun <= datetime.fromisoformat(window["first"]), (begun, window)
+    assert datetime.fromisoformat(window["last"]) <= ended, (ended, window)
+    assert 0 < window["longest"] < wall
     rows = _sql(home, """
         SELECT l.job_id, l.status, l.seconds, l.end_to_end_seconds,
                sum(s.seconds) AS stages,
@@ -108,6 +121,7 @@ def test_a_real_runs_stages_add_up_to_its_jobs_latency(tmp_path, pdf_factory, fi
         GROUP BY l.job_id, l.status, l.seconds, l.end_to_end_seconds""")
     assert sorted(r["status"] for r in rows) == ["failed", "succeeded", "succeeded"]
     for row in rows:
+        assert 0 < row["stages"] <= wall, (row, wall)
         assert abs(row["stages"] - row["end_to_end_seconds"]) < 1, row
         assert abs(row["until_finished"] - row["seconds"]) < 1, row
         assert row["starts_at_creation"], row

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,31 +32,55 @@ def test_a_home_that_is_a_file(tmp_path):
     assert_user_error(invoke("status", "--home", str(home)), str(home), "is a file")
 
 
-def _unwritable_folder(tmp_path: Path) -> Path | None:
-    """A folder this process cannot write: a read-only one, or (as root) sysfs."""
-    folder = tmp_path / "locked"
-    folder.mkdir()
-    folder.chmod(0o500)
-    for candidate in (folder, Path("/sys")):
-        try:
-            with tempfile.NamedTemporaryFile(dir=candidate):
-                pass
-        except OSError:
-            return candidate
-    return None
+def _as_a_user_who_cannot_write(room: Path) -> list[str]:
+    """The prefix that runs a command as a user the folder ``room/locked`` refuses writes:
+    this one when it is not root; as root (CI), ``nobody`` through ``setpriv``, keeping only
+    CAP_DAC_READ_SEARCH (it may read every file, the interpreter under /root included, and write
+    none it does not own), so the unwritable home is a real one, never skipped."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("running as root without setpriv (util-linux): cannot drop to nobody")
+    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+            "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
 
 
 @pytest.mark.parametrize("command", [["status"], ["search", "word"], ["lake", "check"],
                                      ["run", "PDF"], ["worker", "--until-idle"]])
 def test_an_unwritable_home(tmp_path, pdf_factory, command):
-    home = _unwritable_folder(tmp_path)
-    if home is None:
-        pytest.skip("no unwritable folder here (root on a writable filesystem)")
-    args = [str(pdf_factory("a.pdf", 1)) if a == "PDF" else a for a in command]
+    """The installed command, in its own process, as a user who cannot write the home."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    # Outside pytest's own folder (mode 700: typer's access() check, made with the real user and
+    # no capabilities, would find the home unreadable first).
+    room = Path(tempfile.mkdtemp(prefix="doclake-unwritable-"))
+    room.chmod(0o755)
+    home = room / "locked"
+    home.mkdir()
+    home.chmod(0o555)
+    pdf = Path(shutil.copy(pdf_factory("a.pdf", 1), room / "a.pdf"))
+    pdf.chmod(0o644)  # whatever umask an earlier test left: readable by the other user
+    args = [str(pdf) if a == "PDF" else a for a in command]
+    doclake = str(Path(sys.executable).with_name("doclake"))
     try:
-        assert_user_error(invoke(*args, "--home", str(home)), str(home), "not writable")
+        done = subprocess.run([*_as_a_user_who_cannot_write(room), doclake, *args,
+                               "--home", str(home)], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "HOME": str(room), "COLUMNS": "200"})
+        assert list(home.iterdir()) == []
     finally:
-        (tmp_path / "locked").chmod(0o700)
+        home.chmod(0o700)
+        shutil.rmtree(room)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.splitlines()[0] == f"error: home {home} is not writable", done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_run_with_concurrency_zero(tmp_path, pdf_factory):

@@ -6,6 +6,9 @@ How to write an example that is checked (``support.docs_examples`` finds them):
   (the bundled example NDAs, default options): it must succeed;
 - in a ``sh`` block, each line starting with ``doclake `` runs in bash with ``DOCLAKE_HOME`` set to
   that home, in a scratch folder holding a copy of ``examples/``: it must exit 0;
+- a ``text`` block starting with ``$ doclake ...`` runs that command and compares what it prints
+  with the lines shown (``...`` at a line's end: any rest); any other ``text`` block must be
+  skipped, its reason saying why its output cannot be compared here;
 - ``<!-- docs-test: skip REASON -->`` on the line before a fence skips the block (AWS, a server
   that does not return, a user's own folder), and the reason is shown in the test report.
 
@@ -22,7 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.docs_examples import examples
+from support.docs_examples import examples, output_matches
 from support.terminal import doclake_command
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,15 +50,27 @@ def workspace(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
 def test_the_docs_have_examples():
     languages = {e.language for e in FOUND if e.skip is None}
-    assert languages == {"sql", "sh"}, "README.md and docs/ should show runnable SQL and commands"
+    assert languages == {"sql", "sh", "shown"}, \
+        "README.md and docs/ should show runnable SQL, commands and a command's output"
     assert sum(e.path.name == "README.md" for e in FOUND) >= 5
 
 
 @pytest.mark.parametrize("example", FOUND, ids=[e.name for e in FOUND])
 def test_the_example_runs(example, workspace):
     if example.skip is not None:
+        assert not example.skip.startswith("UNCHECKED"), f"{example.name}: {example.skip}"
         pytest.skip(f"{example.name}: {example.skip}")
     folder, env = workspace
+    if example.language == "shown":
+        done = subprocess.run(["bash", "-c", example.code], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL)
+        printed = [line.rstrip() for line in (done.stdout + done.stderr).splitlines()]
+        assert output_matches(example.shown, printed), (
+            f"{example.name}: the docs show\n" + "\n".join(example.shown)
+            + "\nbut the command printed\n" + "\n".join(printed))
+        assert "Traceback" not in done.stderr
+        return
     if example.language == "sql":
         argv = [doclake_command(), "sql", example.code, "--format", "csv"]
     else:

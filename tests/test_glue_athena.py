@@ -15,13 +15,13 @@ import pytest
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
+from support.presto_views import decode_presto_view
 
 from lake import events as ev
 from lake.athena import (
     TranspileError,
     athena_views,
     create_view_statements,
-    decode_presto_view,
     hive_type,
     presto_type,
     to_trino,

@@ -63,7 +63,99 @@ def sandbox_mode(request, monkeypatch):
 
 
 def everything_under(home: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file() and not p.is_symlink())
+    """Every byte the home holds, Parquet files decoded (their pages are compressed: a marker
+    inside would not show in their raw bytes)."""
+    import pyarrow.parquet as pq
+
+    found = []
+    for path in home.rglob("*"):
+        if not path.is_file() or path.is_symlink():
+            continue
+        found.append(path.read_bytes())
+        if path.suffix == ".parquet":
+            found.append(repr(pq.read_table(path).to_pylist()).encode())
+    return b"\n".join(found)
+
+
+def test_the_scan_sees_inside_compressed_parquet(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # The marker's text but its last character, then the marker: compressed, the second is a
+    # back-reference to the first plus one byte, and the marker is nowhere in the raw file.
+    text = TEXT_MARKER[:-1] + " and then " + TEXT_MARKER
+    pq.write_table(pa.table({"text": [text]}), tmp_path / "x.parquet", compression="zstd",
+                   write_statistics=False)  # no min/max copy of the value in the footer
+    assert TEXT_MARKER.encode() not in (tmp_path / "x.parquet").read_bytes()  # hidden raw
+    assert TEXT_MARKER.encode() in everything_under(tmp_path)
+
+
+@needs_soffice
+def test_the_sandbox_alone_keeps_linked_files_out_of_a_conversion(room, monkeypatch):
+    """With the links check out of the way (``convert_to_pdf`` called directly, as no handler
+    does): files that link outside are converted under bwrap, and nothing of the outside gets
+    into the PDF. The profile's link blocking misses the RTF fields; the sandbox must not."""
+    import asyncio
+
+    import pypdfium2
+
+    from extract.formats import office, sandbox
+
+    if sandbox.find_bwrap() is None:
+        pytest.skip("bwrap is not installed or cannot make namespaces here")
+    monkeypatch.setattr(office, "_template", None)
+    folder, _ = room
+
+    async def convert(name: str, fmt: Format) -> tuple[str, int]:
+        async with office.convert_to_pdf(folder / name, fmt,
+                                         office.ConvertLimits(timeout_s=120)) as done:
+            assert done.converter  # converted, not refused
+            document = pypdfium2.PdfDocument(done.pdf)
+            text = "".join(page.get_textpage().get_text_range() for page in document)
+            images = sum(1 for page in document for obj in page.get_objects()
+                         if obj.type == pypdfium2.raw.FPDF_PAGEOBJ_IMAGE)
+            document.close()
+            return text, images
+
+    for name in ("include-text.rtf", "include-picture.rtf", "include-text.docx"):
+        fmt = sniff_file(folder / name).format
+        with pytest.raises(LinksOutside):
+            check_links(folder / name, fmt)  # the check would refuse it ...
+        text, images = asyncio.run(convert(name, fmt))  # ... the sandbox alone must hold
+        assert TEXT_MARKER not in text and PICTURE_MARKER not in text, (name, text[:300])
+        assert images == 0, name
+
+
+def test_the_sandbox_sees_no_outside_file_and_no_network(tmp_path):
+    """The prefix itself, probed: inside it a process reads and writes its work folder only."""
+    import socket
+    import subprocess
+
+    from extract.formats import sandbox
+
+    if sandbox.find_bwrap() is None:
+        pytest.skip("bwrap is not installed or cannot make namespaces here")
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text(TEXT_MARKER)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    # bash from /usr (the sandbox's system view): its /dev/tcp needs no other program.
+    probe = (f"echo written > {work}/ok; "
+             f"cat {outside}/secret.txt 2>/dev/null || echo 'no file'; "
+             f"(echo hi > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo connected "
+             f"|| echo 'no network'")
+    try:
+        done = subprocess.run([*sandbox.sandbox([work]), "/usr/bin/bash", "-c", probe],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        listener.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["no file", "no network"], done.stdout
+    assert (work / "ok").read_text() == "written\n"
 
 
 def test_every_office_file_of_the_room_is_refused_for_its_link(room):

@@ -88,32 +88,66 @@ def swapping_room(tmp_path):
     assert swaps[0] > 100  # the race really ran
 
 
+INSIDE = {f"inside {i}\n".encode() for i in range(10)}
+
+
+def test_links_in_a_room_are_listed_as_skipped_and_never_walked(tmp_path):
+    """The still case, counted: the walk lists exactly the room's own files, and each link (to
+    a file, to a folder) as skipped, whatever is behind it."""
+    from ingest.planner import SKIP_LINK
+
+    outside, room = tmp_path / "outside", tmp_path / "room"
+    (room / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(MARKER)
+    (room / "a.txt").write_text("a\n")
+    (room / "sub" / "b.txt").write_text("b\n")
+    (room / "file-link.txt").symlink_to(outside / "secret.txt")
+    (room / "folder-link").symlink_to(outside, target_is_directory=True)
+    walk = walk_sources([room])
+    assert sorted(name for _, name in walk.files) == ["a.txt", "sub/b.txt"]
+    assert sorted((p.name, why) for p, why in walk.skipped) == [
+        ("file-link.txt", SKIP_LINK), ("folder-link", SKIP_LINK)]
+
+
 def test_a_walk_and_its_opens_never_read_outside_while_a_folder_is_swapped(swapping_room):
+    """Every inside file is read at least once over the walks (a walk that reads nothing
+    fails), and no read ever returns an outside file's bytes."""
     deadline = time.monotonic() + 3
-    walks = 0
-    while time.monotonic() < deadline:
+    walks, read, refused = 0, set(), 0
+    while time.monotonic() < deadline or walks < 20:
         for path, _ in walk_sources([swapping_room]).files:
             try:
                 fd = open_regular(path)
             except OSError:
-                continue  # a link met on the way, or the name gone: skipped, never followed
+                refused += 1  # a link met on the way, or the name gone: skipped, never followed
+                continue
             with os.fdopen(fd, "rb") as handle:
-                assert MARKER not in handle.read()
+                read.add(handle.read())
         walks += 1
-    assert walks > 20
+    assert read == INSIDE, (sorted(read), refused)
 
 
 def test_a_run_over_a_swapping_room_ingests_nothing_from_outside(swapping_room, settings):
+    """The ten inside files are stored (counted by their own bytes in the home), the outside
+    ones never."""
     from infra.local.runtime import LocalRuntime
 
     runtime = LocalRuntime(settings)
     planner = runtime.planner()
     deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
+    stored: set[bytes] = set()
+    while time.monotonic() < deadline or stored != INSIDE:
         files = walk_sources([swapping_room]).files
         planner.ingest_many([p for p, _ in files], source_paths=dict(files))
+        stored = {b for b in contents_under(settings.home) if b in INSIDE}
+        assert time.monotonic() < deadline + 60, f"only {len(stored)} of 10 inside files stored"
     planner.close()
     assert MARKER not in all_bytes_under(settings.home)
+
+
+def contents_under(folder: Path) -> set[bytes]:
+    return {p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_symlink()}
 
 
 def test_a_file_rewritten_between_its_hash_and_its_copy_is_not_stored(tmp_path, settings):

@@ -101,9 +101,24 @@ def test_a_second_ctrl_c_stops_at_once_and_the_first_says_so(tmp_path, pdf_facto
         except sqlite3.Error:
             pass
         time.sleep(0.1)
+    import threading
+
+    said = threading.Event()
+    err_lines: list[str] = []
+
+    def read_stderr() -> None:
+        for line in process.stderr:
+            err_lines.append(line)
+            if "Ctrl-C again to stop at once" in line:
+                said.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     process.send_signal(signal.SIGINT)
-    time.sleep(1.0)
+    # The second Ctrl-C once the first has been heard (it says so), however long that takes.
+    assert said.wait(timeout=120), "".join(err_lines)[-2000:]
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=120)
+    process.wait(timeout=120)
+    reader.join(timeout=30)
+    err = "".join(err_lines)
     assert process.returncode == 130, err[-2000:]
-    assert "Ctrl-C again to stop at once" in err

@@ -309,10 +309,10 @@ def test_a_hung_read_is_given_back_at_its_stages_time_limit_and_counts_as_a_try(
     forever (the heartbeat had no ceiling) and the run never ended. Now, past the stage's time
     limit, the handler is cancelled, a ``stage_time_limit`` failure is recorded, the message is
     redelivered as its next try, and the job succeeds."""
+    import extract.delivery_limits as delivery_limits
     import extract.handlers.read as read_handler
-    import extract.stage_limits as stage_limits
 
-    monkeypatch.setattr(stage_limits, "MIN_LIMIT_S", 1.0)
+    monkeypatch.setattr(delivery_limits, "MIN_LIMIT_S", 1.0)
     settings = settings.model_copy(update={"read_timeout_s": 1.0, "model_retry_budget_s": 0.5,
                                            "model_timeout_s": 0.5,  # read's limit: 4 s
                                            "text_pages_at_split": 0})  # a read message each

@@ -14,6 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from infra.cli.main import app
+from lake.catalog import query
+from lake.read_only import NotARead
 from tests.support.pdfgen import make_pdf
 
 runner = CliRunner()
@@ -43,6 +45,23 @@ def sql(home: Path, query: str, *, fmt: str = "json"):
     return invoke("sql", query, "--home", str(home), "--format", fmt)
 
 
+# The guard's own refusal, word for word as a user reads it (held here, not imported).
+HINT_LINE = ("hint: doclake sql only reads the lake: queries (SELECT, WITH, DESCRIBE, SHOW, "
+             "SUMMARIZE, EXPLAIN) and CREATE TEMP VIEW or MACRO; to save a result, redirect it: "
+             "doclake sql \"SELECT ...\" --format csv > result.csv")
+
+
+def assert_refused(output: str, kind: str) -> None:
+    """The refusal is the guard's (exit 2 is checked by the caller): its error line names the
+    statement's type, its hint is the whole hint, and no traceback or other error came first."""
+    lines = " ".join(output.split("\n")).split("error: ")
+    assert len(lines) == 2 and lines[0].strip() == "", output
+    error = " ".join(lines[1].split())
+    assert error.startswith(f"{kind} statement refused: "), output
+    assert " ".join(HINT_LINE.split()) in error, output
+    assert "Traceback" not in output
+
+
 def test_a_copy_into_a_lake_partition_cannot_forge_a_document(home):
     registered = next((home / "lake").rglob("event_type=document_registered/dt=*/*.parquet"))
     forged = registered.parent / "part-forged.parquet"
@@ -50,7 +69,7 @@ def test_a_copy_into_a_lake_partition_cannot_forge_a_document(home):
     result = sql(home, f"COPY (SELECT * REPLACE ('FORGED.pdf' AS source_name) FROM "
                        f"read_parquet('{registered}')) TO '{forged}'")
     assert result.exit_code == 2
-    assert "COPY statement refused" in result.output and "hint:" in result.output
+    assert_refused(result.output, "COPY")
     assert not forged.exists()
     names = [r["source_name"] for r in json.loads(sql(home, "SELECT source_name FROM documents")
                                                   .output)]
@@ -58,33 +77,78 @@ def test_a_copy_into_a_lake_partition_cannot_forge_a_document(home):
     assert files_under(home) == before
 
 
-@pytest.mark.parametrize("make_statement", [
-    lambda lake, out: f"COPY (SELECT 1 AS a) TO '{lake}/x.csv'",
-    lambda lake, out: f"COPY (SELECT 1 AS a) TO '{out}/x.csv'",
-    lambda lake, out: f"EXPORT DATABASE '{lake}/exported'",
-    lambda lake, out: f"ATTACH '{lake}/w.duckdb' AS w",
-    lambda lake, out: f"ATTACH '{lake}/w.duckdb' AS w; CREATE TABLE w.t AS SELECT 1 AS a",
-    lambda lake, out: "CREATE TABLE t AS SELECT * FROM jobs",
-    lambda lake, out: "CREATE PERSISTENT SECRET s (TYPE s3, KEY_ID 'a', SECRET 'b')",
-    lambda lake, out: "INSTALL httpfs",
-    lambda lake, out: "LOAD httpfs",
-    lambda lake, out: "SET VARIABLE x = 1",
-    lambda lake, out: "SET threads = 1",
-    lambda lake, out: "PRAGMA enable_profiling",
-    lambda lake, out: f"PRAGMA profiling_output = '{lake}/profile.json'",
-    lambda lake, out: "CALL pragma_version()",
-    lambda lake, out: f"EXPLAIN ANALYZE COPY (SELECT 1) TO '{lake}/e.csv'",
-    lambda lake, out: f"-- a comment first\nCOPY (SELECT 1) TO '{lake}/c.csv'",
+@pytest.mark.parametrize(("kind", "make_statement"), [
+    ("COPY", lambda lake, out: f"COPY (SELECT 1 AS a) TO '{lake}/x.csv'"),
+    ("COPY", lambda lake, out: f"COPY (SELECT 1 AS a) TO '{out}/x.csv'"),
+    ("EXPORT", lambda lake, out: f"EXPORT DATABASE '{lake}/exported'"),
+    ("ATTACH", lambda lake, out: f"ATTACH '{lake}/w.duckdb' AS w"),
+    ("ATTACH", lambda lake, out: (f"ATTACH '{lake}/w.duckdb' AS w; "
+                                   "CREATE TABLE w.t AS SELECT 1 AS a")),
+    ("CREATE", lambda lake, out: "CREATE TABLE t AS SELECT * FROM jobs"),
+    ("CREATE", lambda lake, out: "CREATE PERSISTENT SECRET s (TYPE s3, KEY_ID 'a', SECRET 'b')"),
+    ("LOAD", lambda lake, out: "INSTALL httpfs"),
+    ("LOAD", lambda lake, out: "LOAD httpfs"),
+    ("SET", lambda lake, out: "SET VARIABLE x = 1"),
+    ("SET", lambda lake, out: "SET threads = 1"),
+    ("PRAGMA", lambda lake, out: "PRAGMA enable_profiling"),
+    ("SET", lambda lake, out: f"PRAGMA profiling_output = '{lake}/profile.json'"),
+    ("CALL", lambda lake, out: "CALL pragma_version()"),
+    ("EXPLAIN", lambda lake, out: f"EXPLAIN ANALYZE COPY (SELECT 1) TO '{lake}/e.csv'"),
+    ("COPY", lambda lake, out: f"-- a comment first\nCOPY (SELECT 1) TO '{lake}/c.csv'"),
 ])
-def test_statements_that_write_set_or_load_are_refused_unrun(home, tmp_path, make_statement):
-    lake = home / "lake"
+def test_statements_that_write_set_or_load_are_refused_unrun(home, tmp_path, kind,
+                                                             make_statement):
+    check_refused_unrun(home, tmp_path, make_statement(home / "lake", tmp_path), kind)
+
+
+# Every statement type DuckDB's parser knows that is not a read, one example each, with the type
+# name the refusal must print ("UNKNOWN": a type DuckDB's Python API has no name for).
+EVERY_OTHER_TYPE = [
+    ("INSERT", "INSERT INTO jobs VALUES (1)"),
+    ("UPDATE", "UPDATE jobs SET pages = 0"),
+    ("DELETE", "DELETE FROM jobs"),
+    ("PREPARE", "PREPARE p AS SELECT 1"),
+    ("EXECUTE", "EXECUTE p"),
+    ("ALTER", "ALTER TABLE jobs ADD COLUMN y INT"),
+    ("ALTER", "COMMENT ON TABLE jobs IS 'x'"),
+    ("TRANSACTION", "BEGIN"),
+    ("COPY", "COPY jobs FROM '{lake}/in.csv'"),
+    ("DROP", "DROP VIEW jobs"),
+    ("DROP", "DEALLOCATE p"),
+    ("EXPORT", "EXPORT DATABASE '{lake}/e'"),
+    ("PRAGMA", "IMPORT DATABASE '{lake}/e'"),
+    ("PRAGMA", "COPY FROM DATABASE memory TO other"),
+    ("VACUUM", "VACUUM"),
+    ("VACUUM", "ANALYZE"),
+    ("CALL", "CHECKPOINT"),
+    ("SET", "RESET threads"),
+    ("SET", "USE memory"),
+    ("LOAD", "LOAD parquet"),
+    ("ATTACH", "ATTACH ':memory:' AS m"),
+    ("DETACH", "DETACH m"),
+    ("MERGE_INTO", "MERGE INTO jobs USING jobs j2 ON (jobs.job_id = j2.job_id) "
+                   "WHEN MATCHED THEN DELETE"),
+    ("CREATE", "CREATE SEQUENCE s"),
+    ("CREATE", "CREATE SCHEMA s"),
+    ("CREATE", "CREATE TYPE t AS INTEGER"),
+    ("UNKNOWN", "UPDATE EXTENSIONS"),
+    ("UNKNOWN", "UPDATE EXTENSIONS (parquet)"),
+]
+
+
+@pytest.mark.parametrize(("kind", "statement"), EVERY_OTHER_TYPE)
+def test_every_other_statement_type_is_refused_by_the_guard(home, tmp_path, kind, statement):
+    check_refused_unrun(home, tmp_path, statement.format(lake=home / "lake"), kind)
+
+
+def check_refused_unrun(home: Path, tmp_path: Path, statement: str, kind: str) -> None:
     before = files_under(home)
     # The refused statement follows a harmless one: neither runs.
     # Its answer is a word no path holds (a bare 42 was found in pytest's own pytest-42 folder).
-    result = sql(home, "SELECT 'unrun-marker-7f3a' AS first; " + make_statement(lake, tmp_path),
-                 fmt="csv")
+    result = sql(home, "SELECT 'unrun-marker-7f3a' AS first; " + statement, fmt="csv")
     assert result.exit_code == 2, result.output
-    assert "refused" in result.output and "unrun-marker-7f3a" not in result.output
+    assert_refused(result.output, kind)
+    assert "unrun-marker-7f3a" not in result.output
     assert files_under(home) == before
     assert list(tmp_path.iterdir()) == []
 
@@ -130,5 +194,25 @@ def test_the_prompt_says_a_refusal_and_goes_on(home, tmp_path):
     script = f"COPY (SELECT 1) TO '{tmp_path}/p.csv';\nSELECT 5 AS last;\n"
     result = invoke("sql", "--home", str(home), "--format", "csv", input=script)
     assert result.exit_code == 0, result.output
-    assert "COPY statement refused" in result.output and "last\n5" in result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("error: COPY statement refused: COPY (SELECT 1) TO"), lines
+    assert lines[-2:] == ["last", "5"], lines
     assert not (tmp_path / "p.csv").exists()
+
+
+@pytest.mark.parametrize("statement", [
+    "COPY (SELECT 1 AS a) TO '{lake}/x.csv'",
+    "COPY (SELECT 1 AS a) TO '{lake}/events/event_type=document_registered/forged.parquet'",
+    "ATTACH '{lake}/w.duckdb' AS w",
+    "EXPORT DATABASE '{lake}/exported'",
+    "UPDATE EXTENSIONS",
+])
+def test_the_library_query_writes_nothing_either(home, statement):
+    """``lake.catalog.query`` (the dashboard's and notebooks' way in) applies the same
+    allow-list: the confined connection could write inside the lake folder itself."""
+    before = files_under(home)
+    with pytest.raises(NotARead, match="statement refused"):
+        query(str(home / "lake"), statement.format(lake=home / "lake"))
+    assert files_under(home) == before
+    assert query(str(home / "lake"), "SELECT count(*) AS n FROM documents").to_pylist() == [
+        {"n": 1}]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -27,6 +28,24 @@ FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2"}
 def doclake(*args: str, home: Path, **options) -> object:
     return run_in_terminal([doclake_command(), *args, "--home", str(home)],
                            env={**FAST, **options.pop("env", {})}, **options)
+
+
+def lines(run) -> list[str]:
+    """The screen's lines, trailing spaces cut: tests compare whole lines, never substrings."""
+    return [line.rstrip() for line in run.text.splitlines()]
+
+
+def rows(run) -> list[list[str]]:
+    """The cells of every body row of the tables on screen (rich's ``│`` separators)."""
+    return [[cell.strip() for cell in line.strip().strip("│").split("│")]
+            for line in lines(run) if line.lstrip().startswith("│")]
+
+
+def the_line(run, pattern: str) -> re.Match:
+    """The one line on screen that ``pattern`` matches whole."""
+    found = [m for m in (re.fullmatch(pattern, line) for line in lines(run)) if m]
+    assert len(found) == 1, (pattern, run.text[-3000:])
+    return found[0]
 
 
 def assert_clean(run) -> None:
@@ -51,43 +70,56 @@ def test_run_draws_live_progress_then_a_summary_that_matches_the_lake(demo):
     home, run = demo
     assert_clean(run)
     assert HIDE_CURSOR in run.raw, "no live progress was drawn: the command did not see a terminal"
-    assert "documents" in run.text and "pages" in run.text
     files = [p for p in EXAMPLES.iterdir() if p.is_file() and not p.name.startswith(".")]
-    summary = next(line for line in run.text.splitlines() if line.startswith("succeeded "))
-    succeeded = int(summary.split()[1])
-    pages = int(summary.split("pages ")[1].split()[0])
-    assert f"documents {len(files)}" in run.text
-    assert succeeded == _lake_count(home, "SELECT count(*) FROM jobs WHERE status = 'succeeded'")
-    assert pages == _lake_count(home, "SELECT count(*) FROM pages")
-    assert "next:\n  doclake status" in run.text and "objects/results/" in run.text
+    n = len(files)
+    assert f"documents {n}  (new {n}, new versions 0, unchanged 0)" in lines(run)
+    summary = the_line(run, r"succeeded (\d+)  failed 0  pages (\d+) \((\d+) read by this run\)"
+                            r"  time [\d.]+ s  \([\d.]+ pages/s\)")
+    succeeded, pages, read = map(int, summary.groups())
+    assert succeeded == n == _lake_count(
+        home, "SELECT count(*) FROM jobs WHERE status = 'succeeded'")
+    assert pages == read == _lake_count(home, "SELECT count(*) FROM pages")
+    after = lines(run)[lines(run).index(summary.group(0)) + 1:]
+    assert after[0] == (f"results: {home}/objects/results/<document_id>.json  text: "
+                        f"{home}/objects/pages/<document_id>/<job_id>/00001.md"), after
+    assert after[1:3] == ["next:", f"  doclake status --home {home}"], after
 
 
 def test_worker_in_a_terminal(demo):
     home, _ = demo
     run = doclake("worker", "--until-idle", home=home)
     assert_clean(run)
-    assert "documents 0" in run.text and "messages" in run.text
+    the_line(run, r"documents 0  \(succeeded 0, failed 0\)  pages read 0  time [\d.]+ s")
+    assert "messages 0  (retries 0, dead letters 0, released after a crash 0)" in lines(run)
 
 
 def test_status_in_a_terminal(demo):
     home, _ = demo
     run = doclake("status", home=home)
     assert_clean(run)
-    assert "succeeded" in run.text
+    n = len([p for p in EXAMPLES.iterdir() if p.is_file() and not p.name.startswith(".")])
+    table = rows(run)
+    for status, count in (("queued", 0), ("extracting", 0), ("succeeded", n), ("failed", 0)):
+        assert [status, str(count)] in table, table
 
 
 def test_search_in_a_terminal(demo):
     home, _ = demo
     run = doclake("search", "confidential information", "--limit", "3", home=home)
     assert_clean(run)
-    assert ".pdf" in run.text
+    hits = [row for row in rows(run) if row[1].isdigit()]  # a hit's first line; the rest wrap
+    names = {p.name for p in EXAMPLES.iterdir()}
+    assert len(hits) == 3 and all(row[0] in names for row in hits), rows(run)
+    snippets = " ".join(row[2] for row in rows(run))  # a wrapped snippet joins up again
+    assert snippets.count("[Confidential Information]") == 3, run.text
 
 
 def test_sql_query_in_a_terminal(demo):
     home, _ = demo
     run = doclake("sql", "SELECT count(*) AS documents FROM documents", home=home)
     assert_clean(run)
-    assert "documents" in run.text and str(len(list(EXAMPLES.glob("*.*")))) in run.text
+    assert rows(run) == [[str(len(list(EXAMPLES.glob("*.*"))))]], run.text
+    assert "┃ documents ┃" in lines(run)
 
 
 def test_sql_prompt_in_a_terminal(demo):
@@ -95,9 +127,11 @@ def test_sql_prompt_in_a_terminal(demo):
     run = doclake("sql", home=home, typed=["SELECT 40 + 2 AS answer;\r", "SELECT * FROM job;\r",
                                             "quit\r"])
     assert_clean(run)
-    assert "42" in run.text and "answer" in run.text
-    assert "did you mean jobs?" in run.text  # a mistake at the prompt: said, and it goes on
-    assert "Parser Error" not in run.text  # quit is a command, not SQL
+    assert rows(run) == [["42"]] and "┃ answer ┃" in lines(run), run.text
+    # a mistake at the prompt: said, and it goes on; quit is a command, not SQL
+    assert "hint: no table 'job'; did you mean jobs? `doclake schema` lists every table" in \
+        lines(run)
+    assert lines(run)[-1] == "doclake> quit" and "Parser Error" not in run.text
 
 
 def test_dashboard_in_a_terminal(demo, tmp_path):
@@ -113,7 +147,7 @@ def test_evals_report_in_a_terminal(demo, tmp_path):
     run = doclake("evals", "report", "--out", str(tmp_path / "weekly"), home=home)
     assert_clean(run)  # nothing labelled yet: a report that says so, no gate asked for
     assert sorted(p.suffix for p in tmp_path.glob("weekly-*")) == [".html", ".md"], run.text
-    assert "0 labelled documents" in run.text
+    assert any(re.fullmatch(r".*\b0 labelled documents\b.*", line) for line in lines(run))
     assert "doclake evals sample" in run.text and "import-labels" in run.text  # what to do
 
 
@@ -131,7 +165,7 @@ def test_run_from_a_project_whose_own_packages_share_doclakes_names(tmp_path):
     run = doclake("run", "docs", "--fields", "none", home=home, cwd=project)
     assert_clean(run)
     files = [p for p in EXAMPLES.iterdir() if p.is_file() and not p.name.startswith(".")]
-    assert f"succeeded {len(files)}  failed 0" in run.text, run.text[-2000:]
+    the_line(run, rf"succeeded {len(files)}  failed 0  pages \d+ .*")
 
 
 def test_a_run_after_a_crash_says_resumed_and_counts_the_lake(tmp_path, pdf_factory):
@@ -160,15 +194,15 @@ def test_a_run_after_a_crash_says_resumed_and_counts_the_lake(tmp_path, pdf_fact
 
     run = doclake("run", str(folder), home=home, env=env)
     assert_clean(run)
-    assert f"resumed {unfinished}" in run.text, run.text
-    assert f"unchanged {6 - unfinished})" in run.text, run.text
-    summary = next(line for line in run.text.splitlines() if line.startswith("succeeded "))
-    assert int(summary.split()[1]) == _lake_count(
+    the_line(run, rf"documents 6  \(.*resumed {unfinished}.*unchanged {6 - unfinished}\)")
+    summary = the_line(run, r"succeeded (\d+)  failed 0  pages (\d+) \((\d+) read by this run\)"
+                            r"  time [\d.]+ s  \([\d.]+ pages/s\)")
+    succeeded, pages, read = map(int, summary.groups())
+    assert succeeded == _lake_count(
         home, "SELECT count(*) FROM jobs WHERE status = 'succeeded'") == 6
-    assert int(summary.split("pages ")[1].split()[0]) == _lake_count(
-        home, "SELECT count(*) FROM pages") == 180
+    assert pages == _lake_count(home, "SELECT count(*) FROM pages") == 180
     # Pages stored before the kill are not read again, and not counted as read now.
-    assert f"({180 - stored_before} read by this run)" in summary, (stored_before, summary)
+    assert read == 180 - stored_before, (stored_before, summary.group(0))
 
 
 def _store_count(home: Path, sql: str) -> int:
@@ -186,4 +220,6 @@ def test_make_demo_in_a_terminal(tmp_path):
                           cwd=ROOT, env=FAST, timeout=400)
     assert_clean(run)
     assert HIDE_CURSOR in run.raw
-    assert "succeeded 5" in run.text and "effective_date" in run.text
+    the_line(run, r"succeeded 5  failed 0  pages \d+ .*")
+    assert any(line.startswith("┃ source_name") and "┃ effective_date" in line
+               for line in lines(run)), run.text[-3000:]

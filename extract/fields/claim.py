@@ -10,7 +10,7 @@ The rules, as the write-up runs them on DynamoDB (the SQLite store keeps the sam
                  '-- claimed by someone else --> ClaimHeld: back off, try again later
 
 A worker that dies holding a claim leaves it; its lease is the fields stage's time limit
-(``extract.stage_limits``: no live delivery runs past it), after which the next delivery takes
+(``extract.delivery_limits``: no live delivery runs past it), after which the next delivery takes
 it over and extracts. Only a message whose deliveries all end before that lands in the
 dead-letter queue, whose handler settles the result as failed (``dead_letter``), conditional on
 the row still being only claimed. An attempt that fails in a way a retry may fix, or is

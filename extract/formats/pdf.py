@@ -82,7 +82,7 @@ class _OpenDocuments(threading.local):
 
 
 KEEP_OPEN = 8
-_open_documents = _OpenDocuments()
+open_documents = _OpenDocuments()
 
 
 def _page(document, number: int):
@@ -94,7 +94,7 @@ def _page(document, number: int):
 
 def count_pages(path: Path, password: str | None = None) -> int:
     """The number of pages; raises a terminal error for an unreadable or empty PDF."""
-    pages = len(_open_documents.get(path, password))
+    pages = len(open_documents.get(path, password))
     if pages == 0:
         raise EmptyDocument("the PDF has no pages", error_type="no_pages")
     return pages
@@ -105,7 +105,7 @@ def open_pages(path: Path, page_numbers: Sequence[int],
     """Each page (1-based) of the cached document, loaded (``_page``) and closed in turn. An
     error while a page is in hand, the caller's included, makes the document forgotten: a
     document that failed once is not trusted again."""
-    document = _open_documents.get(path, password)
+    document = open_documents.get(path, password)
     try:
         for number in page_numbers:
             page = _page(document, number)
@@ -116,7 +116,7 @@ def open_pages(path: Path, page_numbers: Sequence[int],
     except GeneratorExit:  # the caller stopped early: nothing failed
         raise
     except BaseException:
-        _open_documents.forget(path)
+        open_documents.forget(path)
         raise
 
 

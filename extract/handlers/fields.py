@@ -23,6 +23,7 @@ import time
 from pydantic import ValidationError
 
 from extract.context import Delivery, HandlerContext
+from extract.delivery_limits import stage_time_limit
 from extract.errors import TerminalError, TransientError, error_type_of
 from extract.fields.base import PageText
 from extract.fields.claim import claim, settle, settle_failed_unclaimed
@@ -37,7 +38,6 @@ from extract.fields.schemas import SchemaLoadError, load_schema
 from extract.fields.strategies import build_strategy
 from extract.handlers.split import job_context
 from extract.messages import FIELDS_QUEUE, FieldsMessage
-from extract.stage_limits import stage_time_limit
 from extract.state import Job, JobStatus
 from lake.events import utc_now
 from lake.layout import page_number_of, pages_prefix

@@ -271,7 +271,7 @@ async def plan_pdf(ctx: HandlerContext, job: Job, delivery: Delivery, path: Path
     texts: dict[int, tuple[int, float | None]] = {}
     if first_pages:
         earlier = await _stored_pages(ctx, job)
-        # The split's own limit, and a unit read's for the pages (stage_limits allows both).
+        # The split's own limit, and a unit read's for the pages (delivery_limits allows both).
         pages, read = await ctx.cpu.run(
             count_and_read_first_pages, path, config.password_value, first_pages,
             config.max_pages, ctx.worker_objects, job.document_id, job.job_id, sorted(earlier),

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from extract.errors import LimitExceeded
-from extract.formats.pdf import _open_documents, normalise, page_errors, render_pages
+from extract.formats.pdf import normalise, open_documents, page_errors, render_pages
 from extract.readers.base import PageText, ReaderContext, ReaderUnavailable
 from extract.readers.blank import BLANK_READER, ink_runs_of_pages, is_blank
 
@@ -70,7 +70,7 @@ def _largest_image(path: Path, number: int, password: str | None) -> int:
     import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
-    document = _open_documents.get(path, password)
+    document = open_documents.get(path, password)
     with page_errors(number):
         page = document[number - 1]
         try:

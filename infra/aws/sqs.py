@@ -2,8 +2,8 @@
 
 SQS keeps the visibility timeout, the receive count and the redrive to ``<queue>-dlq`` (a
 ``RedrivePolicy`` with ``maxReceiveCount`` = ``max_receives``), exactly the semantics the local
-SQLite queue imitates. ``create_queues`` makes a queue and its DLQ the way the CDK app declares
-them, for tests and for a developer's moto or LocalStack.
+SQLite queue imitates. The queues themselves are the CDK app's (``tests/support/awsmoto.py``
+makes them the same way on moto).
 
 Two SQS facts the adapter absorbs: visibility timeouts are whole seconds (rounded up, so a
 message is never shown earlier than asked), and a stale receipt handle. SQS may honour a delete
@@ -16,7 +16,6 @@ redelivered message acknowledged early, whose job the poller's no-progress rule 
 
 from __future__ import annotations
 
-import json
 import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -162,24 +161,3 @@ class SqsQueue:
         dlq = dead_letter_queue(queue)
         dead = sum(self._counts(dlq)) if dlq in self.urls else 0
         return QueueDepth(visible=visible, in_flight=in_flight, dead_letter=dead)
-
-
-def create_queues(client, names: Sequence[str], *, prefix: str = "doclake-",
-                  max_receives: int = 5, visibility_timeout_s: int = 360,
-                  retention_s: int = 1_209_600) -> dict[str, str]:
-    """Each queue with its DLQ and a redrive policy, as the CDK app declares them; returns the
-    port-name -> URL map ``SqsQueue`` takes. Idempotent (CreateQueue returns an existing URL)."""
-    urls: dict[str, str] = {}
-    for name in names:
-        dlq = dead_letter_queue(name)
-        with mapped(f"sqs create {dlq}"):
-            urls[dlq] = client.create_queue(QueueName=f"{prefix}{dlq}", Attributes={
-                "MessageRetentionPeriod": str(retention_s)})["QueueUrl"]
-            arn = client.get_queue_attributes(QueueUrl=urls[dlq], AttributeNames=["QueueArn"])[
-                "Attributes"]["QueueArn"]
-            urls[name] = client.create_queue(QueueName=f"{prefix}{name}", Attributes={
-                "VisibilityTimeout": str(visibility_timeout_s),
-                "RedrivePolicy": json.dumps({"deadLetterTargetArn": arn,
-                                             "maxReceiveCount": str(max_receives)}),
-            })["QueueUrl"]
-    return urls

@@ -83,14 +83,14 @@ def build_set(source: Path, into: Path, *, limit: int, book_pages: int,
     return {"files": len(list(into.glob("*.pdf"))), "book_pages": pages}
 
 
-def _doclake_command() -> list[str]:
+def doclake_command() -> list[str]:
     script = Path(sys.executable).with_name("doclake")
     return [str(script)] if script.exists() else [sys.executable, "-m", "infra.cli.main"]
 
 
 def run_doclake(folder: Path, home: Path, reader: str, fields: str) -> CommandFigures:
     """``doclake run`` over ``folder`` as a fresh process, as a user types it."""
-    return run_command([*_doclake_command(), "run", str(folder), "--home", str(home),
+    return run_command([*doclake_command(), "run", str(folder), "--home", str(home),
                         "--reader", reader, "--fields", fields])
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from infra.bench.command_cpu import run_command
-from infra.bench.pipeline import _doclake_command
+from infra.bench.pipeline import doclake_command
 
 WORDS = ("agreement", "party", "confidential", "term", "the", "of", "shall", "disclose",
          "information", "recipient", "period", "years", "state", "law", "notice", "written")
@@ -82,7 +82,7 @@ def write_scans(folder: Path, count: int, pages: int) -> None:
 
 def _run(folder: Path, home: Path) -> dict[str, float | None]:
     """``doclake run FOLDER`` as a fresh process; each small file's job time, and the wall."""
-    figures = run_command([*_doclake_command(), "run", str(folder), "--home", str(home)])
+    figures = run_command([*doclake_command(), "run", str(folder), "--home", str(home)])
     with sqlite3.connect(home / "jobs.db") as db:
         rows = db.execute("SELECT source_name, status, created_at, finished_at FROM jobs"
                           ).fetchall()

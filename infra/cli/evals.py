@@ -60,10 +60,6 @@ def parse_moment(value: str | None, now: datetime, option: str) -> datetime | No
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _lake(home: Path | None) -> str:
-    return open_settings(home, Access.READ).lake
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 

@@ -110,7 +110,7 @@ def run(
     from infra.local import forkserver
 
     forkserver.start()  # the workers' fork server imports while this process does
-    from infra.cli.run_choices import check_models_can_run, check_reader_name, fields_request
+    from infra.cli.preflight import check_models_can_run, check_reader_name, fields_request
     from infra.settings import Settings
     from ingest.walk import walk_sources
 

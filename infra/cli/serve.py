@@ -50,7 +50,7 @@ def _choices(home: Path | None, reader: str, fields: str, strategy: str):
     """The reader and fields every upload gets, checked as ``doclake run`` checks them (a model
     without its key is refused before anything listens); the schema's name (None: no fields)
     and the settings."""
-    from infra.cli.run_choices import check_models_can_run, check_reader_name, fields_request
+    from infra.cli.preflight import check_models_can_run, check_reader_name, fields_request
 
     check_reader_name(reader)
     schema_name = fields_request(fields, strategy)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from extract import run_choices
 from extract.context import SLOT_RELEASE, HandlerContext, default_worker_name
+from extract.delivery_limits import stage_time_limit
 from extract.formats.scratch import sweep_orphans
 from extract.handlers.split import pages_read_at_split
 from extract.handling import Outcome, handle_dead_letter, handle_message, settle_together
@@ -44,7 +45,6 @@ from extract.messages import (
 )
 from extract.poller import PollCursor, poll_once
 from extract.ports import ReceivedMessage
-from extract.stage_limits import stage_time_limit
 from infra.local.background_ingest import BackgroundIngest
 from infra.local.cpu_lanes import LanedCpu
 from infra.local.jobstore import SqliteJobStore
@@ -55,8 +55,8 @@ from infra.local.private_home import make_private
 from infra.local.publisher import publish_once, run_publisher
 from infra.local.queue import SqliteQueue
 from infra.local.search import Fts5SearchIndex
-from infra.local.stages import StageTimes, TimedCpu, TimedObjects, TimedSink
 from infra.local.startup_objects import freeze_startup_objects
+from infra.local.timed_ports import StageTimes, TimedCpu, TimedObjects, TimedSink
 from infra.settings import Settings
 from ingest.planner import Planner
 from lake.schema import convert_lists_without_pandas
@@ -607,7 +607,7 @@ class LocalRuntime:
 
     async def _heartbeat(self, batch: Batch) -> None:
         """Keep a long-running message hidden: extend its visibility at half the timeout, up to
-        the stage's own time limit (``extract.stage_limits``; the handler is cancelled there),
+        the stage's own time limit (``extract.delivery_limits``; the handler is cancelled there),
         so a handler that ignores its cancellation still gives its message back. A failed
         extension is logged and tried again; it never ends the heartbeat. A batch takes its
         stage's limit once (``settle_together``); what it leaves is handled, and kept hidden,

@@ -246,11 +246,11 @@ class ServeApp:
     def _publish_loop(self) -> None:
         while not self._stop.wait(min(self.settings.poll_interval_s, 0.5)):
             try:
-                self.publish_pending()
+                self.publish_ended_uploads()
             except Exception:
                 log.exception("publishing results failed; retrying")
 
-    def publish_pending(self) -> int:
+    def publish_ended_uploads(self) -> int:
         """Publish the results of the jobs planned here that have ended. Jobs that asked for
         fields are left to the fields publisher."""
         published = 0

@@ -7,6 +7,7 @@ import atexit
 import logging
 import os
 import uuid
+from collections.abc import Sequence
 
 import pytest
 
@@ -65,7 +66,7 @@ def s3_object_store(tmp):
 
 
 def sqs_queue(tmp, *, max_receives: int = 2):
-    from infra.aws.sqs import SqsQueue, create_queues
+    from infra.aws.sqs import SqsQueue
 
     sqs = client("sqs")
     urls = create_queues(sqs, ["work"], prefix=unique("q") + "-", max_receives=max_receives,
@@ -88,3 +89,27 @@ def s3_event_sink(tmp):
 
     uri = lake_uri(bucket())
     return InvocationCommitter(ParquetEventWriter.for_uri(uri)), uri
+
+
+def create_queues(client, names: Sequence[str], *, prefix: str = "doclake-",
+                  max_receives: int = 5, visibility_timeout_s: int = 360,
+                  retention_s: int = 1_209_600) -> dict[str, str]:
+    """Each queue with its DLQ and a redrive policy, as the CDK app declares them; returns the
+    port-name -> URL map ``SqsQueue`` takes. Idempotent (CreateQueue returns an existing URL)."""
+    import json
+
+    from extract.messages import dead_letter_queue
+
+    urls: dict[str, str] = {}
+    for name in names:
+        dlq = dead_letter_queue(name)
+        urls[dlq] = client.create_queue(QueueName=f"{prefix}{dlq}", Attributes={
+            "MessageRetentionPeriod": str(retention_s)})["QueueUrl"]
+        arn = client.get_queue_attributes(QueueUrl=urls[dlq], AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        urls[name] = client.create_queue(QueueName=f"{prefix}{name}", Attributes={
+            "VisibilityTimeout": str(visibility_timeout_s),
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": arn,
+                                         "maxReceiveCount": str(max_receives)}),
+        })["QueueUrl"]
+    return urls

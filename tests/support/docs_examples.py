@@ -7,6 +7,10 @@ The rules, which docs/contributing-docs are told in ``tests/test_docs_examples.p
 - every command line of a ``sh``/``bash``/``console`` block that starts with ``doclake `` (after an
   optional ``$ ``) is run by bash with ``DOCLAKE_HOME`` set to that home and must exit 0; lines
   ending in ``\\`` continue on the next; other lines (``make``, ``pip``, ``cdk``) are not run;
+- a ``text`` block that starts with ``$ doclake ...`` shows a command and its output: the
+  command runs and what it prints (stdout, then stderr) must be the lines shown, where a shown
+  line ending in ``...`` stands for any line that starts with the text before it; every other
+  ``text`` block must be skipped with its reason (why its output cannot be compared here);
 - ``<!-- docs-test: skip REASON -->`` on the line just before a fence skips that block.
 """
 
@@ -28,6 +32,7 @@ class Example:
     language: str  # "sql" or "sh"
     code: str  # the SQL script, or one command line
     skip: str | None  # the reason given, when skipped
+    shown: tuple[str, ...] | None = None  # "shown": the output lines the docs show
 
     @property
     def name(self) -> str:
@@ -83,4 +88,18 @@ def examples(paths: list[Path]) -> list[Example]:
                 found.append(Example(path, line, "sql", "\n".join(body), skip))
             elif language in SHELL:
                 found += [Example(path, line, "sh", command, skip) for command in _commands(body)]
+            elif language == "text":
+                command = body[0][2:] if body and body[0].startswith("$ doclake ") else ""
+                found.append(Example(path, line, "shown", command,
+                                     skip if command or skip else "UNCHECKED: no $ doclake "
+                                     "command and no skip reason", tuple(body[1:])))
     return found
+
+
+def output_matches(shown: tuple[str, ...], printed: list[str]) -> bool:
+    """``printed`` is ``shown`` line by line; a shown line ending in ``...`` matches any line
+    starting with what comes before the dots."""
+    if len(shown) != len(printed):
+        return False
+    return all(got.startswith(want[:-3]) if want.endswith("...") else got == want
+               for want, got in zip(shown, printed, strict=True))

@@ -57,7 +57,7 @@ def load_examples(split: Path, cache: Path | None, corpus: Path | None
                   ) -> tuple[list[KindExample], list[KindExample]]:
     """(development set, held-out set)."""
     from extract.fields.rules.duplicates import near_duplicate_groups
-    from extract.fields.rules.kleister import _pages, load_split
+    from extract.fields.rules.kleister import load_split, pdf_pages
 
     kleister = [d for d in load_split(split, cache) if d.has_text]
     texts = ["\n\n".join(p.text for p in d.pages) for d in kleister]
@@ -66,7 +66,7 @@ def load_examples(split: Path, cache: Path | None, corpus: Path | None
             for d, t, g in zip(kleister, texts, groups, strict=True)]
     for folder in CORPUS_FOLDERS if corpus is not None else ():
         for pdf in sorted((corpus / folder).glob("*.pdf")):
-            text = "\n\n".join(_pages(pdf, cache / "corpus" if cache else None))
+            text = "\n\n".join(pdf_pages(pdf, cache / "corpus" if cache else None))
             if len(text.strip()) >= MIN_CHARS:
                 real.append(KindExample(f"corpus/{folder}/{pdf.name}", f"corpus:{pdf.name}",
                                         False, text, "corpus"))

@@ -18,26 +18,15 @@ probability and whether its token is in the gold (right or wrong). From those pa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from extract.fields.rules.calibration import Calibration
 from extract.fields.rules.kleister import KleisterDocument
+from extract.fields.rules.scored import Scored
 
 __all__ = ["Scored", "auroc", "calibrate", "ece", "out_of_fold_values", "reliability"]
 
 BINS = 10
 FLOORS = tuple(round(0.05 * i, 2) for i in range(20))
-
-
-@dataclass(frozen=True)
-class Scored:
-    """One chosen value out of fold: its document, fold, field, raw probability, rightness."""
-
-    document: int
-    fold: int
-    field: str
-    probability: float
-    right: bool
 
 
 def out_of_fold_values(documents: Sequence[KleisterDocument], *, folds: int = 5,

@@ -15,7 +15,7 @@ from pathlib import Path
 from extract.fields.base import PageText
 from extract.formats.pdf import count_pages, read_text_layer
 
-__all__ = ["KleisterDocument", "load_split"]
+__all__ = ["KleisterDocument", "load_split", "pdf_pages"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class KleisterDocument:
         return any(p.text.strip() for p in self.pages)
 
 
-def _pages(pdf: Path, cache: Path | None) -> list[str]:
+def pdf_pages(pdf: Path, cache: Path | None) -> list[str]:
     cached = cache / f"{pdf.stem}.json" if cache else None
     if cached and cached.exists():
         return json.loads(cached.read_text())
@@ -53,7 +53,7 @@ def load_split(folder: Path, cache: Path | None = None) -> list[KleisterDocument
         raise ValueError(f"{folder}: {len(names)} documents but {len(gold)} gold lines")
     documents = []
     for name, line in zip(names, gold, strict=True):
-        texts = _pages(folder / "documents" / name, cache)
+        texts = pdf_pages(folder / "documents" / name, cache)
         pages = tuple(PageText(i, t) for i, t in enumerate(texts, start=1))
         documents.append(KleisterDocument(name, pages, tuple(line.split())))
     return documents

@@ -17,15 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from extract.fields.document import JoinedText
-from extract.fields.rules.calibrating import Scored
 from extract.fields.rules.duplicates import fold_of_groups, near_duplicate_groups
 from extract.fields.rules.kleister import KleisterDocument
 from extract.fields.rules.linear import FieldModel, LinearModel, relative_features
+from extract.fields.rules.scored import Scored
 from extract.fields.rules.strategy import GENERATORS, Proposals, RulesStrategy, propose
 from extract.fields.schemas import kleister_value
 
 __all__ = ["MIN_DOCUMENT_FREQUENCY", "SELECTION", "Evaluation", "common_words", "cross_validate",
-           "evaluate", "fit", "held_out_split", "honest"]
+           "evaluate", "fit", "fit_model", "held_out_split", "honest", "prepare_documents"]
 
 # Per field: (decision threshold, most values, least values). Jurisdiction is always stated in
 # an NDA, and so is a party. Chosen by grouped cross-validation on the development part only
@@ -60,7 +60,7 @@ class _Prepared:
     """Its near-duplicate group: the ranker's inner folds keep a group together too."""
 
 
-def _prepare(documents: Sequence[KleisterDocument]) -> list[_Prepared]:
+def prepare_documents(documents: Sequence[KleisterDocument]) -> list[_Prepared]:
     joined = [JoinedText.of(document.pages) for document in documents]
     groups = near_duplicate_groups([j.text for j in joined])
     return [_Prepared(document, j, propose(j.text), group)
@@ -102,10 +102,10 @@ def _examples(prepared: Sequence[_Prepared]):
 def fit(documents: Sequence[KleisterDocument], *, c: float = REGULARISATION,
         selection: dict[str, tuple[float, int, int]] | None = None) -> LinearModel:
     """A model trained on ``documents``; its version names the training set's content."""
-    return _fit(_prepare(documents), c=c, selection=selection)
+    return fit_model(prepare_documents(documents), c=c, selection=selection)
 
 
-def _fit(prepared: Sequence[_Prepared], *, c: float,
+def fit_model(prepared: Sequence[_Prepared], *, c: float,
          selection: dict[str, tuple[float, int, int]] | None) -> LinearModel:
     """The first stage fitted on every candidate of ``prepared``, then the ranker on the
     first stage's out-of-fold scores (inner grouped folds), so the ranker learns how a score
@@ -229,15 +229,15 @@ def evaluate(documents: Sequence[KleisterDocument], *, folds: int = 5, seed: int
     """Every document predicted by a model that never saw it nor (``grouped``) any
     near-duplicate of it. With ``test``, no folds: one model fitted on ``documents`` predicts
     ``test`` (the last check), and the evaluation is of ``test``."""
-    prepared = _prepare(documents)
+    prepared = prepare_documents(documents)
     if test:
-        targets = _prepare(test)
+        targets = prepare_documents(test)
         fold_of = [0] * len(targets)
-        models = [_fit(prepared, c=c, selection=selection)]
+        models = [fit_model(prepared, c=c, selection=selection)]
     else:
         targets = prepared
         fold_of = _fold_numbers(prepared, folds, seed, grouped)
-        models = [_fit([p for i, p in enumerate(prepared) if fold_of[i] != fold], c=c,
+        models = [fit_model([p for i, p in enumerate(prepared) if fold_of[i] != fold], c=c,
                        selection=selection) for fold in range(folds)]
     predictions: list[list[str]] = [[] for _ in targets]
     values: list[Scored] = []

@@ -19,15 +19,13 @@ from extract.state import FieldClaim, Job
 from infra.aws.tables import PARTITION_KEY, SORT_KEY
 
 __all__ = [
-    "ONE", "PASSWORD_TTL_S", "SHARDS", "attr_values", "claim_from_item", "claim_key",
+    "PASSWORD_TTL_S", "SHARDS", "attr_values", "claim_from_item", "claim_key",
     "decode_item", "document_key", "encode_value", "job_from_item", "job_key", "lease_key",
     "now_iso", "password_key", "shard_of", "shard_values", "unit_key",
 ]
 
 _SER = TypeSerializer()
 _DES = TypeDeserializer()
-ONE = "1"
-"""Kept for items written before the sparse indexes were sharded (read as shard "1")."""
 SHARDS = 10
 """Hash values of every sparse index: an item's is ``shard_of(job_id)``. One value would put
 every job's index writes (each unit's progress rewrites its job item, and the item's copy in
