@@ -27,7 +27,7 @@ from infra.cli.dashboard import dashboard as dashboard_command
 from infra.cli.errors import DoclakeGroup, UserError, at_least, set_debug, stderr_console
 from infra.cli.evals import evals_app
 from infra.cli.fields import fields_app
-from infra.cli.home import Access, open_settings
+from infra.cli.home import Access, check_home, load_settings, open_home, open_settings
 from infra.cli.lake import lake_app
 from infra.cli.narrow import DoclakeApp
 from infra.cli.render.output import (
@@ -130,9 +130,10 @@ def run(
                       "nothing to do (hidden files are skipped)")
         return
     per_file = _per_file_passwords(passwords, files, paths)
-    settings = open_settings(home, Access.CREATE, options={"concurrency": "--concurrency"},
+    settings = load_settings(home, options={"concurrency": "--concurrency"},
                              concurrency=concurrency, password=password, reader=reader)
     check_models_can_run(reader, schema_name, strategy, settings)
+    open_home(settings, Access.CREATE)  # after every check: a refused run leaves no home
     from infra.cli.render.run_report import RunReport, progress_bar
     from infra.local.runtime import LocalRuntime
 
@@ -375,7 +376,7 @@ def sql(
 def schema(
     table: Annotated[str | None, typer.Argument(help="One table (default: all of them).")] = None,
     output_format: FormatOption = None,
-    home: Annotated[Path | None, typer.Option("--home", help="Accepted as everywhere; the "
+    home: Annotated[Path | None, typer.Option("--home", help="Checked as everywhere; the "
                     "schema comes from the code, the same for every home.",
                     show_default=False)] = None,
 ) -> None:
@@ -384,6 +385,8 @@ def schema(
     from infra.cli.render import schema_doc
 
     output_format = resolve_format(output_format)
+    if home is not None:  # a --home given is checked as every command checks it
+        check_home(home, Access.READ)
     if table is None:
         sqlshell.print_reference(output_format)
     elif not sqlshell.print_schema(table, output_format):
