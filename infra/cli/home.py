@@ -114,7 +114,39 @@ def open_home(settings, access: Access):
     settings first, check the models they will call, and only then create the home."""
     check_home(settings.home, access)
     _check_lake(settings.home, settings.lake_uri, settings.lake, access)
+    if access is Access.CREATE:
+        hold_writer_lock(settings.home)
     return settings
+
+
+def hold_writer_lock(home: Path) -> None:
+    """One home, one writer (``infra.local.home_lock``): held until the command ends (released
+    when its click context closes, so a test's in-process run lets the next one take it, and by
+    the kernel on any exit); a second writer is refused naming the first."""
+    import atexit
+    import sys
+
+    import click
+
+    from infra.local.home_lock import HomeBusy, WriterLock
+
+    words = [w for w in sys.argv[1:3] if not w.startswith("-")][:1]
+    try:
+        lock = WriterLock.acquire(home, " ".join(["doclake", *words]))
+    except HomeBusy as busy:
+        pid = busy.holder.split(",")[0].removeprefix("pid ")
+        raise UserError(f"another doclake is working on home {home} ({busy.holder})",
+                        "one home has one writer: wait for it to finish"
+                        + (f" (or stop it: kill -INT {pid})" if pid.isdigit() else "")
+                        + ", or give this command another --home") from None
+    except OSError as error:
+        raise UserError(f"cannot lock home {home}: {error.strerror or error}",
+                        "choose a folder you can write, with --home or DOCLAKE_HOME") from None
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(lock.release)
+    else:
+        atexit.register(lock.release)
 
 
 def _check_lake(home: Path, lake_uri: str | None, lake: str, access: Access) -> None:

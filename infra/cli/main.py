@@ -140,6 +140,7 @@ def run(
     runtime = LocalRuntime(settings)
     started = time.perf_counter()
     runtime.cpu.warm(rules=schema_name is not None and strategy == "rules")
+    unfinished_before = runtime.store.unfinished_job_ids()  # before any worker finishes one
     runtime.recover()  # what an earlier, interrupted run left behind
     # Workers start on the first documents while the rest are still being stored.
     def request_fields(store, batch) -> None:  # on the ingest thread, as each batch is planned
@@ -160,7 +161,8 @@ def run(
                     runtime.store.request_fields([i.job_id for i in ingest.result()],
                                                  schema_name, strategy)
                     runtime.nudge()
-                state["report"] = RunReport.start(runtime.store, ingest.result(), started)
+                state["report"] = RunReport.start(runtime.store, ingest.result(), started,
+                                                  unfinished_before)
                 state["tracker"] = bar.tracker(runtime.store, state["report"])
             return state["tracker"]()
 
@@ -168,7 +170,8 @@ def run(
             stats = _process(runtime, done)
         finally:
             ingest.stop()
-    report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
+    report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started,
+                                                    unfinished_before)
     report.objects_root = Path(settings.home) / "objects"
     try:
         report.finish(runtime.store, interrupted=stats.interrupted)
