@@ -183,3 +183,7 @@ class DoclakeGroup(TyperGroup):
                 raise
             report(user_error)
             raise typer.Exit(USAGE) from None
+        finally:
+            from infra.local.home_lock import release_all
+
+            release_all()  # the home's writer lock, when this command took one

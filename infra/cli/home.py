@@ -121,18 +121,20 @@ def open_home(settings, access: Access):
 
 def hold_writer_lock(home: Path) -> None:
     """One home, one writer (``infra.local.home_lock``): held until the command ends (released
-    when its click context closes, so a test's in-process run lets the next one take it, and by
-    the kernel on any exit); a second writer is refused naming the first."""
-    import atexit
+    by ``DoclakeGroup.invoke`` when it returns, so a test's in-process run lets the next one
+    take it, and by the kernel on any exit); a second writer is refused naming the first."""
     import sys
 
     import click
 
     from infra.local.home_lock import HomeBusy, WriterLock
 
-    words = [w for w in sys.argv[1:3] if not w.startswith("-")][:1]
+    context = click.get_current_context(silent=True)
+    name = context.info_name if context is not None and context.parent is not None else None
+    if name is None:  # as typed: `doclake run ...`
+        name = next((w for w in sys.argv[1:3] if w in ("run", "worker", "serve")), None)
     try:
-        lock = WriterLock.acquire(home, " ".join(["doclake", *words]))
+        WriterLock.acquire(home, f"doclake {name}" if name else "doclake")
     except HomeBusy as busy:
         pid = busy.holder.split(",")[0].removeprefix("pid ")
         raise UserError(f"another doclake is working on home {home} ({busy.holder})",
@@ -142,11 +144,6 @@ def hold_writer_lock(home: Path) -> None:
     except OSError as error:
         raise UserError(f"cannot lock home {home}: {error.strerror or error}",
                         "choose a folder you can write, with --home or DOCLAKE_HOME") from None
-    context = click.get_current_context(silent=True)
-    if context is not None:
-        context.call_on_close(lock.release)
-    else:
-        atexit.register(lock.release)
 
 
 def _check_lake(home: Path, lake_uri: str | None, lake: str, access: Access) -> None:

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LOCK_NAME", "HomeBusy", "WriterLock"]
+__all__ = ["LOCK_NAME", "HomeBusy", "WriterLock", "release_all"]
 
 LOCK_NAME = "writer.lock"
 
@@ -49,7 +49,9 @@ class WriterLock:
             raise HomeBusy(home, holder) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {command}\n".encode(), 0)
-        return cls(path, fd)
+        lock = cls(path, fd)
+        _HELD.append(lock)
+        return lock
 
     def release(self) -> None:
         if self.fd is None:
@@ -59,6 +61,16 @@ class WriterLock:
         finally:
             os.close(self.fd)  # closing the only descriptor drops the flock
             self.fd = None
+
+
+_HELD: list[WriterLock] = []
+
+
+def release_all() -> None:
+    """Release every lock this process holds: the command line calls it when a command ends
+    (a test's in-process run, then the next, on one home)."""
+    while _HELD:
+        _HELD.pop().release()
 
 
 def _holder(fd: int) -> str:
