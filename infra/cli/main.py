@@ -294,6 +294,8 @@ def status(
         print_records(("table", "key", "value"), report.long_rows(), "csv")
     else:
         report.print_tables()
+    stderr_console().print(f"next: {report.next_command()}", markup=False, highlight=False,
+                           soft_wrap=not sys.stderr.isatty())  # piped: one line, whole
 
 
 @app.command()
