@@ -58,3 +58,10 @@ def test_show_of_a_failed_file_names_no_text_folder_and_gives_seconds(home):
     ok = json.loads(doclake("show", "note.txt", "--home", str(home), "--format", "json",
                             cwd=home.parent).stdout)
     assert Path(ok["text"]).is_dir() and isinstance(ok["took"], float)
+
+
+def test_search_without_a_match_says_so_and_what_to_try(home):
+    done = doclake("search", "zebra", "--home", str(home), "--format", "csv", cwd=home.parent)
+    assert done.returncode == 0, done.stderr
+    assert "no match for zebra" in done.stderr
+    assert done.stdout.strip() == "document,page,snippet,document_id,job_id"

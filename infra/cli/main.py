@@ -88,13 +88,16 @@ def main(
 def run(
     paths: Annotated[list[Path], typer.Argument(help="Files and folders to process.")],
     home: HomeOption = None,
-    reader: Annotated[str, typer.Option(help="Who reads pages: auto (text layer, then OCR) "
-                                        "or text; more as they are installed.")] = "auto",
+    reader: Annotated[str, typer.Option(help="Who reads pages: auto (text layer, then OCR), "
+                                        "text, ocr, gemini (DOCLAKE_GEMINI_API_KEY), or "
+                                        "simulated (a priced stand-in, nothing billed).")]
+    = "auto",
     fields: Annotated[str, typer.Option(help="Structured fields to extract: nda (the built-in NDA "
                                         "schema, offline), MODULE:CLASS, or none to skip.")] = "nda",
     strategy: Annotated[str, typer.Option(help="rules|single-pass|agentic")] = "rules",
-    concurrency: Annotated[int | None, typer.Option(callback=at_least(1),
-                                                    help="Messages handled at once.")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        callback=at_least(1), show_default=False,
+        help="Messages handled at once (default 64, or DOCLAKE_CONCURRENCY).")] = None,
     password: Annotated[str | None, typer.Option(
         help="Password for encrypted files. Shown in the process list: prefer --ask-password or "
              "DOCLAKE_PASSWORD.")] = None,
@@ -316,10 +319,17 @@ def search(
     if not text.strip():
         raise UserError("the search query is empty", 'give words to find, e.g. doclake search '
                         '"non-solicitation"')
-    hits = Fts5SearchIndex(settings.home / "search.db").search(text, limit=limit)
-    if not hits and output_format == "table":
-        stderr_console().print("no match")
+    if not (settings.home / "search.db").is_file():  # never created by a reading command
+        stderr_console().print(f"nothing is indexed in {settings.home} yet; next: doclake run "
+                               f"PATH --home {settings.home}", markup=False, highlight=False)
         return
+    hits = Fts5SearchIndex(settings.home / "search.db").search(text, limit=limit)
+    if not hits:  # said on stderr in every format: a program's stdout stays its data
+        stderr_console().print(f"no match for {text}; try fewer or other words, or doclake "
+                               f"status --home {settings.home} to see what was indexed",
+                               markup=False, highlight=False)
+        if output_format == "table":
+            return
     # A person reads the file, the page and the words around the match; the ids, for a
     # program's next step (doclake show ID, a join in SQL), come in csv and json only.
     rows = [(h.source_name, h.page_number, " ".join(h.snippet.split()), h.document_id, h.job_id)
