@@ -187,8 +187,9 @@ def run(
         report.add_messages(failure_messages(str(settings.lake), examples))
     from rich.console import Console
 
-    # Piped: one line a fact, never wrapped.
-    report.print(Console(highlight=False, soft_wrap=True), home=str(settings.home))
+    # Piped: one line a fact, never wrapped; on a terminal, wrapped at words (never mid-word).
+    report.print(Console(highlight=False, soft_wrap=not sys.stdout.isatty()),
+                 home=str(settings.home))
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
 
@@ -255,7 +256,7 @@ def worker(
     if output_format == "table":
         from rich.console import Console
 
-        summary.print(Console(highlight=False, soft_wrap=True))
+        summary.print(Console(highlight=False, soft_wrap=not sys.stdout.isatty()))
     else:
         print_object(summary.to_dict(), output_format)
         if stats.interrupted:
