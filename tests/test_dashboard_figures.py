@@ -152,3 +152,20 @@ report({width: document.documentElement.clientWidth, small: small});
     found = run_script(page, script, tmp_path, "font-size", width=900)
     assert found["width"] <= 900
     assert found["small"] == [], found["small"][:10]
+
+
+def test_two_documents_that_share_a_path_are_told_apart(tmp_path):
+    home = tmp_path / "home"
+    for folder, words in (("one", "Mutual agreement of Acme."), ("two", "Lease of a warehouse.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.txt").write_text(words + "\n")
+        done = doclake("run", str(tmp_path / folder), "--fields", "none", "--home", str(home),
+                       cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    ids = sorted(r["document_id"][:8] for r in sql(home, "SELECT document_id FROM documents"))
+    assert len(ids) == 2
+    from dashboards.queries import run
+
+    shown = sorted(r["source_path"] for r in run(str(home / "lake"), "slowest_documents")
+                   .to_pylist())
+    assert shown == [f"notes.txt [{ids[0]}]", f"notes.txt [{ids[1]}]"]
