@@ -14,8 +14,13 @@ from __future__ import annotations
 
 import altair as alt
 
-WIDTH, HEIGHT = 1100, 260
+WIDTH, HEIGHT = 700, 260
+"""Narrow enough that a page 900 px wide shows a chart near its own size: the SVG is scaled down
+to the page's width, and its text with it."""
 FONT = "DejaVu Sans, sans-serif"
+TEXT_PX = 15
+"""Every label, title and number: at 900 px the chart is drawn at about 0.85 of its size, and its
+text stays at 11 px or more (``tests/test_dashboard_figures.py`` measures it in Chromium)."""
 UTC_AXIS = {"format": "%Y-%m-%d %H:%M:%S", "title": "time (UTC)", "labelAngle": -30,
             "labelOverlap": True}
 
@@ -42,7 +47,9 @@ def _legend(title: str | None = None) -> alt.Legend:
 
 
 def queue_depth(frame) -> alt.TopLevelMixin:
-    long = frame.melt("happened_at", ["documents_waiting", "busy_workers"], "series", "count")
+    long = frame.melt("happened_at", ["documents_waiting", "units_in_flight"], "series", "count")
+    long["series"] = long["series"].map({"documents_waiting": "documents waiting",
+                                         "units_in_flight": "units in flight (not processes)"})
     return alt.Chart(long).mark_line(interpolate="step-after").encode(
         x=_time("happened_at"), y=_count("count", "count", long["count"].max()),
         color=alt.Color("series:N", legend=_legend()))
@@ -66,7 +73,7 @@ def latency(frame) -> alt.TopLevelMixin:
     long["statistic"] = long["statistic"].map({"median_s": "p50 (median)", "p95_s": "p95"})
     return alt.Chart(long).mark_bar().encode(
         x=alt.X("page_bucket:N", sort=order, title="pages", axis=alt.Axis(labelAngle=0)),
-        xOffset="statistic:N", y=alt.Y("seconds:Q", title="seconds, job created to done"),
+        xOffset="statistic:N", y=alt.Y("seconds:Q", title="seconds, created to published"),
         color=alt.Color("statistic:N", legend=_legend()),
         tooltip=["page_bucket", "statistic", "seconds", "documents"])
 
@@ -74,7 +81,7 @@ def latency(frame) -> alt.TopLevelMixin:
 def cost(frame) -> alt.TopLevelMixin:
     """Two panels side by side, one bar per model: its cost per 1,000 pages, and its tokens.
     Bars run across, so a model's full name sits on one line however many models there are."""
-    half = WIDTH // 2 - 140
+    half = WIDTH // 2 - 100
     frame = frame.assign(spend=frame["simulated"].map(
         {True: "simulated (not billed)", False: "billed"}))
     y = alt.Y("model:N", title=None, sort=list(frame["model"]), axis=alt.Axis(labelLimit=0))
@@ -96,20 +103,26 @@ def cost(frame) -> alt.TopLevelMixin:
                        ).resolve_scale(color="independent")
 
 
+def _numbered(bars: alt.Chart, field: str, fmt: str = "d") -> alt.TopLevelMixin:
+    """Bars across with their value written at each bar's end: a thin bar is read, not guessed."""
+    return bars + bars.mark_text(align="left", dx=4, color="#222").encode(
+        text=alt.Text(field, format=fmt), color=alt.value("#222"))
+
+
 def failures(frame) -> alt.TopLevelMixin:
     frame = frame.assign(stage_reason=frame["stage"] + ": " + frame["reason"])
-    return alt.Chart(frame).mark_bar().encode(
+    return _numbered(alt.Chart(frame).mark_bar().encode(
         y=alt.Y("stage_reason:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
         x=alt.X("jobs:Q", title="jobs that met it", axis=_whole(frame["jobs"].max())),
         color=alt.Color("stage:N", legend=_legend("stage")),
-        tooltip=["stage", "reason", "failures", "final_failures", "jobs"])
+        tooltip=["stage", "reason", "failures", "final_failures", "jobs"]), "jobs:Q")
 
 
 def readers(frame) -> alt.TopLevelMixin:
-    return alt.Chart(frame).mark_bar().encode(
+    return _numbered(alt.Chart(frame).mark_bar().encode(
         y=alt.Y("reader:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
         x=alt.X("pages:Q", title="pages read", axis=_whole(frame["pages"].max())),
-        color=alt.Color("reader:N", legend=None), tooltip=["reader", "pages"])
+        color=alt.Color("reader:N", legend=None), tooltip=["reader", "pages"]), "pages:Q")
 
 
 def coverage(frame) -> alt.TopLevelMixin:
@@ -117,12 +130,12 @@ def coverage(frame) -> alt.TopLevelMixin:
     several = frame["schema_name"].nunique() > 1
     frame = frame.assign(label=(frame["schema_name"] + "." + frame["field"]) if several
                          else frame["field"])
-    return alt.Chart(frame).mark_bar().encode(
+    return _numbered(alt.Chart(frame).mark_bar().encode(
         y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=0)),
-        x=alt.X("coverage:Q", title="share of the documents the schema applies to, with a value",
+        x=alt.X("coverage:Q", title="share of extracted documents with a value",
                 scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
         tooltip=["schema_name", "field", "documents_with_value", "applicable_documents",
-                 alt.Tooltip("coverage:Q", format=".1%")])
+                 alt.Tooltip("coverage:Q", format=".1%")]), "coverage:Q", ".0%")
 
 
 def f1_by_field(frame) -> alt.TopLevelMixin:
@@ -157,7 +170,10 @@ def svg(chart: alt.TopLevelMixin) -> str:
 
     if not isinstance(chart, alt.ConcatChart | alt.HConcatChart):
         chart = chart.properties(width=WIDTH, height=HEIGHT)
-    chart = chart.properties(padding=5).configure(font=FONT)
+    chart = chart.properties(padding=5).configure(font=FONT).configure_axis(
+        labelFontSize=TEXT_PX, titleFontSize=TEXT_PX).configure_legend(
+        labelFontSize=TEXT_PX, titleFontSize=TEXT_PX).configure_title(
+        fontSize=TEXT_PX + 1, subtitleFontSize=TEXT_PX).configure_text(fontSize=TEXT_PX)
     return vl_convert.vegalite_to_svg(chart.to_dict(), vl_version=_vl_version())
 
 

@@ -49,13 +49,13 @@ CHARTS = (
     Chart("failed_files", "Failed files (latest job of each document)", None,
           "No document's latest job failed.", table=True),
     Chart("throughput", "Throughput", charts.throughput, "No finished jobs yet."),
-    Chart("queue_depth", "Queue depth and busy workers over time", charts.queue_depth,
+    Chart("queue_depth", "Queue depth and units in flight over time", charts.queue_depth,
           "No jobs in the lake yet."),
-    Chart("latency_by_size", "End-to-end latency by document size (p50 and p95)",
+    Chart("latency_by_size", "End-to-end latency (created to published) by document size, p50 and p95",
           charts.latency, "No succeeded jobs yet."),
-    Chart("slowest_documents", "Slowest documents", None, "No succeeded jobs yet.", table=True),
+    Chart("slowest_documents", "Slowest documents (end to end)", None, "No succeeded jobs yet.", table=True),
     Chart("reader_share", "Pages by reader", charts.readers, "No pages read yet."),
-    Chart("field_coverage", "Field coverage over the documents each schema applies to",
+    Chart("field_coverage", "Field coverage over the documents whose fields were extracted",
           charts.coverage, "No fields extracted from a document its schema applies to yet "
           "(`doclake run --fields nda`)."),
     Chart("failures_by_stage", "Failures by stage and reason", charts.failures, "No failures."),
@@ -96,10 +96,19 @@ def _path_html(text: str) -> str:
     return html.escape(text).replace("/", "/<wbr>").replace("_", "_<wbr>")
 
 
+HEADERS = {"source_path": "file (path in the room)", "end_to_end_seconds": "end to end (s)",
+           "until_final_seconds": "until final status (s)", "finished_at": "finished (UTC)"}
+
+
+def _header(column: str) -> str:
+    """A column as a person reads it: ``source_path`` is "file (path in the room)"."""
+    return HEADERS.get(column, column.replace("_", " "))
+
+
 def _table(rows: pa.Table) -> str:
     words = [_is_word_column(c) for c in rows.column_names]
     paths = [c.endswith(("path", "source_name")) for c in rows.column_names]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows.column_names)
+    head = "".join(f"<th>{html.escape(_header(c))}</th>" for c in rows.column_names)
     body = "".join(
         "<tr>" + "".join(('<td class="word">' if word else "<td>")
                          + (_path_html(_cell(v)) if path else html.escape(_cell(v))) + "</td>"
@@ -118,29 +127,45 @@ def seconds_text(seconds: float | None) -> str:
     return f"{minutes:,} min {rest} s"
 
 
-def _headline(rows: pa.Table) -> str:
-    """The cards. Spend on billed providers and the simulated provider's priced-but-unbilled
-    spend are two cards, the second only where simulated calls exist."""
+def _pair(first: float | None, second: float | None) -> str:
+    return "n/a" if first is None else f"{seconds_text(first)} / {seconds_text(second)}"
+
+
+def _headline(rows: pa.Table, title: str) -> str:
+    """One row of cards, each a column of the ``headline`` query (its SQL is on the page).
+    Spend on billed providers and the simulated provider's priced-but-unbilled spend are two
+    cards, the second only where simulated calls exist. Latency is end to end (until the text
+    is indexed and the fields published); until the status was final is its own card."""
     figures = rows.to_pylist()[0] if rows.num_rows else {}
     documents = figures.get("documents") or 0
     finished = (figures.get("succeeded") or 0) + (figures.get("failed") or 0)
     rate = f"{100 * (figures.get('succeeded') or 0) / finished:.1f}%" if finished else "n/a"
     f1 = figures.get("f1")
-    latency = (f"{seconds_text(figures.get('latency_p50_s'))} / "
-               f"{seconds_text(figures.get('latency_p95_s'))}"
-               if figures.get("latency_p50_s") is not None else "n/a")
     cards = [("documents", f"{documents:,}"), ("succeeded", rate),
              ("failed", f"{figures.get('failed') or 0:,}"),
              ("pages read", f"{figures.get('pages_read') or 0:,}"),
-             ("latency p50 / p95", latency),
+             ("end-to-end latency p50 / p95",
+              _pair(figures.get("end_to_end_p50_s"), figures.get("end_to_end_p95_s"))),
+             ("until final status p50 / p95",
+              _pair(figures.get("until_final_p50_s"), figures.get("until_final_p95_s"))),
+             ("documents no schema applied to", f"{figures.get('no_schema_applied') or 0:,}"),
+             ("model calls ok / error, blocked or empty",
+              f"{figures.get('model_calls_ok') or 0:,} / {figures.get('model_calls_not_ok') or 0:,}"),
              ("model spend", f"${float(figures.get('cost_usd') or 0):,.4f}")]
     if figures.get("simulated_calls"):
         cards.append(("simulated spend (not billed)",
                       f"${float(figures.get('simulated_cost_usd') or 0):,.4f}"))
     cards.append(("F1 (latest eval)", "n/a" if f1 is None else f"{float(f1):.3f}"))
-    return '<div class="cards" data-query="headline">' + "".join(
-        f'<div class="card"><div class="figure">{html.escape(v)}</div>'
-        f'<div class="label">{html.escape(k)}</div></div>' for k, v in cards) + "</div>"
+    return (f'<h2 class="window">{html.escape(title)}</h2>'
+            '<div class="cards" data-query="headline">' + "".join(
+                f'<div class="card"><div class="figure">{html.escape(v)}</div>'
+                f'<div class="label">{html.escape(k)}</div></div>' for k, v in cards) + "</div>")
+
+
+def _sql_shown(name: str) -> str:
+    """The named query as run (before the window is applied), folded under its file's name."""
+    return (f'<details class="sql"><summary class="query">query: dashboards/queries/{name}.sql'
+            f'</summary><pre>{html.escape(queries.sql(name))}</pre></details>')
 
 
 FILTERED_VIEWS = ("documents", "jobs", "units", "pages", "failures", "model_calls", "results",
@@ -183,8 +208,14 @@ def render(lake_uri: str, *, since: date | None = None, until: date | None = Non
 
     now = now or datetime.now(UTC)
     sections = []
+    window = f"{since or 'the first day'} to {until or 'today'}" if since or until else "every day"
     with connect(lake_uri) as session:
-        headline = _headline(session.table(windowed(queries.sql(HEADLINE), since, until)))
+        headline = ""
+        if since or until:
+            headline = _headline(session.table(windowed(queries.sql(HEADLINE), since, until)),
+                                 f"Days {window} (UTC)")
+        headline += _headline(session.table(queries.sql(HEADLINE)), "All time")
+        headline += _sql_shown(HEADLINE)
         for chart in CHARTS:
             rows = session.table(windowed(queries.sql(chart.query), since, until))
             if not rows.num_rows:
@@ -195,9 +226,7 @@ def render(lake_uri: str, *, since: date | None = None, until: date | None = Non
                 body = (f'<div class="chart" data-query="{chart.query}">'
                         f"{charts.svg(chart.draw(_frame(rows)))}</div>")
             sections.append(f"<section><h2>{html.escape(chart.title)}</h2>{body}"
-                            f"<p class=\"query\">query: dashboards/queries/{chart.query}.sql</p>"
-                            "</section>")
-    window = f"{since or 'the first day'} to {until or 'today'}" if since or until else "every day"
+                            f"{_sql_shown(chart.query)}</section>")
     return PAGE.format(lake=html.escape(lake_uri), sections="\n".join(sections), csp=CSP,
                        headline=headline, window=html.escape(window),
                        generated=now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
@@ -217,6 +246,7 @@ section {{ margin-bottom: 2em; }} .query {{ color: #777; font-size: 0.85em; }}
 .cards {{ display: flex; flex-wrap: wrap; gap: 1em; margin: 1em 0 2em; }}
 .card {{ border: 1px solid #ddd; border-radius: 6px; padding: 0.8em 1.2em; min-width: 9em; }}
 .card .figure {{ font-size: 1.8em; font-weight: bold; }} .card .label {{ color: #555; }}
+details.sql pre {{ font-size: 0.85em; background: #f6f6f6; padding: 0.6em; overflow-x: auto; }}
 table {{ border-collapse: collapse; width: 100%; font-size: 0.9em; }}
 th, td {{ border-bottom: 1px solid #e4e4e4; padding: 0.3em 0.6em; text-align: left;
           vertical-align: top; overflow-wrap: anywhere; }}

@@ -16,6 +16,7 @@ are found by ``lake.catalog``'s listing before every statement, as without the c
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -25,7 +26,6 @@ from pathlib import Path
 
 INTERNAL_SCHEMA = "internal"
 """The DuckDB schema of the ``raw_*`` and ``ev_*`` views: out of ``SHOW TABLES``."""
-_LAYER_NAME = re.compile(r"(?<![.\w'\"])(?:raw|ev)_(\w+)\b")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _WHOLE_CATALOG = re.compile(
     r"(?i)\b(show|describe|summarize|information_schema|duckdb_\w+|pragma|table_info|export|"
@@ -43,9 +43,42 @@ def internal_name(view: str) -> str:
 
 
 def qualify(sql: str, event_types) -> str:
-    """``sql`` with its ``raw_<type>`` and ``ev_<type>`` references in the internal schema."""
-    return _LAYER_NAME.sub(
-        lambda m: internal_name(m.group(0)) if m.group(1) in event_types else m.group(0), sql)
+    """``sql`` with its table references to ``raw_<type>`` and ``ev_<type>`` in the internal
+    schema: found on sqlglot's parse tree (a table in a FROM, JOIN, DESCRIBE ...), never by
+    matching the text, so an alias, a column or a string literal that reads ``raw_page_read``
+    is the user's own and stays as written. Only the reference is touched (``internal.`` is
+    inserted before it); the rest of the text is DuckDB's to read, as typed."""
+    lowered = sql.lower()
+    if not any(f"raw_{t}" in lowered or f"ev_{t}" in lowered for t in event_types):
+        return sql  # the common query: no parser imported, nothing to do
+    return _qualified(sql, tuple(event_types))
+
+
+@functools.lru_cache(maxsize=256)
+def _qualified(sql: str, event_types: tuple[str, ...]) -> str:
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    layers = {f"{prefix}_{t}" for t in event_types for prefix in ("raw", "ev")}
+    try:
+        trees = [tree for tree in sqlglot.parse(sql, read="duckdb") if tree is not None]
+    except SqlglotError:
+        return sql  # DuckDB reads it (or says what is wrong); an internal layer stays unnamed
+    starts = []
+    for tree in trees:
+        own = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}  # WITH raw_x AS ...
+        for table in tree.find_all(exp.Table):
+            name = table.this
+            if (table.db or not isinstance(name, exp.Identifier)
+                    or name.name.lower() not in layers or name.name.lower() in own):
+                continue
+            start = name.meta.get("start")
+            if start is not None:
+                starts.append(start)
+    for start in sorted(starts, reverse=True):
+        sql = f"{sql[:start]}{INTERNAL_SCHEMA}.{sql[start:]}"
+    return sql
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from infra.cli.main import app
 from infra.cli.render.output import plain
+from tests.support.homes import empty_home
 
 runner = CliRunner()
 FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
@@ -75,7 +76,7 @@ def test_a_missing_path_is_a_usage_error_and_nothing_is_ingested(tmp_path, pdf_f
 
 
 def test_bad_sql_exits_non_zero_with_the_error(tmp_path):
-    result = invoke("sql", "SELECT nope FROM jobs", "--home", str(tmp_path))
+    result = invoke("sql", "SELECT nope FROM jobs", "--home", str(empty_home(tmp_path)))
     assert result.exit_code == 2
     assert "nope" in result.output
 
@@ -89,7 +90,7 @@ def test_bad_sql_exits_non_zero_with_the_error(tmp_path):
      ["did you mean failure_reason", "jobs.failure_reason"]),
 ])
 def test_a_misspelt_name_is_one_line_and_a_hint_naming_the_analyst_schema(tmp_path, query, named):
-    result = invoke("sql", query, "--home", str(tmp_path))
+    result = invoke("sql", query, "--home", str(empty_home(tmp_path)))
     assert result.exit_code == 2, result.output
     error, hint = result.output.strip().splitlines()  # one line each: no caret block
     assert error.startswith("error: ") and hint.startswith("hint: ")
@@ -174,7 +175,7 @@ def test_lake_check_fails_on_a_bad_row_and_records_its_results(tmp_path):
 
 
 def test_interactive_sql_reports_a_bad_statement_and_goes_on(tmp_path):
-    result = runner.invoke(app, ["sql", "--home", str(tmp_path), "--format", "csv"],
+    result = runner.invoke(app, ["sql", "--home", str(empty_home(tmp_path)), "--format", "csv"],
                            input="SELECT 1 AS one;\nSELECT nope;\nSELECT 2.0\n AS two;\n", env=FAST)
     assert result.exit_code == 0
     assert result.output.count("error") == 1

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from tests.support.homes import empty_home
+
 HEAVY = ("pyarrow", "duckdb", "pandas", "numpy", "great_expectations", "sqlglot", "boto3")
 
 PROBE = """
@@ -33,9 +35,10 @@ def heavy_modules_after(*args: str) -> list[str]:
 @pytest.mark.parametrize("args", [["--help"], ["--version"], ["status", "--format", "json"],
                                   ["search", "word", "--format", "json"], ["run", "-h"]])
 def test_light_commands_stay_light(tmp_path, args):
-    assert heavy_modules_after(*args, *([] if "-h" in args or "--help" in args
-                                        or "--version" in args else ["--home", str(tmp_path)])) == []
+    home = [] if "-h" in args or "--help" in args or "--version" in args else [
+        "--home", str(empty_home(tmp_path))]
+    assert heavy_modules_after(*args, *home) == []
 
 
 def test_every_command_still_finds_its_heavy_libraries_when_it_needs_them(tmp_path):
-    assert "duckdb" in heavy_modules_after("sql", "SELECT 1", "--home", str(tmp_path))
+    assert "duckdb" in heavy_modules_after("sql", "SELECT 1", "--home", str(empty_home(tmp_path)))

@@ -15,6 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from infra.cli.main import app
+from tests.support.homes import empty_home
 
 WIDE = {"COLUMNS": "120", "TERM": "dumb", "NO_COLOR": "1"}
 
@@ -75,7 +76,7 @@ def test_doclake_sql_builds_one_command_and_imports_no_pydantic(tmp_path):
     """What the start-up figure rests on: the process builds the ``sql`` command alone, and no
     pydantic is imported for its parameters (Typer 0.29 would; the pin says why)."""
     out = subprocess.run([sys.executable, "-c", PROBE.format(), "sql", "SELECT 42 AS answer",
-                          "--format", "json", "--home", str(tmp_path)],
+                          "--format", "json", "--home", str(empty_home(tmp_path))],
                          capture_output=True, text=True, check=True).stdout
     lines = out.strip().splitlines()
     probe = json.loads(lines[-1])

@@ -8,6 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from infra.cli.main import app
+from tests.support.homes import empty_home
 
 runner = CliRunner()
 
@@ -26,7 +27,7 @@ def _plain_user_error(result, *fragments: str) -> None:
 
 
 def test_schema_takes_home_like_every_command(tmp_path):
-    result = invoke("schema", "jobs", "--home", str(tmp_path), "--format", "json")
+    result = invoke("schema", "jobs", "--home", str(empty_home(tmp_path)), "--format", "json")
     assert result.exit_code == 0, result.output
     assert {r["column"] for r in json.loads(result.output)} >= {"job_id", "status"}
 
@@ -34,7 +35,7 @@ def test_schema_takes_home_like_every_command(tmp_path):
 def test_argument_mistakes_print_error_and_hint(tmp_path):
     _plain_user_error(invoke("run", str(tmp_path), "--home", str(tmp_path / "h"),
                              "--concurrency", "abc"), "--concurrency", "doclake run --help")
-    _plain_user_error(invoke("search", "--home", str(tmp_path)), "query", "doclake search --help")
+    _plain_user_error(invoke("search", "--home", str(empty_home(tmp_path))), "query", "doclake search --help")
     _plain_user_error(invoke("run", str(tmp_path), "--home", str(tmp_path / "h"),
                              "--concurrency", "0"), "--concurrency 0", "1 or more")
 

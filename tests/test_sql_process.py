@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from infra.cli.main import app
 from lake import catalog_plan
 from lake.catalog import NATIVE_MAX_FILES, connect
+from tests.support.homes import empty_home
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
@@ -183,5 +184,5 @@ def test_the_sql_command_finds_the_lake_settings_would(tmp_path, monkeypatch, en
     home = tmp_path / "given" if given else None
     settings = Settings(**({"home": home} if given else {}))
     Path(settings.lake).mkdir(parents=True, exist_ok=True)
-    Path(settings.home).mkdir(parents=True, exist_ok=True)
+    empty_home(Path(settings.home))
     assert open_lake_location(home) == settings.lake

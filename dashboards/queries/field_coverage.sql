@@ -1,12 +1,13 @@
--- Per schema and field, the share of documents the schema applies to whose latest result has a
--- value for the field. A document of another kind (results.status not_applicable: no strategy
--- ran, no value could exist) is left out of the count; a failed extraction stays in it.
+-- Per schema and field, the share of the documents whose fields were extracted (results.status
+-- succeeded: the job succeeded and the schema applies) that have a value for the field: the
+-- analysts' recipe "How often is each field found?" (docs/analysts.md). A document of another
+-- kind (not_applicable) and a failed, corrupt or encrypted file are left out of the count.
 WITH applicable AS (
   SELECT dt, document_id, job_id, strategy, coalesce(schema_name, '') AS schema_name
   FROM results
-  WHERE status <> 'not_applicable'
+  WHERE status = 'succeeded'
 ), per_schema AS (
-  SELECT schema_name, count(*) AS applicable_documents
+  SELECT schema_name, count(DISTINCT document_id) AS applicable_documents
   FROM applicable
   GROUP BY schema_name
 )

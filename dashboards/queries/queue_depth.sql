@@ -1,6 +1,7 @@
--- Queue depth and busy workers over time, reconstructed from per-document timings (the lake has
+-- Queue depth and units in flight over time, reconstructed from per-document timings (the lake has
 -- no queue samples): a document waits from its job's creation until its first unit starts (or
--- the job ends without one); a worker is busy from a unit's start to its finish.
+-- the job ends without one); a unit is in flight from its start to its finish (units of many
+-- documents run at once in one worker process: this is not a count of processes).
 WITH first_start AS (
   SELECT j.dt, j.job_id, coalesce(min(u.started_at), j.finished_at) AS left_queue_at
   FROM jobs AS j
@@ -20,6 +21,6 @@ SELECT
   sum(waiting) OVER (ORDER BY happened_at, waiting DESC, busy DESC
                      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS documents_waiting,
   sum(busy) OVER (ORDER BY happened_at, waiting DESC, busy DESC
-                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS busy_workers
+                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS units_in_flight
 FROM deltas
 ORDER BY happened_at

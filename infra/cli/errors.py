@@ -136,9 +136,10 @@ def report(error: UserError) -> None:
     from rich.console import Console
 
     console = Console(stderr=True, highlight=False)
-    console.print(f"[red]error:[/red] {error.message}", markup=True, soft_wrap=True)
+    piped = not console.is_terminal  # piped: one line whole; a terminal: wrapped at words
+    console.print(f"[red]error:[/red] {error.message}", markup=True, soft_wrap=piped)
     if error.hint:
-        console.print(f"hint: {error.hint}", markup=False, soft_wrap=True)
+        console.print(f"hint: {error.hint}", markup=False, soft_wrap=piped)
 
 
 def _flags_without_type(command, help_names: list[str]) -> None:
@@ -183,3 +184,7 @@ class DoclakeGroup(TyperGroup):
                 raise
             report(user_error)
             raise typer.Exit(USAGE) from None
+        finally:
+            from infra.local.home_lock import release_all
+
+            release_all()  # the home's writer lock, when this command took one

@@ -27,7 +27,7 @@ from infra.cli.dashboard import dashboard as dashboard_command
 from infra.cli.errors import DoclakeGroup, UserError, at_least, set_debug, stderr_console
 from infra.cli.evals import evals_app
 from infra.cli.fields import fields_app
-from infra.cli.home import Access, open_settings
+from infra.cli.home import Access, check_home, load_settings, open_home, open_settings
 from infra.cli.lake import lake_app
 from infra.cli.narrow import DoclakeApp
 from infra.cli.render.output import (
@@ -88,13 +88,16 @@ def main(
 def run(
     paths: Annotated[list[Path], typer.Argument(help="Files and folders to process.")],
     home: HomeOption = None,
-    reader: Annotated[str, typer.Option(help="Who reads pages: auto (text layer, then OCR) "
-                                        "or text; more as they are installed.")] = "auto",
+    reader: Annotated[str, typer.Option(help="Who reads pages: auto (text layer, then OCR), "
+                                        "text, ocr, gemini (DOCLAKE_GEMINI_API_KEY), or "
+                                        "simulated (a priced stand-in, nothing billed).")]
+    = "auto",
     fields: Annotated[str, typer.Option(help="Structured fields to extract: nda (the built-in NDA "
                                         "schema, offline), MODULE:CLASS, or none to skip.")] = "nda",
     strategy: Annotated[str, typer.Option(help="rules|single-pass|agentic")] = "rules",
-    concurrency: Annotated[int | None, typer.Option(callback=at_least(1),
-                                                    help="Messages handled at once.")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        callback=at_least(1), show_default=False,
+        help="Messages handled at once (default 64, or DOCLAKE_CONCURRENCY).")] = None,
     password: Annotated[str | None, typer.Option(
         help="Password for encrypted files. Shown in the process list: prefer --ask-password or "
              "DOCLAKE_PASSWORD.")] = None,
@@ -131,15 +134,17 @@ def run(
                       "nothing to do (hidden files are skipped)")
         return
     per_file = _per_file_passwords(passwords, files, paths)
-    settings = open_settings(home, Access.CREATE, options={"concurrency": "--concurrency"},
+    settings = load_settings(home, options={"concurrency": "--concurrency"},
                              concurrency=concurrency, password=password, reader=reader)
     check_models_can_run(reader, schema_name, strategy, settings)
+    open_home(settings, Access.CREATE)  # after every check: a refused run leaves no home
     from infra.cli.render.run_report import RunReport, progress_bar
     from infra.local.runtime import LocalRuntime
 
     runtime = LocalRuntime(settings)
     started = time.perf_counter()
     runtime.cpu.warm(rules=schema_name is not None and strategy == "rules")
+    unfinished_before = runtime.store.unfinished_job_ids()  # before any worker finishes one
     runtime.recover()  # what an earlier, interrupted run left behind
     # Workers start on the first documents while the rest are still being stored.
     def request_fields(store, batch) -> None:  # on the ingest thread, as each batch is planned
@@ -160,7 +165,8 @@ def run(
                     runtime.store.request_fields([i.job_id for i in ingest.result()],
                                                  schema_name, strategy)
                     runtime.nudge()
-                state["report"] = RunReport.start(runtime.store, ingest.result(), started)
+                state["report"] = RunReport.start(runtime.store, ingest.result(), started,
+                                                  unfinished_before)
                 state["tracker"] = bar.tracker(runtime.store, state["report"])
             return state["tracker"]()
 
@@ -168,7 +174,8 @@ def run(
             stats = _process(runtime, done)
         finally:
             ingest.stop()
-    report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started)
+    report = state.get("report") or RunReport.start(runtime.store, ingest.result(), started,
+                                                    unfinished_before)
     report.objects_root = Path(settings.home) / "objects"
     try:
         report.finish(runtime.store, interrupted=stats.interrupted)
@@ -181,8 +188,9 @@ def run(
         report.add_messages(failure_messages(str(settings.lake), examples))
     from rich.console import Console
 
-    # Piped: one line a fact, never wrapped.
-    report.print(Console(highlight=False, soft_wrap=True), home=str(settings.home))
+    # Piped: one line a fact, never wrapped; on a terminal, wrapped at words (never mid-word).
+    report.print(Console(highlight=False, soft_wrap=not sys.stdout.isatty()),
+                 home=str(settings.home))
     if stats.interrupted:
         raise typer.Exit(INTERRUPTED)
 
@@ -249,7 +257,7 @@ def worker(
     if output_format == "table":
         from rich.console import Console
 
-        summary.print(Console(highlight=False, soft_wrap=True))
+        summary.print(Console(highlight=False, soft_wrap=not sys.stdout.isatty()))
     else:
         print_object(summary.to_dict(), output_format)
         if stats.interrupted:
@@ -291,6 +299,8 @@ def status(
         print_records(("table", "key", "value"), report.long_rows(), "csv")
     else:
         report.print_tables()
+    stderr_console().print(f"next: {report.next_command()}", markup=False, highlight=False,
+                           soft_wrap=not sys.stderr.isatty())  # piped: one line, whole
 
 
 @app.command()
@@ -311,10 +321,17 @@ def search(
     if not text.strip():
         raise UserError("the search query is empty", 'give words to find, e.g. doclake search '
                         '"non-solicitation"')
-    hits = Fts5SearchIndex(settings.home / "search.db").search(text, limit=limit)
-    if not hits and output_format == "table":
-        stderr_console().print("no match")
+    if not (settings.home / "search.db").is_file():  # never created by a reading command
+        stderr_console().print(f"nothing is indexed in {settings.home} yet; next: doclake run "
+                               f"PATH --home {settings.home}", markup=False, highlight=False)
         return
+    hits = Fts5SearchIndex(settings.home / "search.db").search(text, limit=limit)
+    if not hits:  # said on stderr in every format: a program's stdout stays its data
+        stderr_console().print(f"no match for {text}; try fewer or other words, or doclake "
+                               f"status --home {settings.home} to see what was indexed",
+                               markup=False, highlight=False)
+        if output_format == "table":
+            return
     # A person reads the file, the page and the words around the match; the ids, for a
     # program's next step (doclake show ID, a join in SQL), come in csv and json only.
     rows = [(h.source_name, h.page_number, " ".join(h.snippet.split()), h.document_id, h.job_id)
@@ -376,7 +393,7 @@ def sql(
 def schema(
     table: Annotated[str | None, typer.Argument(help="One table (default: all of them).")] = None,
     output_format: FormatOption = None,
-    home: Annotated[Path | None, typer.Option("--home", help="Accepted as everywhere; the "
+    home: Annotated[Path | None, typer.Option("--home", help="Checked as everywhere; the "
                     "schema comes from the code, the same for every home.",
                     show_default=False)] = None,
 ) -> None:
@@ -385,6 +402,8 @@ def schema(
     from infra.cli.render import schema_doc
 
     output_format = resolve_format(output_format)
+    if home is not None:  # a --home given is checked as every command checks it
+        check_home(home, Access.READ)
     if table is None:
         sqlshell.print_reference(output_format)
     elif not sqlshell.print_schema(table, output_format):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from infra.cli.errors import at_least
-from infra.cli.home import Access, open_settings
+from infra.cli.home import Access, load_settings, open_home
 
 
 def serve(
@@ -31,10 +32,16 @@ def serve(
     from rich.console import Console
 
     from infra.cli.errors import UserError
-    from infra.serve.server import serve_command
+    from infra.serve.server import check_secret, serve_command
 
     if expiry_s > 900:
         raise UserError(f"--expiry-s {expiry_s} is over 15 minutes", "use at most 900")
+    if secret := os.environ.get("DOCLAKE_SERVE_SECRET", "").encode():
+        try:  # before the home is made: a refused serve leaves nothing behind
+            check_secret(secret)
+        except ValueError as error:
+            raise UserError(str(error), "set DOCLAKE_SERVE_SECRET to 32 random bytes or more") \
+                from None
     schema_name, settings = _choices(home, reader, fields, strategy)
     console = Console(stderr=True, highlight=False)
     try:
@@ -54,6 +61,6 @@ def _choices(home: Path | None, reader: str, fields: str, strategy: str):
 
     check_reader_name(reader)
     schema_name = fields_request(fields, strategy)
-    settings = open_settings(home, Access.CREATE, reader=reader)
+    settings = load_settings(home, reader=reader)
     check_models_can_run(reader, schema_name, strategy, settings)
-    return schema_name, settings
+    return schema_name, open_home(settings, Access.CREATE)

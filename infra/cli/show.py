@@ -93,9 +93,10 @@ def describe(document: Document, job: Job, objects_root: Path) -> dict[str, Any]
     pages = page_files(objects_root, document.document_id, job.job_id)
     result_path = objects_root / result_key(document.document_id)
     result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.is_file() else {}
-    took = None
+    took = None  # seconds, a number in CSV and JSON (an ISO "PT19.7S" is no analyst's unit)
     if job.finished_at is not None:
-        took = job.finished_at - job.created_at
+        took = round((job.finished_at - job.created_at).total_seconds(), 3)
+    text_folder = objects_root / pages_prefix(document.document_id, job.job_id)
     return {
         "file": job.source_path or document.source_name,
         "document_id": document.document_id,
@@ -107,7 +108,7 @@ def describe(document: Document, job: Job, objects_root: Path) -> dict[str, Any]
         "pages": job.pages,
         "created_at": job.created_at,
         "took": took,
-        "text": str(objects_root / pages_prefix(document.document_id, job.job_id)),
+        "text": str(text_folder) if text_folder.is_dir() else None,  # only a path that exists
         "text_files": len(pages),
         "result": str(result_path) if result_path.is_file() else None,
         "result_status": result.get("status"),
@@ -179,7 +180,8 @@ def _print_pairs(rows: list[tuple[str, Any]]) -> None:
     grid.add_column(no_wrap=True, style="bold")
     grid.add_column(overflow="fold")
     for name, value in rows:
-        grid.add_row(terminal_safe(name), terminal_safe(table_cell(value, name)))
+        shown = f"{value:,.1f} s" if name == "took" else table_cell(value, name)
+        grid.add_row(terminal_safe(name), terminal_safe(shown))
     Console(highlight=False).print(grid)
 
 

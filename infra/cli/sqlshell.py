@@ -23,13 +23,11 @@ HELP = """\
 .tables          the analyst tables, one line each
 .schema TABLE    the columns of one table, with types and descriptions
 .help            this help
-.quit            leave (or Ctrl-D)
-Statements end with ';'. Internal views (internal.raw_*, internal.ev_*) hold the events
+.quit            leave (also \\q, quit, exit, Ctrl-D)
+Statements end with ';', or an empty line after a complete one. Ctrl-C clears
+what is typed. Internal views (internal.raw_*, internal.ev_*) hold the events
 before deduplication: query the tables above."""
 
-
-# Words alone on a line that mean their dot command: not SQL, so never sent to DuckDB.
-BARE_COMMANDS = frozenset({"quit", "exit", "help"})
 
 # Statements whose answer is only a count of what changed: run, but print nothing (as psql).
 QUIET = frozenset({"CREATE", "CREATE_FUNC", "DROP", "ALTER", "SET", "VARIABLE_SET", "TRANSACTION",
@@ -101,28 +99,66 @@ def _refused(con, error: Exception, query: str) -> StatementError:
 
 
 def interactive(con, output_format: str) -> None:
-    """Read statements until end of input; a terminal gets a prompt, editing and history."""
+    """Read statements until end of input; a terminal gets a prompt, editing and history.
+
+    As at psql and duckdb: ``\\q``, ``.quit``, ``exit`` and ``quit`` alone on a line leave
+    (whatever was typed before is dropped), as does Ctrl-D; Ctrl-C clears what is being typed
+    and never runs it; a statement runs at its ``;``, or on the empty line after it when it is
+    complete without one (a block pasted from the docs; piped input runs at ``;`` and at its
+    end, so a script's blank lines never split a statement)."""
     tty = sys.stdin.isatty()
     if tty:
         _enable_readline()
-        stderr_console().print("doclake sql: DuckDB over the lake's views. End statements with ';'; "
-                     ".tables, .schema TABLE, .help; Ctrl-D to quit.", markup=False)
+        stderr_console().print("doclake sql: DuckDB over the lake's views. End statements with "
+                               "';' (or an empty line); .tables, .schema TABLE, .help; \\q or "
+                               "Ctrl-D to quit.", markup=False)
     buffer: list[str] = []
     for line in _lines(tty, lambda: MORE if buffer else PROMPT):
-        word = line.strip().rstrip(";").strip().lower()
-        if not buffer and word in BARE_COMMANDS:  # what people type at psql or sqlite3
-            line = "." + word.replace("exit", "quit")
-        if not buffer and line.strip().startswith("."):
-            if not _dot_command(line.strip(), output_format):
+        if line is None:  # Ctrl-C: the statement being typed is dropped, never run
+            buffer.clear()
+            continue
+        stripped = line.strip()
+        if _leaves(stripped):
+            buffer.clear()
+            break
+        if not buffer and stripped.rstrip(";").strip().lower() == "help":
+            stripped = ".help"
+        if not buffer and stripped.startswith("."):
+            if not _dot_command(stripped, output_format):
                 break
+            continue
+        if tty and not stripped and buffer and _complete(con, "\n".join(buffer)):
+            _run_interactive(con, "\n".join(buffer), output_format)
+            buffer.clear()
+            continue
+        if not stripped and not buffer:
             continue
         buffer.append(line)
         text = "\n".join(buffer)
         if text.rstrip().endswith(";"):
             _run_interactive(con, text, output_format)
             buffer.clear()
-    if "".join(buffer).strip():
+    if not tty and "".join(buffer).strip():
         _run_interactive(con, "\n".join(buffer), output_format)  # a last statement without ';'
+
+
+QUIT_WORDS = frozenset({"\\q", "\\quit", ".quit", ".exit", ".q", "exit", "quit"})
+
+
+def _leaves(line: str) -> bool:
+    """A line that leaves the prompt: one of ``QUIT_WORDS``, alone, with or without ``;``."""
+    return line.rstrip(";").strip().lower() in QUIT_WORDS
+
+
+def _complete(con, text: str) -> bool:
+    """True when ``text`` parses as statements as it stands: an empty line then runs it; one
+    that does not parse yet (a statement still being written) waits for more, or for ``;``."""
+    import duckdb
+
+    try:
+        return bool(con.extract_statements(text))
+    except duckdb.Error:
+        return False
 
 
 def _run_interactive(con, text: str, output_format: str) -> None:
@@ -136,7 +172,8 @@ def _run_interactive(con, text: str, output_format: str) -> None:
         pass
 
 
-def _lines(tty: bool, prompt) -> Iterator[str]:
+def _lines(tty: bool, prompt) -> Iterator[str | None]:
+    """The lines typed; None for a Ctrl-C (the caller drops what is buffered)."""
     if not tty:
         for line in sys.stdin:
             yield line.rstrip("\n")
@@ -149,7 +186,7 @@ def _lines(tty: bool, prompt) -> Iterator[str]:
             return
         except KeyboardInterrupt:  # Ctrl-C drops the statement being typed, as psql does
             sys.stderr.write("^C\n")
-            yield ";"  # ends the buffer; an empty statement runs nothing
+            yield None
 
 
 def _enable_readline() -> None:

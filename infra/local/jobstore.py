@@ -72,6 +72,14 @@ class SqliteJobStore(SqliteClaims):
                                          chunk).fetchall()
         return [job_from_row(r) for r in rows]
 
+    def unfinished_job_ids(self) -> set[str]:
+        """Jobs not ended yet (queued or extracting): what a rerun finds mid-way, read before
+        its workers start so its summary can tell "resumed" from "unchanged"."""
+        ended = [s.value for s in JobStatus if s.terminal]
+        rows = self._db.execute("SELECT job_id FROM jobs WHERE status NOT IN (?, ?)",
+                                ended).fetchall()
+        return {row[0] for row in rows}
+
     def find_document_by_sha256(self, sha256: str) -> tuple[Document, Job] | None:
         row = self._db.execute(
             "SELECT job_id FROM jobs WHERE sha256 = ? ORDER BY created_at DESC LIMIT 1",

@@ -22,7 +22,7 @@ NDA_FIELDS = ("effective_date", "jurisdiction", "party", "term")
 class BusyLake:
     """What was written: the inputs a test derives the dashboard's figures from."""
 
-    seconds: list[float] = field(default_factory=list)  # end-to-end time of each succeeded job
+    seconds: list[float] = field(default_factory=list)  # each succeeded job: created to final status
     real_cost: float = 0.0
     simulated_cost: float = 0.0
     applicable: int = 0  # results of documents the schema applies to

@@ -27,3 +27,11 @@ def jobs_created(home: Path) -> int:
 def units_done(home: Path) -> int:
     """How many units the home's store has marked done."""
     return _count(home, "SELECT count(*) FROM units WHERE status = 'done'")
+
+
+def empty_home(folder: Path) -> Path:
+    """``folder`` made an empty doclake home (its marker written by hand, as ``run`` writes it),
+    for the reading commands, which refuse a folder that is not a home."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "doclake-home.json").write_text('{"format": "doclake-home", "version": 1}\n')
+    return folder

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +118,15 @@ class RunReport:
     run started. None: counted from the finished units' pages instead."""
 
     @classmethod
-    def start(cls, store, ingested: list[Ingested], started: float) -> RunReport:
+    def start(cls, store, ingested: list[Ingested], started: float,
+              unfinished_before: set[str] | frozenset[str] = frozenset()) -> RunReport:
+        """``unfinished_before``: the jobs not ended when the run began. The planner calls a
+        file "unchanged" when its job has ended by the time it is planned, and this run's
+        workers may have finished one an interrupted run left mid-way first: that one was
+        resumed, not unchanged."""
+        ingested = [replace(i, outcome=IngestOutcome.RESUMED)
+                    if i.outcome is IngestOutcome.UNCHANGED and i.job_id in unfinished_before
+                    else i for i in ingested]
         job_ids = sorted({i.job_id for i in ingested})
         jobs = store.list_jobs(job_ids)
         unchanged = {i.job_id for i in ingested if i.outcome is IngestOutcome.UNCHANGED}

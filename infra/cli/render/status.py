@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from extract.messages import QUEUES
@@ -22,10 +22,26 @@ class StatusReport:
     by_status: dict[str, int]
     failure_reasons: dict[str, int]
     queues: list[dict[str, Any]]
+    latest_failed: list[dict[str, str]] = field(default_factory=list)
+    """The newest failed documents (file, reason, hint): what a person looks at first."""
+    home: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {self.counted: self.by_status, "failure_reasons": self.failure_reasons,
-                "queues": self.queues}
+                "latest_failed": self.latest_failed, "queues": self.queues,
+                "next": self.next_command()}
+
+    def next_command(self) -> str:
+        """The one command to type next, from what the home holds."""
+        home = f" --home {self.home}" if self.home else ""
+        if self.by_status.get("queued") or self.by_status.get("extracting"):
+            return f"doclake worker{home} --until-idle   (finish what is left)"
+        if self.latest_failed:
+            return (f"doclake show{home} {self.latest_failed[0]['file']}   (why it failed); "
+                    "after fixing, doclake run PATH --retry-failed")
+        if not any(self.by_status.values()):
+            return f"doclake run PATH{home}   (nothing has been run yet)"
+        return f'doclake search{home} WORDS   or   doclake sql{home} "SELECT * FROM documents"'
 
     def long_rows(self) -> Iterator[tuple[str, str, int]]:
         """One row per figure, for CSV: (table, key, value)."""
@@ -33,6 +49,8 @@ class StatusReport:
             yield self.counted, name, count
         for name, count in self.failure_reasons.items():
             yield "failure_reasons", name, count
+        for failed in self.latest_failed:
+            yield "latest_failed", failed["file"], failed["reason"]
         for queue in self.queues:
             for key in ("visible", "in_flight", "dead_letter"):
                 yield f"queue {queue['queue']}", key, queue[key]
@@ -43,6 +61,10 @@ class StatusReport:
         if self.failure_reasons:
             print_table(("failure_reason", self.counted),
                         ((k, str(v)) for k, v in self.failure_reasons.items()), title="failed")
+        if self.latest_failed:
+            print_table(("file", "reason", "what to do"),
+                        ((f["file"], f["reason"], f["hint"]) for f in self.latest_failed),
+                        title="latest failed files")
         print_table(("queue", "visible", "in flight", "dead letter"),
                     ((q["queue"], str(q["visible"]), str(q["in_flight"]), str(q["dead_letter"]))
                      for q in self.queues), title="queues")
@@ -71,6 +93,17 @@ def read_status(settings, *, every_job: bool = False) -> StatusReport:
         depth = queue.depth(name)
         depths.append({"queue": name, "visible": depth.visible, "in_flight": depth.in_flight,
                        "dead_letter": depth.dead_letter})
+    from infra.cli.render.failure_hints import failure_hint
+
+    failed = sorted((j for j in latest_jobs(jobs) if j.status is JobStatus.FAILED),
+                    key=lambda j: (j.finished_at or j.created_at, j.job_id), reverse=True)
+    latest_failed = [{"file": j.source_path or j.source_name or j.document_id,
+                      "reason": j.failure_reason or "unknown",
+                      "hint": failure_hint(j.failure_reason or "unknown")}
+                     for j in failed[:LATEST_FAILED]]
     return StatusReport("jobs" if every_job else "documents",
                         {s.value: statuses.get(s.value, 0) for s in JobStatus},
-                        dict(reasons.most_common()), depths)
+                        dict(reasons.most_common()), depths, latest_failed, str(home))
+
+
+LATEST_FAILED = 5
