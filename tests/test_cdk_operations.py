@@ -96,7 +96,7 @@ def test_every_dead_letter_queue_alarm_counts_visible_and_hidden_messages(synth)
 
 def test_every_function_logs_to_a_group_kept_for_the_retention_parameter(synth):
     template, _ = synth
-    assert template["Parameters"]["LogRetentionDays"]["Default"] == 30
+    assert template["Parameters"]["LogRetentionDays"]["Default"] == "30"  # in AllowedValues
     groups = _of(template, "AWS::Logs::LogGroup")
     functions = _of(template, "AWS::Lambda::Function")
     assert len(functions) == 12
@@ -231,7 +231,7 @@ def _nag_failures(tmp_path, probe) -> set[str]:
     stack = DoclakeStack(app, "Doclake", settings=DeploySettings(), build_dir=tmp_path / "zips")
     probe(stack)
     add_checks(app)
-    with pytest.raises(Exception, match="Validation failed"):
+    with pytest.raises(Exception, match="ValidationFailed"):
         app.synth()
     report = json.loads((tmp_path / "assembly" / "validation-report.json").read_text())
     return {f"{v['ruleName']} {c['constructPath']}" for p in report["pluginReports"]

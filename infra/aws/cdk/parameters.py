@@ -29,7 +29,7 @@ class OperatorParameters:
             raise ValueError(f"-c log_retention_days={settings.log_retention_days}: one of "
                              f"{', '.join(map(str, LOG_RETENTION_DAYS))}")
         self.log_retention = CfnParameter(
-            scope, "LogRetentionDays", type="Number", default=settings.log_retention_days,
+            scope, "LogRetentionDays", type="Number", default=str(settings.log_retention_days),
             allowed_values=[str(d) for d in LOG_RETENTION_DAYS],
             description="Days every function's log group keeps its logs")
         self.intermediate_days = CfnParameter(
