@@ -11,8 +11,8 @@ pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[a
 from support import awsmoto  # noqa: E402
 
 from extract.poller import remove_stale_decrypted  # noqa: E402
-from extract.state import JobStatus  # noqa: E402
 from extract.ports import NewVersion  # noqa: E402
+from extract.state import JobStatus  # noqa: E402
 from lake.events import utc_now  # noqa: E402
 
 
