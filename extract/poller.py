@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from extract.context import HandlerContext
 from extract.handlers.sources import decrypted_key
@@ -45,6 +45,9 @@ from extract.messages import (
     IndexMessage,
 )
 from extract.state import Job, JobProgress, JobStatus
+
+if TYPE_CHECKING:
+    from extract.ports import JobStore, ObjectStore
 from lake.events import (
     Event,
     FailureRecorded,
@@ -210,6 +213,21 @@ def remove_decrypted_copy(ctx: HandlerContext, document_id: str, job_id: str) ->
     """Delete the plaintext copy of an encrypted upload once its job has ended (a retry decrypts
     again from the upload); also run by the runtime's recovery for jobs that ended in a crash."""
     return ctx.objects.delete_prefix(decrypted_key(document_id, job_id))
+
+
+def remove_stale_decrypted(objects: ObjectStore, store: JobStore) -> int:
+    """Decrypted copies whose job ended (or is gone) while no poller was there to remove them
+    (a crash between the transition and the removal): plaintext must not outlive its job. The
+    local runtime runs it at recovery, the AWS poller once an invocation."""
+    removed = 0
+    for key in objects.list("decrypted/"):
+        parts = key.split("/")
+        if len(parts) != 3:
+            continue
+        job = store.get_job(parts[2])
+        if job is None or job.status.terminal:
+            removed += objects.delete_prefix(key)
+    return removed
 
 
 def queue_backlog(ctx: HandlerContext) -> dict[str, bool]:

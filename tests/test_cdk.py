@@ -59,8 +59,10 @@ def test_concurrency_is_capped_on_the_event_sources_and_nothing_is_reserved(synt
     _, tj, _, _ = synth
     functions = _resources(tj, "AWS::Lambda::Function").values()
     assert not [f for f in functions if "ReservedConcurrentExecutions" in f["Properties"]]
-    caps = {m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]:
-            m["Properties"].get("ScalingConfig", {}).get("MaximumConcurrency")
+    # Each cap is a CloudFormation parameter (an operator changes it in the console); its
+    # default is what a deploy gets.
+    caps = {m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: tj["Parameters"][
+            m["Properties"]["ScalingConfig"]["MaximumConcurrency"]["Ref"]]["Default"]
             for m in _resources(tj, "AWS::Lambda::EventSourceMapping").values()
             if "StartingPosition" not in m["Properties"]}
     assert len(caps) == 7 and all(isinstance(c, int) and 2 <= c <= 1000 for c in caps.values())
@@ -173,8 +175,10 @@ def test_glue_tables_use_partition_projection_and_athena_has_limits(synth):
 
 def test_alarms_cover_dlqs_queue_age_throttles_and_errors(synth):
     _, tj, _, _ = synth
-    metrics = [a["Properties"]["MetricName"] for a in _resources(tj, "AWS::CloudWatch::Alarm").values()]
-    assert metrics.count("ApproximateNumberOfMessagesVisible") == 8  # 7 DLQs, stream failures
+    metrics = [a["Properties"].get("MetricName", "(math)")
+               for a in _resources(tj, "AWS::CloudWatch::Alarm").values()]
+    # 7 DLQs and the stream's failures: visible + not visible (tests/test_cdk_operations.py)
+    assert metrics.count("(math)") == 8
     assert metrics.count("ApproximateAgeOfOldestMessage") == 7
     assert metrics.count("Throttles") == metrics.count("Errors") == 12
 
@@ -193,7 +197,8 @@ def test_iam_is_scoped_to_what_each_function_touches(synth):
             roles = policy["Properties"]["Roles"]
             if any(r == role_ref or r == stack.resolve(fn.role.node.default_child.ref)
                    for r in roles):
-                found += policy["Properties"]["PolicyDocument"]["Statement"]
+                found += [s for s in policy["Properties"]["PolicyDocument"]["Statement"]
+                          if s["Effect"] == "Allow"]  # the lake events' deny: test_cdk_operations
         return found
 
     presigner = statements("presigner")
@@ -228,10 +233,12 @@ def test_the_publisher_reads_the_stream_and_writes_only_results_and_lake_events(
 
 
 def _role_statements(tj, stack, function) -> list[dict]:
+    """What the function's role is allowed (its deny on the lake's events is checked in
+    tests/test_cdk_operations.py)."""
     role = stack.resolve(function.role.node.default_child.ref)
     return [s for p in _resources(tj, "AWS::IAM::Policy").values()
             if role in p["Properties"]["Roles"]
-            for s in p["Properties"]["PolicyDocument"]["Statement"]]
+            for s in p["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Allow"]
 
 
 def _actions(statement) -> list[str]:
@@ -379,9 +386,10 @@ def test_images_build_from_debian_packages_with_the_runtime_client_and_the_templ
         dockerfile = ROOT / assets[tag]["source"]["dockerFile"]
         image = _dockerfile(dockerfile)
         packages = _dockerfile_packages(dockerfile.read_text())
-        assert image["FROM"] == ["python:3.11-slim-bookworm"], dockerfile
+        # the base by digest, awslambdaric from the hashed lock (tests/test_aws_build.py)
+        assert image["FROM"][0].startswith("python:3.11-slim-bookworm@sha256:"), dockerfile
         assert image["ENTRYPOINT"] == ["python", "-m", "awslambdaric"], dockerfile
-        assert "awslambdaric" in dockerfile.read_text().split("pip install", 1)[1]
+        assert "requirements.lock" in dockerfile.read_text().split("pip install", 1)[1]
         assert ocr <= packages, (logical, ocr - packages)
         if logical.startswith("ConvertFunction"):
             assert office <= packages, office - packages
@@ -409,7 +417,7 @@ def test_the_glue_database_is_named_marked_the_stacks_and_every_table_names_it(s
     _, tj, _, _ = synth
     (logical, database), = _resources(tj, "AWS::Glue::Database").items()
     given = database["Properties"]["DatabaseInput"]
-    assert given["Name"] == DeploySettings().prefix
+    assert given["Name"] == "doclake"  # the stack Doclake's (infra.aws.names)
     assert given["Parameters"]["doclake_owner"] == "cloudformation"
     tables = _resources(tj, "AWS::Glue::Table").values()
     assert {json.dumps(t["Properties"]["DatabaseName"]) for t in tables} == {

@@ -19,6 +19,7 @@ WORKGROUP = "AthenaWorkgroup"
 ATHENA_RESULTS = "AthenaResults"
 GEMINI_KEY_SECRET = "GeminiKeySecret"
 ANALYST_POLICY = "AnalystPolicy"
+UPLOADER_POLICY = "UploaderPolicy"
 ALARMS_TOPIC = "AlarmsTopic"
 DASHBOARD = "Dashboard"
 PROJECTION_START = "ProjectionStart"
@@ -35,6 +36,8 @@ DESCRIPTIONS = {
     GEMINI_KEY_SECRET: "the Secrets Manager secret holding the Gemini API key (put its value)",
     ANALYST_POLICY: "attach to an analyst: Athena in the workgroup, Glue read, lake and "
                     "results read",
+    UPLOADER_POLICY: "attach to whoever sends documents: the front door's function URL "
+                     "(lambda:InvokeFunctionUrl and lambda:InvokeFunction), nothing else",
     ALARMS_TOPIC: "SNS topic every alarm notifies (subscribe to it)",
     DASHBOARD: "the CloudWatch operations dashboard",
     PROJECTION_START: "the first day the raw tables' partition projection covers",

@@ -25,25 +25,92 @@ def _session(region: str | None):
 
     session = boto3.Session(region_name=region)
     if session.region_name is None:
-        raise UserError("no AWS region", "pass --region, or set AWS_REGION")
+        raise UserError("no AWS region", region_hint())
     return session
 
 
-def _outputs(session, stack: str):
-    """The stack's outputs, or a ``UserError`` saying why there are none."""
-    from botocore.exceptions import BotoCoreError
+def region_hint(environ=None) -> str:
+    """boto3 reads ``AWS_DEFAULT_REGION`` (or the profile's region), not ``AWS_REGION``: a user
+    who set the latter is told so."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    ignored = (f" (AWS_REGION={environ['AWS_REGION']} is set, but boto3 does not read it)"
+               if environ.get("AWS_REGION") else "")
+    return f"pass --region, or set AWS_DEFAULT_REGION{ignored}"
+
+
+def _outputs(session, stack: str, *required: str):
+    """The stack's outputs, or a ``UserError`` saying why there are none; each key in
+    ``required`` must be among them (an older stack lacks newer outputs)."""
+    from botocore.exceptions import BotoCoreError, ClientError
 
     from infra.aws.outputs import StackNotFound, stack_outputs
     from infra.cli.errors import UserError
 
     try:
-        return stack_outputs(session.client("cloudformation"), stack)
+        found = stack_outputs(session.client("cloudformation"), stack)
     except StackNotFound as error:
-        raise UserError(str(error), "the stack's name as cdk deploy printed it (Doclake), in "
-                        "the region it was deployed to") from None
-    except BotoCoreError as error:
+        raise UserError(str(error), f"the stack's name as cdk deploy printed it, in the region it "
+                        f"was deployed to ({session.region_name}); not deployed yet: doclake aws "
+                        "preflight, then cdk deploy") from None
+    except (BotoCoreError, ClientError) as error:
         raise UserError(f"cannot read stack {stack}: {error}", "set AWS_PROFILE, or "
                         "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") from None
+    missing = [key for key in required if found.get(key) is None]
+    if missing:
+        raise UserError(f"stack {stack} has no output {', '.join(missing)} (it has: "
+                        f"{', '.join(sorted(found.values)) or 'none'})",
+                        "deploy this version of doclake to it first: cdk deploy (after doclake "
+                        "aws preflight)")
+    return found
+
+
+@aws_app.command()
+def preflight(
+    stack: Annotated[str, typer.Option("--stack", help="The stack's name as it will be "
+                     "deployed (cdk deploy -c stack_name=...).")] = "Doclake",
+    region: RegionOption = None,
+    context: Annotated[list[str] | None, typer.Option(
+        "--context", "-c", help="A deploy setting as cdk deploy will get it (NAME=VALUE, "
+        "e.g. -c concurrency_read=2); repeat for more.", show_default=False)] = None,
+) -> None:
+    """Before cdk deploy: read the account's Lambda concurrency quota and the names the stack
+    will create (Glue database, Athena workgroup, dashboard) in the region, and say what would
+    fail. Exit 1 when something would."""
+    from infra.aws.cdk.settings import DeploySettings
+    from infra.aws.names import stack_names
+    from infra.aws.preflight import run_preflight
+    from infra.cli.errors import UserError
+
+    given = {}
+    for item in context or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"-c {item}: not NAME=VALUE", "e.g. -c concurrency_read=2")
+        given[name.strip()] = value.strip()
+    from dataclasses import fields
+
+    unknown = sorted(set(given) - {f.name for f in fields(DeploySettings)} - {"stack_name"})
+    if unknown:
+        raise UserError(f"-c {unknown[0]}: not a deploy setting", "see docs/aws.md's settings "
+                        "table")
+    try:
+        stack_names(stack)
+        settings = DeploySettings.from_context(given.get)
+        settings.functions()
+    except (ValueError, TypeError) as error:
+        raise UserError(str(error), "see docs/aws.md for each setting") from None
+    session = _session(region)
+    print(f"stack {stack} in {session.region_name}")
+    checks = run_preflight(session, stack, settings)
+    for check in checks:
+        print(f"{check.status:<8} {check.name}: {check.detail}")
+    failed = [c for c in checks if c.status == "fail"]
+    print(f"{len(failed)} of {len(checks)} checks would fail" if failed
+          else f"nothing found that would fail ({len(checks)} checks)")
+    if failed:
+        raise typer.Exit(1)
 
 
 @aws_app.command()
@@ -60,7 +127,7 @@ def setup(
     from infra.cli.errors import UserError
 
     session = _session(region)
-    found = _outputs(session, stack)
+    found = _outputs(session, stack, names.DATABASE, names.LAKE_BUCKET, names.WORKGROUP)
     statements = statements_for(found[names.DATABASE], found[names.LAKE_BUCKET],
                                 found.get(names.PROJECTION_START) or "2025-01-01")
     if print_only:  # byte for byte what ``doclake lake views --dialect athena`` prints
@@ -105,7 +172,7 @@ def smoke(
     from infra.cli.errors import UserError
 
     session = _session(region)
-    found = _outputs(session, stack)
+    found = _outputs(session, stack, names.FRONT_DOOR_URL)
     if file is None:
         data, name = smoke_pdf(), "doclake-smoke.pdf"
     else:
@@ -149,7 +216,7 @@ def catalog(
     if stack is not None:
         from infra.aws import outputs as names
 
-        found = _outputs(_session(region), stack)
+        found = _outputs(_session(region), stack, names.LAKE_BUCKET, names.DATABASE)
         bucket, database = found[names.LAKE_BUCKET], found[names.DATABASE]
         projection_start = found.get(names.PROJECTION_START) or projection_start
     if bucket is None:
@@ -200,7 +267,7 @@ def athena_settings(environ=None, session=None) -> dict[str, str | None]:
     if stack and session is not None:
         from infra.aws import outputs as names
 
-        outputs = _outputs(session, stack)
+        outputs = _outputs(session, stack, names.DATABASE, names.WORKGROUP)
         found["database"] = found["database"] or outputs[names.DATABASE]
         found["workgroup"] = found["workgroup"] or outputs[names.WORKGROUP]
     return {key: found[key] or default for key, (_, default) in ATHENA_SETTINGS.items()}
@@ -242,8 +309,7 @@ def athena_sql(query: str, output_format: str, *, environ=None, region: str | No
     statements = split_statements(query)
     session = boto3.Session(region_name=region)
     if session.region_name is None:
-        raise UserError("no AWS region for --engine athena",
-                        "pass --region, or set AWS_REGION (or AWS_DEFAULT_REGION)")
+        raise UserError("no AWS region for --engine athena", region_hint())
     settings = athena_settings(environ, session)
     for statement in statements:
         try:

@@ -240,17 +240,10 @@ class LocalRuntime:
             return compact_after_run(lake)
 
     def _remove_stale_decrypted(self) -> int:
-        """Decrypted copies whose job ended while no poller was there to remove them (a crash
-        between the transition and the removal): plaintext must not outlive its job."""
-        removed = 0
-        for key in self.objects.list("decrypted/"):
-            parts = key.split("/")
-            if len(parts) != 3:
-                continue
-            job = self.store.get_job(parts[2])
-            if job is None or job.status.terminal:
-                removed += self.objects.delete_prefix(key)
-        return removed
+        """``extract.poller.remove_stale_decrypted`` (the AWS poller runs it too)."""
+        from extract.poller import remove_stale_decrypted
+
+        return remove_stale_decrypted(self.objects, self.store)
 
     def idle(self) -> bool:
         """No active job, nothing left to index or to publish, nothing in any queue."""

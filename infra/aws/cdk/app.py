@@ -31,21 +31,27 @@ from infra.aws.cdk.nag import add_checks  # noqa: E402
 from infra.aws.cdk.settings import DeploySettings  # noqa: E402
 from infra.aws.cdk.stack import DoclakeStack  # noqa: E402
 from infra.aws.cdk.zips import ROOT  # noqa: E402
+from infra.aws.names import DEFAULT_STACK  # noqa: E402
 
 
 def build(outdir: str | None = None) -> tuple[cdk.App, DoclakeStack]:
-    app = cdk.App(outdir=outdir or os.environ.get("CDK_OUTDIR") or str(ROOT / "cdk.out"))
+    """The app and its one stack, named ``Doclake`` or ``-c stack_name=NAME`` (a second stack in
+    the same account: its database, workgroup and dashboard follow, ``infra.aws.names``)."""
+    out = outdir or os.environ.get("CDK_OUTDIR") or str(ROOT / "cdk.out")
+    app = cdk.App(outdir=out)
     settings = DeploySettings.from_context(app.node.try_get_context)
-    stack = DoclakeStack(app, "Doclake", settings=settings, build_dir=ROOT / "build" / "zips",
+    name = app.node.try_get_context("stack_name") or DEFAULT_STACK
+    # The thin zips are staged inside the output folder, never in the checkout.
+    stack = DoclakeStack(app, name, settings=settings, build_dir=Path(out) / "staging",
                          description="doclake: documents to searchable text and an event lake")
     add_checks(app)  # cdk-nag's AwsSolutions: synth fails on a finding with no reason
     return app, stack
 
 
 def main(argv: list[str]) -> int:
-    app, _ = build(argv[1] if len(argv) > 1 else None)
+    app, stack = build(argv[1] if len(argv) > 1 else None)
     assembly = app.synth()
-    print(Path(assembly.directory) / "Doclake.template.json")
+    print(Path(assembly.directory) / f"{stack.artifact_id}.template.json")
     return 0
 
 

@@ -18,9 +18,9 @@ PERIOD = Duration.minutes(1)
 
 class OperationsDashboard(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, queues: dict[str, sqs.Queue],
-                 functions: dict[str, lambda_.Function]) -> None:
+                 functions: dict[str, lambda_.Function], dashboard_name: str) -> None:
         super().__init__(scope, construct_id)
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name="doclake-operations")
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=dashboard_name)
         visible = [q.metric_approximate_number_of_messages_visible(period=PERIOD, label=name)
                    for name, q in queues.items()]
         oldest = [q.metric_approximate_age_of_oldest_message(period=PERIOD, label=name)

@@ -2,9 +2,11 @@
 
 ``app.build()`` adds the checks (``cdk synth`` and ``cdk deploy`` fail on a finding nobody
 explained) and ``tests/test_cdk.py`` synthesizes with them. cdk-nag 3 acknowledges each finding
-by its exact id (``AwsSolutions-IAM5[Resource::<Lake5F1B88EA.Arn>/events/*]``), so the ids are
-built here from the stack's own logical ids, one reason per kind: a new wildcard, a new bucket
-or a new function's grant is a new finding, and it fails until a reason is written below.
+by its exact id (``AwsSolutions-IAM5[Resource::<Lake5F1B88EA.Arn>/events/*]``, the resource a
+wildcard applies to) on one construct and what it holds, so the ids are built here from the
+stack's own logical ids and given to the function, bucket or queue that has the finding: a new
+wildcard, a new bucket's grant, a queue without a dead-letter queue or the same finding on
+another construct fails until a reason is written below, on that construct.
 """
 
 from __future__ import annotations
@@ -23,49 +25,70 @@ PREFIXES = {"uploads": ("uploads/*",),
                      "events/event_type=eval_run/*", "events/event_type=eval_score/*",
                      "events/event_type=eval_outcome/*")}
 
+# What the analyst policy reads (and, for Athena's results, writes), per bucket.
+ANALYST_READS = (("lake", "events/*"), ("lake", "athena-results/*"), ("results", "results/*"),
+                 ("results", "reports/*"))
+
 
 def acknowledge_findings(stack) -> list[tuple[str, str]]:
-    """Acknowledge each AwsSolutions finding the stack has on purpose; returns (id, reason)."""
+    """Acknowledge each AwsSolutions finding the stack has on purpose, on the construct that has
+    it (a function and its role, a bucket, a queue), never stack-wide: the same finding on any
+    other construct still fails the synth. Returns (finding, reason) pairs."""
     acknowledged: list[tuple[str, str]] = []
 
-    def ack(finding: str, reason: str) -> None:
-        Validations.of(stack).acknowledge(Acknowledgment(id=f"AwsSolutions-{finding}",
+    def ack(scope, finding: str, reason: str) -> None:
+        Validations.of(scope).acknowledge(Acknowledgment(id=f"AwsSolutions-{finding}",
                                                          reason=reason))
         acknowledged.append((finding, reason))
 
-    ack("IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+    functions = {**stack.functions, "presigner": stack.presigner}
+    buckets = {"uploads": stack.uploads, "results": stack.results, "lake": stack.lake}
+    table = Stack.of(stack).get_logical_id(stack.table.node.default_child)
+    for function in functions.values():
+        _acknowledge_grants(ack, function, buckets, table)
+    ack(stack.publisher, "IAM5[Resource::*]",
+        "dynamodb:ListStreams alone (CDK's DynamoEventSource): the action has no resource-level "
+        "permission")
+    ack(stack.analyst_policy, f"IAM5[Resource::arn:<AWS::Partition>:glue:<AWS::Region>:"
+        f"<AWS::AccountId>:table/{stack.database_name}/*]",
+        "the analyst policy reads every table and view of the lake's one database")
+    for name, prefix in ANALYST_READS:
+        logical = Stack.of(stack).get_logical_id(buckets[name].node.default_child)
+        ack(stack.analyst_policy, f"IAM5[Resource::<{logical}.Arn>/{prefix}]",
+            f"analysts read the {name} bucket's objects under {prefix.removesuffix('*')} "
+            "(and write their own query results there, for athena-results/)")
+    for bucket in buckets.values():
+        ack(bucket, "S1", "server access logs would need a fourth bucket and its own retention; "
+            "object-level auditing is CloudTrail data events, which an account turns on once "
+            "for every bucket")
+    ack(stack.publisher_failures, "SQS3", "the stream mapping's on-failure destination: a "
+        "dead-letter queue in all but name (records the publisher gave up on)")
+    if stack.gemini_key is not None:
+        ack(stack.gemini_key_secret, "SMG4", "the Gemini API key is issued by Google: no "
+            "rotation function can mint one; the operator puts a new key with put-secret-value "
+            "and the functions read it within a minute")
+    return acknowledged
+
+
+def _acknowledge_grants(ack, function, buckets: dict, table: str) -> None:
+    """A function's own grants: the basic execution role, CDK's S3 grant families on one
+    bucket's prefix each, and the state table's indexes."""
+    ack(function, "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
         "AWSLambdaBasicExecutionRole]",
         "the Lambda basic execution role: its own log group's CreateLogGroup, CreateLogStream "
         "and PutLogEvents, nothing else; a hand-written copy would be the same three actions")
     for action in S3_GRANT_ACTIONS:
-        ack(f"IAM5[Action::{action}]",
+        ack(function, f"IAM5[Action::{action}]",
             "CDK's S3 grant action families (read, write, delete), each given on one bucket's "
             "objects under one key prefix (the Resource findings below)")
-    buckets = {"uploads": stack.uploads, "results": stack.results, "lake": stack.lake}
     for name, prefixes in PREFIXES.items():
-        logical = Stack.of(stack).get_logical_id(buckets[name].node.default_child)
+        logical = Stack.of(function).get_logical_id(buckets[name].node.default_child)
         for prefix in prefixes:
-            ack(f"IAM5[Resource::<{logical}.Arn>/{prefix}]",
+            ack(function, f"IAM5[Resource::<{logical}.Arn>/{prefix}]",
                 f"the {name} bucket's objects under {prefix.removesuffix('*')}: their keys hold "
                 "document and job ids known only at run time")
-    table = Stack.of(stack).get_logical_id(stack.table.node.default_child)
-    ack(f"IAM5[Resource::<{table}.Arn>/index/*]",
+    ack(function, f"IAM5[Resource::<{table}.Arn>/index/*]",
         "the state table's own secondary indexes (queried by status and by sparse outbox)")
-    ack("IAM5[Resource::*]",
-        "dynamodb:ListStreams alone (CDK's DynamoEventSource): the action has no resource-level "
-        "permission")
-    ack(f"IAM5[Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/"
-        f"{stack.database_name}/*]",
-        "the analyst policy reads every table and view of the lake's one database")
-    ack("S1", "server access logs would need a fourth bucket and its own retention; object-level "
-        "auditing is CloudTrail data events, which an account turns on once for every bucket")
-    ack("SQS3", "PublisherFailures is the stream mapping's on-failure destination: a dead-letter "
-        "queue in all but name (records the publisher gave up on)")
-    if stack.gemini_key is not None:
-        ack("SMG4", "the Gemini API key is issued by Google: no rotation function can mint "
-            "one; the operator puts a new key with put-secret-value and the functions read it "
-            "within a minute")
-    return acknowledged
 
 
 def add_checks(app) -> bool:

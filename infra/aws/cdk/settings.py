@@ -5,7 +5,8 @@ Concurrency is capped per SQS event source (``maximum_concurrency``), not by res
 reservation is taken from the account's quota whether used or not (the write-up's 894 fit only
 a 1,000 account; a new one often has 10), and a reserved function that is throttled returns
 its messages to the queue, where each throttled receive counts toward ``maxReceiveCount``.
-The defaults are small, so the stack deploys into a small account; ``-c size=large`` is the
+Each cap is also a CloudFormation parameter (``ConcurrencyRead``...), whose default is set
+here. The defaults are small, so the stack deploys into a small account; ``-c size=large`` is the
 write-up's figures for an account whose quota allows them.
 """
 
@@ -30,7 +31,6 @@ class FunctionSpec:
 
 @dataclass(frozen=True)
 class DeploySettings:
-    prefix: str = "doclake"
     max_receives: int = 5
     visibility_factor: int = 6
     """Queue visibility = this x the function's timeout (AWS's advice for batched SQS sources)."""
@@ -63,6 +63,12 @@ class DeploySettings:
     """The weekly evals report's schedule: this day (EventBridge's names), at this UTC hour."""
     weekly_evals_hour: int = 6
     alarm_email: str = ""
+    """The ``AlarmEmail`` parameter's default: an address subscribed to the alarms topic."""
+    log_retention_days: int = 30
+    """The ``LogRetentionDays`` parameter's default: days every function's logs are kept."""
+    intermediate_retention_days: int = 7
+    """The ``IntermediateRetentionDays`` parameter's default: days S3 keeps page text,
+    converted PDFs and decrypted copies."""
     cors_origins: str = ""
     """Browser origins that may upload to a slot (``-c cors_origins=https://a.example,https://b.example``):
     the uploads bucket's CORS rules; empty (the default): no CORS rule at all."""

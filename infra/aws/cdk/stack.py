@@ -23,8 +23,6 @@ from aws_cdk import (
     Stack,
 )
 from aws_cdk import aws_athena as athena
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_events as events
@@ -35,19 +33,22 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from extract.messages import dead_letter_queue
 from extract.models.config import KEY_PLACEHOLDER
 from infra.aws import outputs
+from infra.aws.cdk.alarms import AlarmsTopic
 from infra.aws.cdk.dashboard import OperationsDashboard
+from infra.aws.cdk.expiry import function_log_group, intermediate_rules
+from infra.aws.cdk.guards import NONCURRENT_EVENTS_DAYS, protect_lake_events, tag_costs
 from infra.aws.cdk.nag import acknowledge_findings
+from infra.aws.cdk.parameters import OperatorParameters
 from infra.aws.cdk.settings import DeploySettings, FunctionSpec
 from infra.aws.cdk.zips import ROOT, stage
 from infra.aws.glue_catalog import OWNER_PARAMETER
+from infra.aws.names import stack_names
 from infra.aws.tables import INDEXES, PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
 from lake.glue import database_input, raw_table_inputs
 from lake.layout import event_type_prefix
@@ -72,22 +73,29 @@ class DoclakeStack(Stack):
                  build_dir: Path, **kwargs) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
+        # Account-wide names (Glue database, workgroup, dashboard) follow the stack's name.
+        self.names = stack_names(self.stack_name)
+        specs = settings.functions()
+        self.parameters = OperatorParameters(self, settings, specs)
         # Versioned: the job of a slot reads the version its upload event claimed, so a second
         # upload to a POST slot (usable until it expires) never replaces the bytes being read.
         self.uploads = self._bucket("Uploads", expire_days=settings.upload_retention_days,
                                     versioned=True, cors=self._upload_cors())
-        self.results = self._bucket("Results")
-        self.lake = self._bucket("Lake", athena_results=True)
+        self.results = self._bucket("Results", extra_rules=intermediate_rules(
+            self.parameters.intermediate_days.value_as_number))
+        # Versioned: an event file deleted by a bug (or replaced) stays recoverable
+        # (``infra.aws.cdk.guards``).
+        self.lake = self._bucket("Lake", athena_results=True, versioned=True)
         # S3 -> EventBridge without the custom resource Bucket(event_bridge_enabled=True) adds.
         uploads_cfn = self.uploads.node.default_child
         uploads_cfn.add_property_override(
             "NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled", True)
         self.table = self._table()
-        self.alarms = sns.Topic(self, "Alarms", display_name="doclake alarms", enforce_ssl=True)
-        if settings.alarm_email:
-            self.alarms.add_subscription(subscriptions.EmailSubscription(settings.alarm_email))
+        self.alarm_topic = AlarmsTopic(self, "Alarms",
+                                       email=self.parameters.alarm_email.value_as_string,
+                                       email_condition=self.parameters.has_alarm_email)
+        self.alarms = self.alarm_topic.topic
         self.gemini_key = self._gemini_key()
-        specs = settings.functions()
         self.queues = {name: self._queue(name, spec) for name, spec in specs.items() if spec.queue}
         self.functions: dict[str, lambda_.Function] = {}
         image = lambda_.DockerImageCode
@@ -104,24 +112,46 @@ class DoclakeStack(Stack):
         self.publisher = self.functions["publisher"]  # in the image: it writes lake events
         self._wire_queues(specs)
         self._grant()
+        self._guard_lake_events()
         self._schedules()
         self._publisher_stream()
         self._upload_rule()
         self._catalog()
         self._function_url()
         self.operations = OperationsDashboard(self, "Operations", queues=self.queues,
-                                              functions=self.functions)
+                                              functions=self.functions,
+                                              dashboard_name=self.names.dashboard)
         self.analyst_policy = self._analyst_policy()
+        self.uploader_policy = self._uploader_policy()
+        self._cover_with_alarms()
+        tag_costs(self, {**self.functions, "presigner": self.presigner})
         self._outputs()
         self.acknowledged = acknowledge_findings(self)  # cdk-nag: each with its reason
+
+    def _cover_with_alarms(self) -> None:
+        """Every queue and function, this stack's and any added later (``AlarmsTopic.cover``)."""
+        names = {self.functions[n]: n for n in self.functions}
+        names[self.presigner] = "presigner"
+        for name, queue in self.queues.items():
+            names[queue] = name
+            names[self.dlqs[name]] = f"the {name} dead-letter queue"  # type: ignore[attr-defined]
+        names[self.publisher_failures] = "the publisher's failures queue"
+        self.alarm_topic.cover(self, oldest_message_s=self.settings.oldest_message_alarm_s,
+                               names=names)
+
+    def _guard_lake_events(self) -> None:
+        names = {function: name for name, function in self.functions.items()}
+        protect_lake_events(self, self.lake, may_mark_deleted={"compaction"}, names=names)
 
     # --- storage -------------------------------------------------------------------------------
 
     def _bucket(self, name: str, *, expire_days: int | None = None,
                 athena_results: bool = False, versioned: bool = False,
-                cors: list[s3.CorsRule] | None = None) -> s3.Bucket:
+                cors: list[s3.CorsRule] | None = None,
+                extra_rules: list[s3.LifecycleRule] | None = None) -> s3.Bucket:
         rules = [s3.LifecycleRule(id="abort-multipart",
-                                  abort_incomplete_multipart_upload_after=Duration.days(1))]
+                                  abort_incomplete_multipart_upload_after=Duration.days(1)),
+                 *(extra_rules or [])]
         if expire_days:
             # On a versioned bucket an expired upload becomes a noncurrent version and a
             # delete marker: both go too, or nothing would ever be removed.
@@ -139,6 +169,12 @@ class DoclakeStack(Stack):
                 id="events-to-infrequent-access", prefix="events/",
                 transitions=[s3.Transition(storage_class=s3.StorageClass.INFREQUENT_ACCESS,
                                            transition_after=Duration.days(90))]))
+            # Compaction's replaced files (and anything deleted by mistake) stay this long.
+            rules.append(s3.LifecycleRule(
+                id="noncurrent-events", prefix="events/",
+                noncurrent_version_expiration=Duration.days(NONCURRENT_EVENTS_DAYS)))
+            rules.append(s3.LifecycleRule(id="events-delete-markers", prefix="events/",
+                                          expired_object_delete_marker=True))
         return s3.Bucket(self, name, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
                          encryption=s3.BucketEncryption.S3_MANAGED, enforce_ssl=True,
                          versioned=versioned, lifecycle_rules=rules, cors=cors or None,
@@ -182,13 +218,6 @@ class DoclakeStack(Stack):
             visibility_timeout=Duration.seconds(spec.timeout_s * self.settings.visibility_factor),
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=self.settings.max_receives,
                                                   queue=dlq))
-        self._alarm(f"{name.title()}DlqNotEmpty",
-                    dlq.metric_approximate_number_of_messages_visible(period=Duration.minutes(1)),
-                    threshold=0, description=f"messages in the {name} DLQ: their jobs failed")
-        self._alarm(f"{name.title()}OldestMessage",
-                    queue.metric_approximate_age_of_oldest_message(period=Duration.minutes(1)),
-                    threshold=self.settings.oldest_message_alarm_s,
-                    description=f"the {name} queue's oldest message is waiting too long")
         self.__dict__.setdefault("dlqs", {})[name] = dlq
         return queue
 
@@ -260,9 +289,13 @@ class DoclakeStack(Stack):
                 (spec.ephemeral_mb or 512) * 1024 * 1024)},
             architecture=lambda_.Architecture.X86_64,
             ephemeral_storage_size=Size.mebibytes(spec.ephemeral_mb) if spec.ephemeral_mb
-            else None, retry_attempts=0 if spec.queue is None else None)
-        self._function_alarms(name, function)
+            else None, retry_attempts=0 if spec.queue is None else None,
+            log_group=self._log_group(name))
         return function
+
+    def _log_group(self, name: str):
+        return function_log_group(self, f"{name.title()}Logs",
+                                  self.parameters.log_retention.value_as_number)
 
     def _zip_function(self, name: str, handler: str, folder: Path, *, memory: int,
                       timeout: int) -> lambda_.Function:
@@ -275,25 +308,8 @@ class DoclakeStack(Stack):
                 "DOCLAKE_TABLE": self.table.table_name,
                 "DOCLAKE_UPLOAD_EXPIRY_S": str(self.settings.upload_expiry_s),
                 "DOCLAKE_MAX_UPLOAD_BYTES": str(self.settings.max_upload_bytes)},
-            reserved_concurrent_executions=None)
-        self._function_alarms(name, function)
+            reserved_concurrent_executions=None, log_group=self._log_group(name))
         return function
-
-    def _function_alarms(self, name: str, function: lambda_.Function) -> None:
-        self._alarm(f"{name.title()}Errors", function.metric_errors(period=Duration.minutes(5)),
-                    threshold=0, description=f"{name} invocations failed")
-        self._alarm(f"{name.title()}Throttles",
-                    function.metric_throttles(period=Duration.minutes(5)), threshold=0,
-                    description=f"{name} was throttled (the account's concurrency quota reached)")
-
-    def _alarm(self, name: str, metric: cloudwatch.Metric, *, threshold: float,
-               description: str) -> None:
-        alarm = cloudwatch.Alarm(
-            self, name, metric=metric, threshold=threshold, evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=description)
-        alarm.add_alarm_action(cw_actions.SnsAction(self.alarms))
 
     def _wire_queues(self, specs: dict[str, FunctionSpec]) -> None:
         for name, spec in specs.items():
@@ -301,7 +317,7 @@ class DoclakeStack(Stack):
                 self.functions[name].add_event_source(sources.SqsEventSource(
                     self.queues[spec.queue], batch_size=spec.batch_size,
                     max_batching_window=Duration.seconds(1) if spec.batch_size > 1 else None,
-                    report_batch_item_failures=True, max_concurrency=spec.concurrency))
+                    report_batch_item_failures=True, max_concurrency=self.parameters.cap(name)))
 
     def _grant(self) -> None:
         for name, function in self.functions.items():
@@ -377,12 +393,7 @@ class DoclakeStack(Stack):
         # which the poller drains (``infra.aws.lambdas.poller.drain_unpublished``).
         failed = sqs.Queue(self, "PublisherFailures", retention_period=Duration.days(14),
                            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True)
-        self.publisher_failures = failed
-        self._alarm("PublisherFailuresNotEmpty",
-                    failed.metric_approximate_number_of_messages_visible(
-                        period=Duration.minutes(1)), threshold=0,
-                    description="stream batches the publisher gave up on (the poller publishes "
-                                "their results after the grace)")
+        self.publisher_failures = failed  # its alarm: ``_cover_with_alarms``
         self.publisher.add_event_source(sources.DynamoEventSource(
             self.table, starting_position=lambda_.StartingPosition.LATEST, batch_size=100,
             bisect_batch_on_error=True, retry_attempts=10, report_batch_item_failures=False,
@@ -409,7 +420,7 @@ class DoclakeStack(Stack):
         the analyst's own credentials), the catalog read-only, the lake's events and the
         results read-only."""
         workgroup = self.format_arn(service="athena", resource="workgroup",
-                                    resource_name=self.settings.prefix)
+                                    resource_name=self.names.workgroup)
         glue_arns = [self.format_arn(service="glue", resource="catalog"),
                      self.format_arn(service="glue", resource="database",
                                      resource_name=self.database_name),
@@ -417,7 +428,7 @@ class DoclakeStack(Stack):
                                      resource_name=f"{self.database_name}/*")]
         lake, results = self.lake.bucket_arn, self.results.bucket_arn
         return iam.ManagedPolicy(self, "AnalystPolicy", description=(
-            f"doclake analysts: Athena in the {self.settings.prefix} workgroup, the Glue catalog "
+            f"doclake analysts: Athena in the {self.names.workgroup} workgroup, the Glue catalog "
             "read-only, the lake and the results read-only"), statements=[
             iam.PolicyStatement(sid="AthenaInTheWorkgroup", resources=[workgroup], actions=[
                 "athena:StartQueryExecution", "athena:StopQueryExecution",
@@ -436,6 +447,21 @@ class DoclakeStack(Stack):
                                 actions=["s3:PutObject", "s3:AbortMultipartUpload",
                                          "s3:ListMultipartUploadParts"])])
 
+    def _uploader_policy(self) -> iam.ManagedPolicy:
+        """What a client that sends documents needs: calling the front door (the presigner's
+        function URL, IAM auth). Since October 2025 a URL caller needs both
+        ``lambda:InvokeFunctionUrl`` and ``lambda:InvokeFunction``; the upload itself and the
+        result GET use the presigned POST and URL the slot carries, signed by the presigner's
+        role, so no S3 permission is needed here."""
+        function = self.presigner.function_arn
+        return iam.ManagedPolicy(self, "UploaderPolicy", description=(
+            "doclake uploaders: ask the front door for upload slots, nothing else"), statements=[
+            iam.PolicyStatement(sid="FrontDoorUrl", actions=["lambda:InvokeFunctionUrl"],
+                                resources=[function], conditions={"StringEquals": {
+                                    "lambda:FunctionUrlAuthType": "AWS_IAM"}}),
+            iam.PolicyStatement(sid="FrontDoorFunction", actions=["lambda:InvokeFunction"],
+                                resources=[function])])
+
     def _outputs(self) -> None:
         """Every name a user or ``doclake aws --stack`` needs (``infra.aws.outputs``)."""
         values = {
@@ -448,6 +474,7 @@ class DoclakeStack(Stack):
             outputs.WORKGROUP: self.workgroup.ref,
             outputs.ATHENA_RESULTS: f"s3://{self.lake.bucket_name}/{ATHENA_RESULTS}",
             outputs.ANALYST_POLICY: self.analyst_policy.managed_policy_arn,
+            outputs.UPLOADER_POLICY: self.uploader_policy.managed_policy_arn,
             outputs.ALARMS_TOPIC: self.alarms.topic_arn,
             outputs.DASHBOARD: self.operations.dashboard.dashboard_name,
             outputs.PROJECTION_START: self.settings.projection_start,
@@ -463,7 +490,7 @@ class DoclakeStack(Stack):
     # --- the lake's catalog and Athena -------------------------------------------------------
 
     def _catalog(self) -> None:
-        database = database_input(self.settings.prefix.replace("-", "_"))
+        database = database_input(self.names.database)
         # The typed property: jsii drops a plain dict's PascalCase keys without a word, which
         # left ``DatabaseInput: {}`` (a database named after its logical id, and every table
         # naming ``doclake`` failing with "database not found").
@@ -485,7 +512,7 @@ class DoclakeStack(Stack):
                                      table_input=_with_bucket(table, self.lake.bucket_name))
             resource.node.add_dependency(db)
         self.workgroup = athena.CfnWorkGroup(
-            self, "Workgroup", name=self.settings.prefix, state="ENABLED",
+            self, "Workgroup", name=self.names.workgroup, state="ENABLED",
             recursive_delete_option=False,
             work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
                 bytes_scanned_cutoff_per_query=self.settings.athena_bytes_scanned_cutoff,

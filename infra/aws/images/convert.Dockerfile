@@ -2,7 +2,9 @@
 # the extraction functions do not pay its size in cold starts). Debian, as CI: LibreOffice and
 # tesseract come from the distribution (the packages .ci/run installs); the Lambda Python base
 # image (Amazon Linux 2023) has no LibreOffice package. awslambdaric is the runtime client.
-FROM python:3.11-slim-bookworm
+# The base by digest: a tag moves, a digest is the image the tests were run against. Refresh it
+# (both Dockerfiles) with: docker buildx imagetools inspect python:3.11-slim-bookworm
+FROM python:3.11-slim-bookworm@sha256:2e32f7d302adc1c37428355c1e646897c0c53f4fd60b6a551245fb90ee129f91
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
        libreoffice-writer-nogui libreoffice-impress-nogui \
@@ -11,6 +13,11 @@ RUN apt-get update \
 # Lambda's only writable folder is /tmp: LibreOffice's profile goes there.
 ENV HOME=/tmp PYTHONDONTWRITEBYTECODE=1
 WORKDIR /var/task
+# Every Python dependency from the lock, each checked against its hash (make lock writes it;
+# the test venvs take the same versions), then the project itself with nothing more.
+COPY infra/aws/images/requirements.lock /tmp/requirements.lock
+RUN pip install --no-cache-dir --require-hashes --no-deps -r /tmp/requirements.lock \
+    && rm /tmp/requirements.lock
 COPY pyproject.toml README.md ./
 COPY extract extract
 COPY ingest ingest
@@ -18,6 +25,6 @@ COPY lake lake
 COPY evals evals
 COPY dashboards dashboards
 COPY infra infra
-RUN pip install --no-cache-dir ".[aws]" awslambdaric
+RUN pip install --no-cache-dir --no-deps --no-build-isolation .
 ENTRYPOINT ["python", "-m", "awslambdaric"]
 CMD ["infra.aws.lambdas.extraction.handler"]

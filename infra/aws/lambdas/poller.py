@@ -19,7 +19,7 @@ from aws_lambda_powertools import Logger
 
 from extract.fields.publish import publish_results
 from extract.handling import handle_dead_letter
-from extract.poller import poll_once
+from extract.poller import poll_once, remove_stale_decrypted
 from infra.aws.deadline import Deadline
 from infra.aws.runtime import AwsRuntime, DirectSink, shared
 from infra.aws.sqs import MAX_VISIBILITY_S
@@ -115,8 +115,14 @@ async def run_passes(runtime: AwsRuntime, *, holder: str, loop_s: float, interva
         def may_go_on() -> bool:
             return lease.held() and (deadline is None or deadline.allows())
 
+        swept = False
         while True:
             if lease.acquire() and may_go_on():
+                if not swept:  # once an invocation: the twin of the local recovery's sweep
+                    swept = True
+                    removed = remove_stale_decrypted(runtime.objects, runtime.store)
+                    if removed:
+                        logger.info("removed stale decrypted copies", extra={"removed": removed})
                 decisions = await poll_once(ctx, elapsed_s=clock.tick())
                 dead = await drain_dead_letters(runtime, ctx, may_go_on) if may_go_on() else 0
                 resent = planner.resend_unsent() if may_go_on() else 0
