@@ -89,7 +89,9 @@ class LanedCpu:
 
     def __init__(self, workers: int, short_workers: int = 1):
         self.short = ProcessPoolRunner(short_workers, warm_up=warm_short_lane)
-        self.scans = ProcessPoolRunner(workers, nice=SCANS_NICE)
+        # OCR pages take seconds: one admitted a process, so a small scan's pages pass a large
+        # one's as soon as a process is free (a page ready beside each buys nothing there).
+        self.scans = ProcessPoolRunner(workers, nice=SCANS_NICE, admitted=workers)
         self.documents = ProcessPoolRunner(workers)
         self.uploads = ProcessPoolRunner(1)
         self._warm_thread: threading.Thread | None = None

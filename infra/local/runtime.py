@@ -47,6 +47,7 @@ from extract.ports import ReceivedMessage
 from extract.stage_limits import stage_time_limit
 from infra.local.background_ingest import BackgroundIngest
 from infra.local.cpu_lanes import LanedCpu
+from infra.local.cpu_priority import CALL_KEY
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
 from infra.local.pacing import PollPacer
@@ -547,12 +548,16 @@ class LocalRuntime:
 
         token = SLOT_RELEASE.set(release)
         relaxed = RELAXED_COMMIT.set(False)
+        # The CPU lanes order this message's calls by its key (``infra.local.cpu_priority``).
+        keys = [r.schedule_key for r in batch if r.schedule_key is not None]
+        key = CALL_KEY.set(min(keys) if keys else None)
         try:
             await self._handle(ctx, batch, inbox)
         except Exception:  # e.g. the lake's disk is full: never lose the worker itself
             log.exception("handling %s failed; it will be redelivered",
                           ", ".join(r.message_id for r in batch))
         finally:
+            CALL_KEY.reset(key)
             SLOT_RELEASE.reset(token)
             release()
             RELAXED_COMMIT.reset(relaxed)
