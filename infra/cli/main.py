@@ -160,7 +160,8 @@ def run(
                                                  schema_name, strategy)
                     runtime.nudge()
                 state["report"] = RunReport.start(runtime.store, ingest.result(), started)
-                state["tracker"] = bar.tracker(runtime.store, state["report"])
+                state["tracker"] = bar.tracker(runtime.store, state["report"],
+                                               activity=runtime.activity.describe)
             return state["tracker"]()
 
         try:

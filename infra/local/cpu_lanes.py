@@ -113,6 +113,10 @@ class LanedCpu:
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         return await self.lane(fn).run(fn, *args, timeout_s=timeout_s)
 
+    def waiting(self) -> int:
+        """The event loop's calls waiting for a process, every lane (``ProcessPoolRunner.gate``)."""
+        return sum(lane.gate.waiting for lane in (self.short, self.scans, self.documents))
+
     def prepare_file_work(self) -> None:
         """Have the file-work lane import the lake's compaction now, while the run goes on
         (numpy and pyarrow's compute: 0.3 s of CPU that otherwise lengthens the run's end)."""

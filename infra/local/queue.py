@@ -190,6 +190,17 @@ class SqliteQueue:
             "SELECT count(*) FROM (SELECT 1 FROM messages WHERE queue = ? AND visible_at <= ? "
             "LIMIT ?)", (queue, self.clock(), at_most)).fetchone()[0]
 
+    def waiting_documents(self, queues: Sequence[str]) -> int:
+        """Documents (message groups; a message without one counts alone) with a message in
+        ``queues`` that could be received now and that no worker has taken: the live
+        progress's "waiting for a worker"."""
+        if not queues:
+            return 0
+        marks = ", ".join("?" for _ in queues)
+        return self._db.execute(
+            f"SELECT count(DISTINCT coalesce(grp, message_id)) FROM messages "
+            f"WHERE queue IN ({marks}) AND visible_at <= ?", (*queues, self.clock())).fetchone()[0]
+
     def depth(self, queue: str) -> QueueDepth:
         now = self.clock()
         row = self._db.execute(
