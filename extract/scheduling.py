@@ -28,14 +28,17 @@ import math
 from typing import Literal
 
 __all__ = [
+    "SMALL_QUEUE_SUFFIX",
     "BYTES_PER_PAGE_GUESS",
     "PAGES_PRICED",
     "PAGE_WEIGHT_S",
     "SMALL_DOCUMENT_PAGES",
     "QueueClass",
     "guess_pages",
+    "port_queue",
     "queue_class",
     "schedule_key",
+    "small_queue",
 ]
 
 PAGE_WEIGHT_S = 0.5
@@ -80,3 +83,23 @@ def queue_class(pages_left: int | None) -> QueueClass:
     if pages_left is None or pages_left <= SMALL_DOCUMENT_PAGES:
         return "small"
     return "bulk"
+
+
+SMALL_QUEUE_SUFFIX = "-small"
+"""A queue's twin for small documents, where the service has no priorities: ``read-small``."""
+
+
+def small_queue(queue: str) -> str:
+    """The name of ``queue``'s small-documents twin (``read`` -> ``read-small``; a dead-letter
+    queue's: ``read-dlq`` -> ``read-small-dlq``)."""
+    if queue.endswith("-dlq"):
+        return f"{queue.removesuffix('-dlq')}{SMALL_QUEUE_SUFFIX}-dlq"
+    return f"{queue}{SMALL_QUEUE_SUFFIX}"
+
+
+def port_queue(name: str) -> str:
+    """The queue a twin stands for (``read-small`` -> ``read``, ``read-small-dlq`` ->
+    ``read-dlq``): what its messages are handled as."""
+    if name.endswith(f"{SMALL_QUEUE_SUFFIX}-dlq"):
+        return f"{name.removesuffix(f'{SMALL_QUEUE_SUFFIX}-dlq')}-dlq"
+    return name.removesuffix(SMALL_QUEUE_SUFFIX)
