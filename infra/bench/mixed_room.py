@@ -130,9 +130,9 @@ def _run(folder: Path, home: Path, pythonpath: Path | None) -> dict:
 
 
 def compare(corpus: Path, ndas: Path, *, rounds: int, limit: int, book_pages: int,
-            before: Path | None) -> dict:
-    """Each small file alone, then the room, ``rounds`` times; with ``before``, the room with
-    that checkout's code right after each of this one's."""
+            before: Path | None, alone_rounds: int = 1) -> dict:
+    """Each small file alone (the first ``alone_rounds`` rounds), then the room, ``rounds``
+    times; with ``before``, the same with that checkout's code right after each of this one's."""
     sides = ["after"] + (["before"] if before is not None else [])
     paths = {"after": None, "before": before}
     names = [Path(relative).name for relative in SMALL_FILES]
@@ -150,7 +150,7 @@ def compare(corpus: Path, ndas: Path, *, rounds: int, limit: int, book_pages: in
             shutil.copyfile(corpus / relative, single / Path(relative).name)
         for number in range(rounds):
             for side in sides:
-                for name in names:
+                for name in names if number < alone_rounds else ():
                     run = _run(root / "alone" / name, root / f"home-{side}-{number}-{name}",
                                paths[side])
                     alone[side][name].append(run["jobs"][name]["from_start_s"])

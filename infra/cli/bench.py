@@ -263,8 +263,9 @@ def sql_startup(
 
 @bench_app.command("mixed-room")
 def mixed_room(
-    rounds: Annotated[int, typer.Option(min=1, help="Rounds of each side (the small files "
-                      "alone, then the room).")] = 1,
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds of the room, each side.")] = 1,
+    alone_rounds: Annotated[int, typer.Option(min=1, help="Of those, rounds that also run "
+                            "each small file alone first.")] = 1,
     limit: Annotated[int, typer.Option(min=0, help="Kleister NDAs in the room.")] = 83,
     book_pages: Annotated[int, typer.Option(min=0, help="Pages of the book (0: none).")] = 352,
     before: Annotated[Path | None, typer.Option(help="Another checkout of doclake (e.g. `git "
@@ -289,4 +290,4 @@ def mixed_room(
     if before is not None and not (before / "infra" / "cli" / "main.py").is_file():
         raise typer.BadParameter(f"{before} is not a checkout of doclake")
     print_object(compare_room(corpus, ndas, rounds=rounds, limit=limit, book_pages=book_pages,
-                              before=before), output_format)
+                              before=before, alone_rounds=alone_rounds), output_format)
