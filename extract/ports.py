@@ -106,15 +106,18 @@ class Queue(Protocol):
     max_receives: int
 
     def send(self, queue: str, body: str, *, group: str | None = None,
-             pages: int | Sequence[int] | None = None) -> str: ...
+             pages: int | Sequence[int] | None = None, arrived_at: float | None = None
+             ) -> str: ...
 
     def send_batch(self, queue: str, bodies: Sequence[str], *, group: str | None = None,
-                   pages: int | Sequence[int] | None = None) -> list[str]:
+                   pages: int | Sequence[int] | None = None, arrived_at: float | None = None
+                   ) -> list[str]:
         """Any number of messages (an adapter splits them to its service's limit: SQS takes ten
         a request). ``group`` is a fairness hint (the job id); an adapter may ignore it.
         ``pages``: the pages the messages' document has left (``extract.scheduling``; one count
         for all, or one a message): the SQLite queue orders by it, SQS picks the small or the
-        bulk queue by it."""
+        bulk queue by it. ``arrived_at``: when their document arrived (epoch seconds; default:
+        now), the tie-breaker and the age of ``extract.scheduling.schedule_key``."""
         ...
 
     def receive(self, queue: str, *, max_messages: int = 1,

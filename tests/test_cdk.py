@@ -174,7 +174,7 @@ def test_glue_tables_use_partition_projection_and_athena_has_limits(synth):
 def test_alarms_cover_dlqs_queue_age_throttles_and_errors(synth):
     _, tj, _, _ = synth
     metrics = [a["Properties"]["MetricName"] for a in _resources(tj, "AWS::CloudWatch::Alarm").values()]
-    assert metrics.count("ApproximateNumberOfMessagesVisible") == 8  # 7 DLQs, stream failures
+    assert metrics.count("ApproximateNumberOfMessagesVisible") == 10  # 9 DLQs, stream failures
     assert metrics.count("ApproximateAgeOfOldestMessage") == 9
     assert metrics.count("Throttles") == metrics.count("Errors") == 12
 

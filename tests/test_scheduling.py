@@ -163,3 +163,17 @@ def test_a_call_takes_the_key_of_the_message_its_task_handles():
     finally:
         CALL_KEY.reset(token)
     assert call_key() > 1_000_000_000  # none set: now, as one page of work
+
+
+def test_a_documents_arrival_orders_its_later_messages(tmp_path):
+    """A one-page file converted for a minute is not passed by the units of NDAs that arrived
+    after it: its unit's key counts from the document's arrival, not its message's."""
+    clock = _Clock()
+    queue = SqliteQueue(tmp_path / "q.db", clock=clock)
+    letter_arrived = clock.now
+    clock.now += 5.0
+    queue.send_batch("read", ["nda-1", "nda-2"], group="nda", pages=10, arrived_at=clock.now)
+    clock.now += 60.0  # the letter's conversion
+    queue.send("read", "letter", group="letter", pages=1, arrived_at=letter_arrived)
+    assert [m.body for m in queue.receive("read", max_messages=3)] == [
+        "letter", "nda-1", "nda-2"]

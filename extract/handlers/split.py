@@ -104,7 +104,8 @@ async def send_unit_messages(ctx: HandlerContext, job: Job, units: Sequence[Unit
             batch = kind_units[start:start + SEND_BATCH]
             bodies = [message_cls(document_id=job.document_id, job_id=job.job_id,
                                   unit_id=u.unit_id).model_dump_json() for u in batch]
-            ctx.queue.send_batch(queue, bodies, group=job.job_id, pages=pages_left)
+            ctx.queue.send_batch(queue, bodies, group=job.job_id, pages=pages_left,
+                                 arrived_at=job.created_at.timestamp())
             ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in batch])
 
 
@@ -199,7 +200,7 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
             await delivery.commit()
             ctx.queue.send(CONVERT_QUEUE, ConvertMessage(
                 document_id=job.document_id, job_id=job.job_id).model_dump_json(),
-                pages=guess_pages(size))
+                pages=guess_pages(size), arrived_at=job.created_at.timestamp())
         elif detected in TEXT_DOCUMENT_FORMATS and _claims_binary(job):
             raise UnsupportedFormat(f"the content is {detected.value}, but the name claims a "
                                     f"binary format{_hint(job)}: not read as a text document")

@@ -74,15 +74,17 @@ class SqsQueue:
             raise KeyError(f"no SQS queue configured for {queue!r}") from None
 
     def send(self, queue: str, body: str, *, group: str | None = None,
-             pages: int | Sequence[int] | None = None) -> str:
+             pages: int | Sequence[int] | None = None, arrived_at: float | None = None) -> str:
         return self.send_batch(queue, [body], group=group, pages=pages)[0]
 
     def send_batch(self, queue: str, bodies: Sequence[str], *, group: str | None = None,
-                   pages: int | Sequence[int] | None = None) -> list[str]:
+                   pages: int | Sequence[int] | None = None,
+                   arrived_at: float | None = None) -> list[str]:
         """Up to ten per call; entries SQS refused are sent again once, then raised as transient.
         ``group`` is ignored: standard queues have no groups (fairness comes from concurrency).
         ``pages`` (the pages each message's document has left) sends a small document's
-        messages to the queue's small twin where one is configured (``routing.routed_queues``).
+        messages to the queue's small twin where one is configured (``routing.routed_queues``);
+        ``arrived_at`` is ignored (each queue is first come, first served).
         """
         targets = routed_queues(queue, pages, len(bodies), self.urls)
         ids: dict[int, str] = {}

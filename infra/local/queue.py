@@ -73,21 +73,26 @@ class SqliteQueue:
         self._host = socket.gethostname()
 
     def send(self, queue: str, body: str, *, group: str | None = None,
-             pages: int | Sequence[int] | None = None) -> str:
-        return self.send_batch(queue, [body], group=group, pages=pages)[0]
+             pages: int | Sequence[int] | None = None, arrived_at: float | None = None) -> str:
+        return self.send_batch(queue, [body], group=group, pages=pages,
+                               arrived_at=arrived_at)[0]
 
     def send_batch(self, queue: str, bodies: Sequence[str], *, group: str | None = None,
-                   pages: int | Sequence[int] | None = None) -> list[str]:
+                   pages: int | Sequence[int] | None = None,
+                   arrived_at: float | None = None) -> list[str]:
         """Send messages; ``pages`` (the pages their document has left, one count for all or one
         a message) orders them by
         ``extract.scheduling.schedule_key``: the document with the least work left first, ties
         by arrival, and none waits longer than its pages' price behind later work.
 
+        ``arrived_at``: when their document arrived (default: now).
         Messages sent without ``pages`` go first, by their rank within their group (``group``,
         a job id), then in order sent: jobs interleave fairly.
         """
         now = self.clock()
-        keys = schedule_keys(pages, len(bodies), now)
+        # A document's arrival, not its message's: a one-page file whose conversion took a
+        # minute does not go behind the units of NDAs that arrived after it.
+        keys = schedule_keys(pages, len(bodies), now if arrived_at is None else arrived_at)
         ids = [str(uuid.uuid4()) for _ in bodies]
         with transaction(self._db) as db:
             base = 0
