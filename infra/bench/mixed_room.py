@@ -167,8 +167,10 @@ def compare(corpus: Path, ndas: Path, *, rounds: int, limit: int, book_pages: in
         prefix = "" if side == "after" else "before_"
         extras = []
         for name in names:
-            a, r = statistics.median(alone[side][name]), statistics.median(room[side][name])
-            figures[f"{prefix}{name}_alone_s"] = round(a, 2)
+            r = statistics.median(room[side][name])
+            a = statistics.median(alone[side][name]) if alone[side][name] else 0.0
+            if alone[side][name]:
+                figures[f"{prefix}{name}_alone_s"] = round(a, 2)
             figures[f"{prefix}{name}_room_s"] = round(r, 2)
             figures[f"{prefix}{name}_room_s_range"] = (
                 f"{min(room[side][name]):.1f}-{max(room[side][name]):.1f}")

@@ -264,8 +264,9 @@ def sql_startup(
 @bench_app.command("mixed-room")
 def mixed_room(
     rounds: Annotated[int, typer.Option(min=1, help="Rounds of the room, each side.")] = 1,
-    alone_rounds: Annotated[int, typer.Option(min=1, help="Of those, rounds that also run "
-                            "each small file alone first.")] = 1,
+    alone_rounds: Annotated[int, typer.Option(min=0, help="Of those, rounds that also run "
+                            "each small file alone first (0: none; `worst_extra_s` is then "
+                            "the worst time in the room).")] = 1,
     limit: Annotated[int, typer.Option(min=0, help="Kleister NDAs in the room.")] = 83,
     book_pages: Annotated[int, typer.Option(min=0, help="Pages of the book (0: none).")] = 352,
     before: Annotated[Path | None, typer.Option(help="Another checkout of doclake (e.g. `git "
