@@ -22,7 +22,7 @@ from uuid6 import uuid7
 
 from extract.messages import SPLIT_QUEUE, SplitMessage
 from extract.ports import JobStore, NewVersion, ObjectStore, Queue
-from extract.scheduling import guess_pages
+from extract.scheduling import SMALL_DOCUMENT_PAGES, guess_pages
 from extract.state import Document, Job, JobStatus
 from ingest.fingerprint import Fingerprint, ThreadedUploads, UploadWork
 from lake.events import DocumentRegistered, Event, JobCreated, utc_now
@@ -264,8 +264,11 @@ class Planner:
         self.write_events([e for v in planned for e in registration_events(v, self.worker)])
         bodies = [SplitMessage(document_id=v.document_id, job_id=v.job_id).model_dump_json()
                   for v in planned]
-        # Pages guessed from each file's size (``extract.scheduling``): small files split first.
-        self.queue.send_batch(SPLIT_QUEUE, bodies, pages=[guess_pages(v.bytes) for v in planned])
+        # Pages guessed from each file's size (``extract.scheduling``): small files split first,
+        # a large one at most ``SMALL_DOCUMENT_PAGES`` pages' price later (its split is what
+        # finds its real work: a book or a scan planned last would end the run late).
+        self.queue.send_batch(SPLIT_QUEUE, bodies, pages=[
+            min(guess_pages(v.bytes), SMALL_DOCUMENT_PAGES) for v in planned])
         self.store.mark_split_sent([v.job_id for v in planned])
 
     def resend_unsent(self) -> int:
