@@ -19,6 +19,7 @@ from extract.messages import (
     SHEET_QUEUE,
     SPLIT_QUEUE,
 )
+from extract.scheduling import port_queue
 
 MIN_LIMIT_S = 60.0
 """No stage gets less: storage and the lake's commit take their time on a busy disk."""
@@ -26,7 +27,7 @@ MIN_LIMIT_S = 60.0
 
 def stage_time_limit(queue: str, config: ExtractConfig) -> float:
     """Seconds one delivery of a message on ``queue`` (or its dead-letter queue) may run."""
-    queue = queue.removesuffix("-dlq")
+    queue = port_queue(queue).removesuffix("-dlq")  # a small-documents twin: its queue's
     models = config.models
     model_s = models.model_retry_budget_s + models.model_timeout_s
     limits = {

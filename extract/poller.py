@@ -283,7 +283,8 @@ def send_index_messages(ctx: HandlerContext) -> int:
     jobs = ctx.store.unsent_index_jobs()
     if jobs:  # one send for all, not one a job
         ctx.queue.send_batch(INDEX_QUEUE, [IndexMessage(
-            document_id=job.document_id, job_id=job.job_id).model_dump_json() for job in jobs])
+            document_id=job.document_id, job_id=job.job_id).model_dump_json() for job in jobs],
+            pages=0)  # no page left to read: a document's last steps go first
         ctx.store.mark_index_sent([j.job_id for j in jobs])
     return len(jobs)
 
@@ -298,6 +299,6 @@ def send_fields_messages(ctx: HandlerContext) -> int:
                             strategy=job.fields_strategy or "rules").model_dump_json()
               for job in jobs]
     if jobs:
-        ctx.queue.send_batch(FIELDS_QUEUE, bodies)
+        ctx.queue.send_batch(FIELDS_QUEUE, bodies, pages=0)
         ctx.store.mark_fields_sent([j.job_id for j in jobs])
     return len(jobs)

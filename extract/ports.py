@@ -83,6 +83,9 @@ class ReceivedMessage:
     body: str
     receipt: str
     receive_count: int
+    schedule_key: float | None = None
+    """``extract.scheduling.schedule_key`` of the message, where its queue keeps one: the
+    runtime orders the message's CPU calls by it."""
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,19 @@ class Queue(Protocol):
 
     max_receives: int
 
-    def send(self, queue: str, body: str, *, group: str | None = None) -> str: ...
+    def send(self, queue: str, body: str, *, group: str | None = None,
+             pages: int | Sequence[int] | None = None, arrived_at: float | None = None
+             ) -> str: ...
 
-    def send_batch(self, queue: str, bodies: Sequence[str], *,
-                   group: str | None = None) -> list[str]:
+    def send_batch(self, queue: str, bodies: Sequence[str], *, group: str | None = None,
+                   pages: int | Sequence[int] | None = None, arrived_at: float | None = None
+                   ) -> list[str]:
         """Any number of messages (an adapter splits them to its service's limit: SQS takes ten
-        a request). ``group`` is a fairness hint (the job id); an adapter may ignore it."""
+        a request). ``group`` is a fairness hint (the job id); an adapter may ignore it.
+        ``pages``: the pages the messages' document has left (``extract.scheduling``; one count
+        for all, or one a message): the SQLite queue orders by it, SQS picks the small or the
+        bulk queue by it. ``arrived_at``: when their document arrived (epoch seconds; default:
+        now), the tie-breaker and the age of ``extract.scheduling.schedule_key``."""
         ...
 
     def receive(self, queue: str, *, max_messages: int = 1,

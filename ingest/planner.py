@@ -22,6 +22,7 @@ from uuid6 import uuid7
 
 from extract.messages import SPLIT_QUEUE, SplitMessage
 from extract.ports import JobStore, NewVersion, ObjectStore, Queue
+from extract.scheduling import SMALL_DOCUMENT_PAGES, guess_pages
 from extract.state import Document, Job, JobStatus
 from ingest.fingerprint import Fingerprint, ThreadedUploads, UploadWork
 from ingest.passwords import load_passwords, passwords_for  # noqa: F401 - their old home
@@ -274,7 +275,11 @@ class Planner:
         self.write_events([e for v in planned for e in registration_events(v, self.worker)])
         bodies = [SplitMessage(document_id=v.document_id, job_id=v.job_id).model_dump_json()
                   for v in planned]
-        self.queue.send_batch(SPLIT_QUEUE, bodies)
+        # Pages guessed from each file's size (``extract.scheduling``): small files split first,
+        # a large one at most ``SMALL_DOCUMENT_PAGES`` pages' price later (its split is what
+        # finds its real work: a book or a scan planned last would end the run late).
+        self.queue.send_batch(SPLIT_QUEUE, bodies, pages=[
+            min(guess_pages(v.bytes), SMALL_DOCUMENT_PAGES) for v in planned])
         self.store.mark_split_sent([v.job_id for v in planned])
 
     def resend_unsent(self) -> int:

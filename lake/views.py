@@ -124,6 +124,19 @@ time before it is ``waiting for a converter``. The last unit to finish decides t
 its pages' own reading time (``pages.duration_ms``) is ``read``, the rest of the time since
 the split (its message queued, earlier attempts, waiting for a CPU worker or a model slot,
 storing) is ``waiting for a worker``."""
+STAGE_LANES = {
+    "queued": "'split'",
+    "waiting for a converter": "'converter'",
+    "waiting for a worker": ("CASE lane_rank WHEN 2 THEN 'ocr' WHEN 1 THEN 'model' "
+                             "WHEN 0 THEN 'cpu' END"),
+    "waiting for fields": "'fields'",
+}
+"""``stage_timings.lane``: what a waiting stage waited for (SQL over ``bounds``). The split
+queue (``queued``); LibreOffice (``converter``); for the last unit, by what read its pages: the
+OCR lane (``ocr``: tesseract), a model slot (``model``), or the CPU lane of text layers and sheets
+(``cpu``); the fields queue (``fields``). Other stages have none."""
+STAGE_LANE_NAMES = ("split", "converter", "ocr", "model", "cpu", "fields")
+"""Every value ``stage_timings.lane`` can hold (besides NULL)."""
 STAGE_NAMES = tuple(name for name, _, _ in STAGES[:2]) + ("split", "convert") + tuple(
     name for name, _, _ in STAGES[3:])
 """Every value ``stage_timings.stage`` can hold."""
@@ -145,7 +158,8 @@ def stage_timings_sql() -> str:
         rows.append(
             f"SELECT dt, job_id, document_id, {k + 1} AS stage_number, {label} AS stage, "
             f"{start} AS start_ms, end_{k} AS end_ms, created_at, finished_at, "
-            f"{'true' if k >= 6 else 'false'} AS after_finished FROM bounds "
+            f"{'true' if k >= 6 else 'false'} AS after_finished, "
+            f"{STAGE_LANES.get(name, 'CAST(NULL AS VARCHAR)')} AS lane FROM bounds "
             f"WHERE {needed} IS NOT NULL")
     union = "\n  UNION ALL\n  ".join(rows)
     return f"""
@@ -153,21 +167,25 @@ WITH units_last AS (  -- the job's last unit to finish: its last attempt and its
   SELECT d.dt, d.job_id, d.occurred_at AS done_at,
          CAST(coalesce(date_diff('millisecond', t.last_started_at, d.occurred_at), 0)
               AS DOUBLE) AS span_ms,
-         p.read_ms
+         p.read_ms, p.lane_rank
   FROM ev_unit_done AS d
   LEFT JOIN (
     SELECT dt, job_id, unit_id, max(occurred_at) AS last_started_at
     FROM ev_unit_started GROUP BY dt, job_id, unit_id
   ) AS t ON t.dt = d.dt AND t.job_id = d.job_id AND t.unit_id = d.unit_id
   LEFT JOIN (
-    SELECT dt, job_id, unit_id, sum(duration_ms) AS read_ms
+    SELECT dt, job_id, unit_id, sum(duration_ms) AS read_ms,
+           max(CASE WHEN reader = 'ocr' THEN 2
+                    WHEN reader IN ('text', 'blank', 'calamine', 'csv', 'text_file') THEN 0
+                    ELSE 1 END) AS lane_rank
     FROM ev_page_read GROUP BY dt, job_id, unit_id
   ) AS p ON p.dt = d.dt AND p.job_id = d.job_id AND p.unit_id = d.unit_id
   QUALIFY row_number() OVER (
     PARTITION BY d.dt, d.job_id ORDER BY d.occurred_at DESC, d.unit_id) = 1
 ), bounds AS (
   SELECT j.dt, j.job_id, j.document_id, j.created_at, j.finished_at, f.detected_at,
-         s.split_at, s.conversion_ms, u.done_at, i.indexed_at, r.extracted_at, r.published_at,
+         s.split_at, s.conversion_ms, u.done_at, u.lane_rank, i.indexed_at, r.extracted_at,
+         r.published_at,
          {(", " + chr(10) + "         ").join(ends)}
   FROM jobs AS j
   LEFT JOIN (
@@ -197,7 +215,7 @@ SELECT job_id, document_id, stage_number, stage,
        created_at + to_milliseconds(CAST(round(start_ms) AS BIGINT)) AS started_at,
        created_at + to_milliseconds(CAST(round(end_ms) AS BIGINT)) AS finished_at,
        (end_ms - start_ms) / 1000.0 AS seconds,
-       after_finished, dt
+       after_finished, lane, dt
 FROM stages
 """
 

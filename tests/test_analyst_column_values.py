@@ -54,7 +54,13 @@ def _rare_events() -> list[ev.Event]:
             ev.UnitFailed(**extracting, unit_id="u3", error_type="timeout", message="slow",
                           occurred_at=at(3)),
             ev.PageRead(**extracting, unit_id="u2", page_number=1, reader="ocr", chars=5),
-            ev.PageRead(**extracting, unit_id="u2", page_number=2, reader="blank", chars=0)]
+            ev.PageRead(**extracting, unit_id="u2", page_number=2, reader="blank", chars=0),
+            # a unit done, read by OCR: stage_timings' lane 'ocr'
+            ev.UnitPlanned(**extracting, unit_id="u4", kind="pdf_pages", occurred_at=at(1)),
+            ev.UnitStarted(**extracting, unit_id="u4", attempt=1, occurred_at=at(2)),
+            ev.PageRead(**extracting, unit_id="u4", page_number=7, reader="ocr", chars=5),
+            ev.UnitDone(**extracting, unit_id="u4", pages=1, pages_skipped=0, duration_ms=900,
+                        occurred_at=at(4))]
     out += [ev.JobCreated(**office, occurred_at=at(0)),
             ev.FormatDetected(**office, detected_format="docx", occurred_at=at(1)),
             ev.JobSplit(**office, pages=1, units=1, conversion_ms=2000, occurred_at=at(5))]

@@ -21,7 +21,7 @@ FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
 START = datetime(2026, 4, 7, 9, 0, tzinfo=UTC)
 
 
-def _office_job(doc: str, job: str) -> list[ev.Event]:
+def _office_job(doc: str, job: str, reader: str = "ocr") -> list[ev.Event]:
     """A Word file's job, second by second: queued 10 s, waiting for a converter 10 s,
     LibreOffice 20 s, its unit waiting 17 s and reading 3 s, the poller 2 s, the index 1 s,
     waiting for fields 2 s, extracting 4 s, publishing 1 s."""
@@ -40,7 +40,7 @@ def _office_job(doc: str, job: str) -> list[ev.Event]:
                     converter="soffice", conversion_ms=20_000),
         ev.UnitPlanned(**unit, kind="pdf_pages", first_page=1, last_page=1, occurred_at=at(40)),
         ev.UnitStarted(**unit, attempt=1, occurred_at=at(45)),
-        ev.PageRead(**unit, attempt=1, page_number=1, reader="ocr", chars=100,
+        ev.PageRead(**unit, attempt=1, page_number=1, reader=reader, chars=100,
                     duration_ms=3_000, occurred_at=at(59.5)),
         ev.UnitDone(**unit, attempt=1, pages=1, duration_ms=15_000, occurred_at=at(60)),
         ev.JobSucceeded(**ids, pages=1, units=1, occurred_at=at(62)),
@@ -81,6 +81,23 @@ def test_a_job_without_conversion_or_fields_has_a_split_and_no_later_stage(tmp_p
     rows = query(lake, "SELECT stage, seconds FROM stage_timings ORDER BY stage_number").to_pylist()
     assert [(r["stage"], r["seconds"]) for r in rows] == [
         ("queued", 10), ("split", 30), ("waiting for a worker", 17), ("read", 3), ("finish", 2)]
+
+
+def test_each_waiting_stage_names_the_lane_it_waited_for(tmp_path):
+    lake = str(tmp_path / "lake")
+    doc, job = uuid7_at(START, 5), uuid7_at(START, 6)
+    text_doc, text_job = uuid7_at(START, 7), uuid7_at(START, 8)
+    ParquetEventWriter.for_uri(lake).write(_office_job(doc, job)
+                                           + _office_job(text_doc, text_job, reader="text"))
+    rows = query(lake, "SELECT job_id, stage, lane FROM stage_timings "
+                       "ORDER BY job_id, stage_number").to_pylist()
+    lanes = {(r["job_id"] == job, r["stage"]): r["lane"] for r in rows}
+    assert lanes[(True, "queued")] == "split"
+    assert lanes[(True, "waiting for a converter")] == "converter"
+    assert lanes[(True, "waiting for a worker")] == "ocr"  # its page was read by OCR
+    assert lanes[(False, "waiting for a worker")] == "cpu"  # the text layer's
+    assert lanes[(True, "waiting for fields")] == "fields"
+    assert lanes[(True, "read")] is None and lanes[(True, "convert")] is None
 
 
 def _sql(home: str, statement: str) -> list[dict]:

@@ -65,7 +65,7 @@ def test_concurrency_is_capped_on_the_event_sources_and_nothing_is_reserved(synt
             m["Properties"]["ScalingConfig"]["MaximumConcurrency"]["Ref"]]["Default"]
             for m in _resources(tj, "AWS::Lambda::EventSourceMapping").values()
             if "StartingPosition" not in m["Properties"]}
-    assert len(caps) == 7 and all(isinstance(c, int) and 2 <= c <= 1000 for c in caps.values())
+    assert len(caps) == 9 and all(isinstance(c, int) and 2 <= c <= 1000 for c in caps.values())
     assert sum(caps.values()) <= 20  # the defaults run in an account with a small quota
     read = next(v for k, v in caps.items() if k.startswith("ReadQueue"))
     assert read == DeploySettings().concurrency_read
@@ -108,7 +108,7 @@ def test_every_queue_redrives_to_its_dlq_and_outlasts_a_brownout(synth):
     _, tj, stack, _ = synth
     queues = [q["Properties"] for q in _resources(tj, "AWS::SQS::Queue").values()
               if "RedrivePolicy" in q["Properties"]]
-    assert len(queues) == len(stack.queues) == 7
+    assert len(queues) == len(stack.queues) == 9  # with read-small and convert-small
     for props in queues:
         receives = props["RedrivePolicy"]["maxReceiveCount"]
         assert receives == 5
@@ -118,7 +118,7 @@ def test_every_queue_redrives_to_its_dlq_and_outlasts_a_brownout(synth):
     functions = settings_functions()
     for name, queue in stack.queues.items():
         visibility = stack.resolve(queue.node.default_child.visibility_timeout)
-        assert visibility >= functions[name].timeout_s
+        assert visibility >= functions[name.removesuffix("-small")].timeout_s
 
 
 def settings_functions():
@@ -137,7 +137,7 @@ def test_event_sources_report_partial_batch_failures(synth):
     _, tj, _, _ = synth
     mappings = [m["Properties"] for m in _resources(tj, "AWS::Lambda::EventSourceMapping").values()]
     sqs_sources = [m for m in mappings if "StartingPosition" not in m]
-    assert len(sqs_sources) == 7
+    assert len(sqs_sources) == 9
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in sqs_sources)
     (stream,) = [m for m in mappings if "StartingPosition" in m]
     filters = json.dumps(stream["FilterCriteria"])
@@ -177,10 +177,38 @@ def test_alarms_cover_dlqs_queue_age_throttles_and_errors(synth):
     _, tj, _, _ = synth
     metrics = [a["Properties"].get("MetricName", "(math)")
                for a in _resources(tj, "AWS::CloudWatch::Alarm").values()]
-    # 7 DLQs and the stream's failures: visible + not visible (tests/test_cdk_operations.py)
-    assert metrics.count("(math)") == 8
-    assert metrics.count("ApproximateAgeOfOldestMessage") == 7
+    # 9 DLQs (two of the small documents' twins) and the stream's failures: visible + not
+    # visible (tests/test_cdk_operations.py)
+    assert metrics.count("(math)") == 10
+    assert metrics.count("ApproximateAgeOfOldestMessage") == 9
     assert metrics.count("Throttles") == metrics.count("Errors") == 12
+
+
+def test_small_documents_have_queues_of_their_own_each_with_its_consumers_and_cap(synth):
+    """SQS has no priorities: read and convert each have a twin for small documents, feeding
+    the same function through an event source of its own, capped by its own setting; whoever
+    sends to the queue may send to its twin, and every function knows its URL."""
+    _, tj, stack, _ = synth
+    settings = DeploySettings()
+    mappings = {m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: m["Properties"]
+                for m in _resources(tj, "AWS::Lambda::EventSourceMapping").values()
+                if "StartingPosition" not in m["Properties"]}
+    for name, cap in (("read", settings.concurrency_read_small),
+                      ("convert", settings.concurrency_convert_small)):
+        twin = stack.resolve(stack.queues[f"{name}-small"].node.default_child.logical_id)
+        bulk = stack.resolve(stack.queues[name].node.default_child.logical_id)
+        function = stack.resolve(stack.functions[name].node.default_child.logical_id)
+        assert twin != bulk
+        assert mappings[twin]["ScalingConfig"]["MaximumConcurrency"] == cap
+        assert mappings[twin]["FunctionName"] == mappings[bulk]["FunctionName"] == {
+            "Ref": function}
+        assert "RedrivePolicy" in tj["Resources"][twin]["Properties"]
+    senders = json.dumps([p["Properties"]["PolicyDocument"] for p in
+                          _resources(tj, "AWS::IAM::Policy").values()])
+    twin_arn = stack.resolve(stack.queues["read-small"].queue_arn)
+    assert json.dumps(twin_arn) in senders
+    env = tj["Resources"][stack.resolve(stack.functions["split"].node.default_child.logical_id)]
+    assert "read-small" in json.dumps(env["Properties"]["Environment"])
 
 
 def test_iam_is_scoped_to_what_each_function_touches(synth):

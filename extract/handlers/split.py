@@ -70,6 +70,7 @@ from extract.messages import (
 from extract.readers.base import page_object
 from extract.readers.text import READER as TEXT_READER
 from extract.readers.text import TextLayerReader, count_and_read_first_pages
+from extract.scheduling import guess_pages
 from extract.state import Job, Unit
 from lake.events import FormatDetected, JobSplit, PageRead, UnitDone, UnitPlanned, UnitStarted
 from lake.layout import page_key
@@ -96,7 +97,10 @@ def plan_pdf_units(pages: int, pages_per_unit: int) -> list[Unit]:
 async def send_unit_messages(ctx: HandlerContext, job: Job, units: Sequence[Unit]) -> None:
     """Send, batch by batch, then flag each batch sent (the outbox rule: a redelivery or a
     crash re-sends only what was never confirmed, so no unit is read twice for it). A sheet
-    unit goes to the sheet queue, a run of pages to the read queue."""
+    unit goes to the sheet queue, a run of pages to the read queue. Each message carries the
+    pages its document has left to read (``extract.scheduling``): the queues take the
+    document with the least work left first."""
+    pages_left = sum(max(1, len(u.page_numbers)) for u in units)
     for queue, kind_units in ((SHEET_QUEUE, [u for u in units if u.kind == SHEET_KIND]),
                               (READ_QUEUE, [u for u in units if u.kind != SHEET_KIND])):
         message_cls = ReadSheetMessage if queue == SHEET_QUEUE else ReadUnitMessage
@@ -104,7 +108,8 @@ async def send_unit_messages(ctx: HandlerContext, job: Job, units: Sequence[Unit
             batch = kind_units[start:start + SEND_BATCH]
             bodies = [message_cls(document_id=job.document_id, job_id=job.job_id,
                                   unit_id=u.unit_id).model_dump_json() for u in batch]
-            ctx.queue.send_batch(queue, bodies, group=job.job_id)
+            ctx.queue.send_batch(queue, bodies, group=job.job_id, pages=pages_left,
+                                 arrived_at=job.created_at.timestamp())
             ctx.store.mark_units_sent(job.job_id, [u.unit_id for u in batch])
 
 
@@ -205,7 +210,8 @@ async def handle_split(ctx: HandlerContext, message: SplitMessage, delivery: Del
             # Converted on its own queue; a duplicate convert message is a no-op there.
             await delivery.commit()
             ctx.queue.send(CONVERT_QUEUE, ConvertMessage(
-                document_id=job.document_id, job_id=job.job_id).model_dump_json())
+                document_id=job.document_id, job_id=job.job_id).model_dump_json(),
+                pages=guess_pages(size), arrived_at=job.created_at.timestamp())
         elif detected in TEXT_DOCUMENT_FORMATS and _claims_binary(job):
             raise UnsupportedFormat(f"the content is {detected.value}, but the name claims a "
                                     f"binary format{_hint(job)}: not read as a text document")

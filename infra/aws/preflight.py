@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from extract.scheduling import small_queue
 from infra.aws import outputs as output_names
 from infra.aws.cdk.settings import DeploySettings
 from infra.aws.names import StackNames, stack_names
+from infra.aws.routing import TWINNED_QUEUES
 
 __all__ = ["Check", "QUOTA_CODE", "concurrency_needed", "run_preflight"]
 
@@ -34,6 +36,8 @@ def concurrency_needed(settings: DeploySettings) -> dict[str, int]:
     """What each function may run at once: its queue's cap, one for each scheduled or stream
     function (a schedule, a lease, a shard), one for the front door."""
     needed = {name: spec.concurrency or 1 for name, spec in settings.functions().items()}
+    for name in TWINNED_QUEUES:  # the small documents' queues have consumers of their own
+        needed[small_queue(name)] = getattr(settings, f"concurrency_{name}_small")
     needed["presigner"] = PRESIGNER
     return needed
 
@@ -77,6 +81,7 @@ def _quota(session, settings: DeploySettings) -> Check:
                      "scheduled function and the front door)")
     quota = int(limits.get("UnreservedConcurrentExecutions", limits["ConcurrentExecutions"]))
     queues = [n for n, spec in settings.functions().items() if spec.concurrency is not None]
+    queues += [small_queue(n) for n in TWINNED_QUEUES]
     smallest = 2 * len(queues) + total - sum(needed[n] for n in queues)
     if quota >= total:
         return Check("lambda concurrency", "ok", f"quota {quota}, the stack needs at most "

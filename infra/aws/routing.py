@@ -1,17 +1,44 @@
-"""Two buckets behind one ObjectStore: uploads in their own bucket (short lifecycle, the only
+"""Where things go on AWS.
+
+Two buckets behind one ObjectStore: uploads in their own bucket (short lifecycle, the only
 one callers can write to), everything the pipeline makes (pages, converted PDFs, results) in
-the results bucket. The handlers see one store with one key layout, as locally."""
+the results bucket. The handlers see one store with one key layout, as locally.
+
+Two queues behind one queue name (``routed_queues``): SQS has no priorities, so the queues whose
+work grows with a document's pages (``TWINNED_QUEUES``) have a twin for small documents
+(``read-small``, ``extract.scheduling.small_queue``) with its own consumers and its own cap; a
+message goes to the twin when its document has few pages left (``extract.scheduling.queue_class``),
+so a one-page letter's read never waits behind a book's hundred units in the bulk queue."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
+from extract.messages import CONVERT_QUEUE, READ_QUEUE
+from extract.scheduling import queue_class, small_queue
 from infra.aws.s3 import S3ObjectStore
 
 UPLOADS_PREFIX = "uploads/"
+
+TWINNED_QUEUES = (READ_QUEUE, CONVERT_QUEUE)
+"""Queues with a small-documents twin: a read's and a conversion's time grow with the pages."""
+
+
+def routed_queues(queue: str, pages: int | Sequence[int] | None, count: int,
+                  known: Collection[str]) -> list[str]:
+    """For each of ``count`` messages to ``queue`` (``pages`` left: one count for all, or one
+    a message), the queue it goes to: the small twin when ``known`` has one and the document is
+    small, else ``queue`` itself."""
+    twin = small_queue(queue)
+    if pages is None or twin not in known:
+        return [queue] * count
+    counts = [pages] * count if isinstance(pages, int) else list(pages)
+    if len(counts) != count:
+        raise ValueError(f"{len(counts)} page counts for {count} messages")
+    return [twin if queue_class(n) == "small" else queue for n in counts]
 
 _Keyed = TypeVar("_Keyed", bound=tuple)
 

@@ -22,7 +22,9 @@ from collections.abc import Mapping, Sequence
 
 from extract.messages import dead_letter_queue
 from extract.ports import QueueDepth, ReceivedMessage
+from extract.scheduling import small_queue
 from infra.aws.errors import error_code, mapped
+from infra.aws.routing import routed_queues
 
 BATCH = 10  # SQS's limit for SendMessageBatch and ReceiveMessage
 RECEIPTS_KEPT = 10_000
@@ -70,13 +72,28 @@ class SqsQueue:
         except KeyError:
             raise KeyError(f"no SQS queue configured for {queue!r}") from None
 
-    def send(self, queue: str, body: str, *, group: str | None = None) -> str:
-        return self.send_batch(queue, [body], group=group)[0]
+    def send(self, queue: str, body: str, *, group: str | None = None,
+             pages: int | Sequence[int] | None = None, arrived_at: float | None = None) -> str:
+        return self.send_batch(queue, [body], group=group, pages=pages)[0]
 
-    def send_batch(self, queue: str, bodies: Sequence[str], *,
-                   group: str | None = None) -> list[str]:
+    def send_batch(self, queue: str, bodies: Sequence[str], *, group: str | None = None,
+                   pages: int | Sequence[int] | None = None,
+                   arrived_at: float | None = None) -> list[str]:
         """Up to ten per call; entries SQS refused are sent again once, then raised as transient.
-        ``group`` is ignored: standard queues have no groups (fairness comes from concurrency)."""
+        ``group`` is ignored: standard queues have no groups (fairness comes from concurrency).
+        ``pages`` (the pages each message's document has left) sends a small document's
+        messages to the queue's small twin where one is configured (``routing.routed_queues``);
+        ``arrived_at`` is ignored (each queue is first come, first served).
+        """
+        targets = routed_queues(queue, pages, len(bodies), self.urls)
+        ids: dict[int, str] = {}
+        for target in dict.fromkeys(targets):
+            positions = [n for n, t in enumerate(targets) if t == target]
+            sent = self._send_to(target, [bodies[n] for n in positions])
+            ids.update(zip(positions, sent, strict=True))
+        return [ids[n] for n in range(len(bodies))]
+
+    def _send_to(self, queue: str, bodies: Sequence[str]) -> list[str]:
         url = self._url(queue)
         ids: list[str] = []
         for start in range(0, len(bodies), BATCH):
@@ -156,8 +173,14 @@ class SqsQueue:
                 int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)))
 
     def depth(self, queue: str) -> QueueDepth:
-        """SQS's approximate counts: good for the poller's backlog test and for dashboards."""
-        visible, in_flight = self._counts(queue)
-        dlq = dead_letter_queue(queue)
-        dead = sum(self._counts(dlq)) if dlq in self.urls else 0
+        """SQS's approximate counts: good for the poller's backlog test and for dashboards; a
+        queue with a small-documents twin counts both."""
+        visible = in_flight = dead = 0
+        for name in (queue, small_queue(queue)):
+            if name != queue and name not in self.urls:
+                continue
+            shown, hidden = self._counts(name)
+            visible, in_flight = visible + shown, in_flight + hidden
+            dlq = dead_letter_queue(name)
+            dead += sum(self._counts(dlq)) if dlq in self.urls else 0
         return QueueDepth(visible=visible, in_flight=in_flight, dead_letter=dead)

@@ -259,3 +259,36 @@ def sql_startup(
             figures[f"year ({year_events:,} events, {files:,} files)"] = compare(
                 year, YEAR_CASES, repeats)
     print_records(COLUMNS, render(figures), output_format)
+
+
+@bench_app.command("mixed-room")
+def mixed_room(
+    rounds: Annotated[int, typer.Option(min=1, help="Rounds of the room, each side.")] = 1,
+    alone_rounds: Annotated[int, typer.Option(min=0, help="Of those, rounds that also run "
+                            "each small file alone first (0: none; `worst_extra_s` is then "
+                            "the worst time in the room).")] = 1,
+    limit: Annotated[int, typer.Option(min=0, help="Kleister NDAs in the room.")] = 83,
+    book_pages: Annotated[int, typer.Option(min=0, help="Pages of the book (0: none).")] = 352,
+    before: Annotated[Path | None, typer.Option(help="Another checkout of doclake (e.g. `git "
+                      "worktree add /tmp/before main`): each round also runs its code, right "
+                      "after this one's, for before and after figures under the same load.")]
+    = None,
+    output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json "
+                             "(default: table on a terminal, csv when piped)")] = None,
+) -> None:
+    """A data room as it comes (the corpus's Office files and sheets, the NDAs, a 352-page book,
+    a rotated 4-page scan, broken and encrypted files), run as a user runs it: each small file's
+    time to its published result alone and in the room, the median job latency, the wall."""
+    from infra.bench.mixed_room import compare as compare_room
+    from infra.cli.render.output import print_object, resolve_format
+
+    output_format = resolve_format(output_format)
+    ndas = DEFAULT_PDFS
+    corpus = ndas.parents[3] / "corpus"
+    if not ndas.is_dir() or not (corpus / "MANIFEST.tsv").is_file():
+        raise typer.BadParameter(f"the shared corpus and Kleister data are not at {ndas.parents[3]}"
+                                 " (set DOCLAKE_SHARED_DIR)")
+    if before is not None and not (before / "infra" / "cli" / "main.py").is_file():
+        raise typer.BadParameter(f"{before} is not a checkout of doclake")
+    print_object(compare_room(corpus, ndas, rounds=rounds, limit=limit, book_pages=book_pages,
+                              before=before, alone_rounds=alone_rounds), output_format)

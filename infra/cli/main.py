@@ -167,7 +167,8 @@ def run(
                     runtime.nudge()
                 state["report"] = RunReport.start(runtime.store, ingest.result(), started,
                                                   unfinished_before)
-                state["tracker"] = bar.tracker(runtime.store, state["report"])
+                state["tracker"] = bar.tracker(runtime.store, state["report"],
+                                               activity=runtime.activity.describe)
             return state["tracker"]()
 
         try:

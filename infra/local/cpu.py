@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from pebble import ProcessExpired, ProcessPool
 
 from extract.errors import TransientError, WorkerTimeout
+from infra.local.cpu_priority import PriorityGate, call_key
 from infra.local.forkserver import PRELOAD, context
 
 __all__ = ["PRELOAD", "ProcessPoolRunner"]
@@ -65,10 +66,14 @@ class ProcessPoolRunner:
     """``CpuRunner`` on a pebble process pool of ``workers`` processes."""
 
     def __init__(self, workers: int, warm_up: Callable[[], object] | None = None, *,
-                 nice: int = 0):
+                 nice: int = 0, admitted: int | None = None):
         """``nice``: added to each worker process's niceness (lower priority): its calls take
-        only the CPU that calls of other lanes leave."""
+        only the CPU that calls of other lanes leave. ``admitted``: the event loop's calls
+        (``run``) handed to the pool at once (default: two a process, one running and one
+        ready beside it); the others wait in ``infra.local.cpu_priority``'s order, the work of
+        the document with the least pages left first, not in the order they were made."""
         self.workers = max(1, workers)
+        self.gate = PriorityGate(admitted or 2 * self.workers)
         self.nice = nice
         self.warm_up = warm_up or _warm_up  # what ``warm`` runs in each process
         self._pool: ProcessPool | None = None
@@ -156,7 +161,11 @@ class ProcessPoolRunner:
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         self.in_flight += 1
         try:
-            return await self._run(fn, *args, timeout_s=timeout_s)
+            await self.gate.acquire(call_key())
+            try:
+                return await self._run(fn, *args, timeout_s=timeout_s)
+            finally:
+                self.gate.release()
         finally:
             self.in_flight -= 1
 

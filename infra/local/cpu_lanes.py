@@ -89,7 +89,9 @@ class LanedCpu:
 
     def __init__(self, workers: int, short_workers: int = 1):
         self.short = ProcessPoolRunner(short_workers, warm_up=warm_short_lane)
-        self.scans = ProcessPoolRunner(workers, nice=SCANS_NICE)
+        # OCR pages take seconds: one admitted a process, so a small scan's pages pass a large
+        # one's as soon as a process is free (a page ready beside each buys nothing there).
+        self.scans = ProcessPoolRunner(workers, nice=SCANS_NICE, admitted=workers)
         self.documents = ProcessPoolRunner(workers)
         self.uploads = ProcessPoolRunner(1)
         self._warm_thread: threading.Thread | None = None
@@ -110,6 +112,10 @@ class LanedCpu:
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         return await self.lane(fn).run(fn, *args, timeout_s=timeout_s)
+
+    def waiting(self) -> int:
+        """The event loop's calls waiting for a process, every lane (``ProcessPoolRunner.gate``)."""
+        return sum(lane.gate.waiting for lane in (self.short, self.scans, self.documents))
 
     def prepare_file_work(self) -> None:
         """Have the file-work lane import the lake's compaction now, while the run goes on

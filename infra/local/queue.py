@@ -21,6 +21,7 @@ from pathlib import Path
 from extract.messages import dead_letter_queue
 from extract.ports import QueueDepth, ReceivedMessage
 from extract.processes import process_alive
+from extract.scheduling import schedule_key
 from infra.local.sqlite import open_database, transaction
 
 _SCHEMA = """
@@ -41,6 +42,21 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE INDEX IF NOT EXISTS messages_due ON messages (queue, visible_at, group_rank, seq);
 """
 
+_SCHEDULE_KEY = "ALTER TABLE messages ADD COLUMN sched_key REAL NOT NULL DEFAULT 0"
+"""The column ``extract.scheduling.schedule_key`` fills, added to a queue made before it existed
+(0: its messages go first, in the order they went before)."""
+
+
+
+def schedule_keys(pages: int | Sequence[int] | None, count: int, now: float) -> list[float]:
+    """Each message's ``sched_key``: 0 without ``pages`` (first, as before keys existed)."""
+    if pages is None:
+        return [0.0] * count
+    if isinstance(pages, int):
+        return [schedule_key(pages, now)] * count
+    if len(pages) != count:
+        raise ValueError(f"{len(pages)} page counts for {count} messages")
+    return [schedule_key(p, now) for p in pages]
 
 
 class SqliteQueue:
@@ -50,20 +66,33 @@ class SqliteQueue:
         self.clock = clock
         self._db = open_database(path)
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(messages)")}
+        if "sched_key" not in columns:
+            with transaction(self._db) as db:
+                db.execute(_SCHEDULE_KEY)
         self._host = socket.gethostname()
 
-    def send(self, queue: str, body: str, *, group: str | None = None) -> str:
-        return self.send_batch(queue, [body], group=group)[0]
+    def send(self, queue: str, body: str, *, group: str | None = None,
+             pages: int | Sequence[int] | None = None, arrived_at: float | None = None) -> str:
+        return self.send_batch(queue, [body], group=group, pages=pages,
+                               arrived_at=arrived_at)[0]
 
-    def send_batch(self, queue: str, bodies: Sequence[str], *,
-                   group: str | None = None) -> list[str]:
-        """Send messages; ``group`` (a job id) interleaves jobs fairly on receive.
+    def send_batch(self, queue: str, bodies: Sequence[str], *, group: str | None = None,
+                   pages: int | Sequence[int] | None = None,
+                   arrived_at: float | None = None) -> list[str]:
+        """Send messages; ``pages`` (the pages their document has left, one count for all or one
+        a message) orders them by
+        ``extract.scheduling.schedule_key``: the document with the least work left first, ties
+        by arrival, and none waits longer than its pages' price behind later work.
 
-        Messages are delivered by their rank within their group, then in order sent: the first
-        unit of a two-page letter sent after a 500-page agreement's hundred units is received
-        right after the agreement's first one, not after all of them.
+        ``arrived_at``: when their document arrived (default: now).
+        Messages sent without ``pages`` go first, by their rank within their group (``group``,
+        a job id), then in order sent: jobs interleave fairly.
         """
         now = self.clock()
+        # A document's arrival, not its message's: a one-page file whose conversion took a
+        # minute does not go behind the units of NDAs that arrived after it.
+        keys = schedule_keys(pages, len(bodies), now if arrived_at is None else arrived_at)
         ids = [str(uuid.uuid4()) for _ in bodies]
         with transaction(self._db) as db:
             base = 0
@@ -74,9 +103,9 @@ class SqliteQueue:
                 ).fetchone()[0]
             db.executemany(
                 "INSERT INTO messages (message_id, queue, body, sent_at, visible_at, grp, "
-                "group_rank) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(i, queue, body, now, now, group, base + n + 1 if group else 0)
-                 for n, (i, body) in enumerate(zip(ids, bodies, strict=True))],
+                "group_rank, sched_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(i, queue, body, now, now, group, base + n + 1 if group else 0, key)
+                 for n, (i, body, key) in enumerate(zip(ids, bodies, keys, strict=True))],
             )
         return ids
 
@@ -94,8 +123,9 @@ class SqliteQueue:
         with transaction(self._db) as db:
             while len(received) < max_messages:
                 rows = db.execute(
-                    "SELECT seq, message_id, body, receive_count FROM messages "
-                    "WHERE queue = ? AND visible_at <= ? ORDER BY group_rank, seq LIMIT ?",
+                    "SELECT seq, message_id, body, receive_count, sched_key FROM messages "
+                    "WHERE queue = ? AND visible_at <= ? ORDER BY sched_key, group_rank, seq "
+                    "LIMIT ?",
                     (queue, now, max_messages - len(received)),
                 ).fetchall()
                 if not rows:
@@ -117,9 +147,9 @@ class SqliteQueue:
                         (count, now + visibility_timeout_s, receipt, self._host, os.getpid(),
                          row["seq"]),
                     )
-                    received.append(
-                        ReceivedMessage(queue, row["message_id"], row["body"], receipt, count)
-                    )
+                    received.append(ReceivedMessage(
+                        queue, row["message_id"], row["body"], receipt, count,
+                        schedule_key=row["sched_key"] or None))
         return received
 
     def delete(self, message: ReceivedMessage) -> None:
@@ -164,6 +194,17 @@ class SqliteQueue:
         return self._db.execute(
             "SELECT count(*) FROM (SELECT 1 FROM messages WHERE queue = ? AND visible_at <= ? "
             "LIMIT ?)", (queue, self.clock(), at_most)).fetchone()[0]
+
+    def waiting_documents(self, queues: Sequence[str]) -> int:
+        """Documents (message groups; a message without one counts alone) with a message in
+        ``queues`` that could be received now and that no worker has taken: the live
+        progress's "waiting for a worker"."""
+        if not queues:
+            return 0
+        marks = ", ".join("?" for _ in queues)
+        return self._db.execute(
+            f"SELECT count(DISTINCT coalesce(grp, message_id)) FROM messages "
+            f"WHERE queue IN ({marks}) AND visible_at <= ?", (*queues, self.clock())).fetchone()[0]
 
     def depth(self, queue: str) -> QueueDepth:
         now = self.clock()

@@ -45,8 +45,10 @@ from extract.messages import (
 )
 from extract.poller import PollCursor, poll_once
 from extract.ports import ReceivedMessage
+from infra.local.activity import CURRENT_WORK, ActivityBoard, WatchedCpu
 from infra.local.background_ingest import BackgroundIngest
 from infra.local.cpu_lanes import LanedCpu
+from infra.local.cpu_priority import CALL_KEY
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
 from infra.local.pacing import PollPacer
@@ -185,6 +187,15 @@ class LocalRuntime:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cursor = PollCursor()
         self._splits_together = True  # decided again by each ``process`` from its readers
+        # What is being worked on, in words, for the live progress (``infra.local.activity``).
+        self.activity = ActivityBoard(self._job_name, self._waiting_documents, self.cpu.waiting)
+
+    def _job_name(self, job_id: str) -> tuple[str, int | None] | None:
+        job = self.store.get_job(job_id)
+        return None if job is None else (job.source_name, job.pages)
+
+    def _waiting_documents(self) -> int:
+        return self.queue.waiting_documents(RECEIVE_ORDER)
 
     def planner(self) -> Planner:
         return Planner(self.store, self.objects, self.queue, self.writer.write,
@@ -287,7 +298,8 @@ class LocalRuntime:
 
         ctx = HandlerContext(store=self.store, objects=TimedObjects(self.objects, stages),
                              queue=self.queue, sink=TimedSink(committer, stages),
-                             cpu=TimedCpu(cpu, stages), config=settings.extract_config(),
+                             cpu=TimedCpu(WatchedCpu(cpu, self.activity), stages),
+                             config=settings.extract_config(),
                              index=self.index, notify=notify, results_stored=publish.set,
                              worker_objects=self.objects, worker_index=self.index)
         # Splits are taken together when this run reads text at the split (a folder of PDFs);
@@ -540,12 +552,20 @@ class LocalRuntime:
 
         token = SLOT_RELEASE.set(release)
         relaxed = RELAXED_COMMIT.set(False)
+        # The CPU lanes order this message's calls by its key (``infra.local.cpu_priority``).
+        keys = [r.schedule_key for r in batch if r.schedule_key is not None]
+        key = CALL_KEY.set(min(keys) if keys else None)
+        entry = self.activity.start(queue, batch[0].body)
+        work = CURRENT_WORK.set(entry)
         try:
             await self._handle(ctx, batch, inbox)
         except Exception:  # e.g. the lake's disk is full: never lose the worker itself
             log.exception("handling %s failed; it will be redelivered",
                           ", ".join(r.message_id for r in batch))
         finally:
+            CURRENT_WORK.reset(work)
+            self.activity.end(entry)
+            CALL_KEY.reset(key)
             SLOT_RELEASE.reset(token)
             release()
             RELAXED_COMMIT.reset(relaxed)

@@ -55,6 +55,13 @@ class OperatorParameters:
                 description=f"The most concurrent {name} functions its queue starts (2 to "
                 "1000; the account's Lambda quota bounds their sum: doclake aws preflight)")
 
+        for name in ("read", "convert"):  # the small documents' twins (infra.aws.routing)
+            self.caps[f"{name}_small"] = CfnParameter(
+                scope, f"Concurrency{_pascal(name)}Small", type="Number",
+                default=getattr(settings, f"concurrency_{name}_small"), min_value=2, max_value=1000,
+                description=f"The most concurrent {name} functions the small documents' queue "
+                f"({name}-small) starts, beside the bulk queue's cap")
+
     def cap(self, name: str) -> int:
         """The function's concurrency cap as a number token (``ScalingConfig``)."""
         return Token.as_number(self.caps[name].value_as_number)

@@ -43,6 +43,10 @@ class DeploySettings:
     concurrency_index: int = 2
     concurrency_fields: int = 2
     concurrency_ingest: int = 2
+    concurrency_read_small: int = 2
+    """The read function's cap for the small documents' queue (``read-small``), beside
+    ``concurrency_read`` for the bulk one; ``concurrency_convert_small`` likewise."""
+    concurrency_convert_small: int = 2
     upload_expiry_s: int = 300
     max_upload_bytes: int = 512 * 1024 * 1024
     upload_retention_days: int = 30
@@ -139,4 +143,5 @@ class DeploySettings:
 # at least 1,000 (``-c size=large``).
 LARGE = {"concurrency_split": 100, "concurrency_read": 500, "concurrency_convert": 100,
          "concurrency_sheet": 100, "concurrency_index": 20, "concurrency_fields": 50,
-         "concurrency_ingest": 20}
+         "concurrency_ingest": 20, "concurrency_read_small": 100,
+         "concurrency_convert_small": 20}

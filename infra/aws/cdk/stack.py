@@ -38,6 +38,7 @@ from constructs import Construct
 
 from extract.messages import dead_letter_queue
 from extract.models.config import KEY_PLACEHOLDER
+from extract.scheduling import small_queue
 from infra.aws import outputs
 from infra.aws.cdk.alarms import AlarmsTopic
 from infra.aws.cdk.dashboard import OperationsDashboard
@@ -49,6 +50,7 @@ from infra.aws.cdk.settings import DeploySettings, FunctionSpec
 from infra.aws.cdk.zips import ROOT, stage
 from infra.aws.glue_catalog import OWNER_PARAMETER
 from infra.aws.names import stack_names
+from infra.aws.routing import TWINNED_QUEUES
 from infra.aws.tables import INDEXES, PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
 from lake.glue import database_input, raw_table_inputs
 from lake.layout import event_type_prefix
@@ -97,6 +99,7 @@ class DoclakeStack(Stack):
         self.alarms = self.alarm_topic.topic
         self.gemini_key = self._gemini_key()
         self.queues = {name: self._queue(name, spec) for name, spec in specs.items() if spec.queue}
+        self.queues.update(self._small_document_queues(specs))  # before the functions' URLs
         self.functions: dict[str, lambda_.Function] = {}
         image = lambda_.DockerImageCode
         for name, spec in specs.items():
@@ -112,6 +115,7 @@ class DoclakeStack(Stack):
         self.publisher = self.functions["publisher"]  # in the image: it writes lake events
         self._wire_queues(specs)
         self._grant()
+        self._wire_small_document_queues(specs)
         self._guard_lake_events()
         self._schedules()
         self._publisher_stream()
@@ -524,6 +528,34 @@ class DoclakeStack(Stack):
                     output_location=f"s3://{self.lake.bucket_name}/{ATHENA_RESULTS}",
                     encryption_configuration=athena.CfnWorkGroup.EncryptionConfigurationProperty(
                         encryption_option="SSE_S3"))))
+
+
+    # --- small documents' queues (SQS has no priorities) --------------------------------------
+
+    def _small_document_queues(self, specs: dict[str, FunctionSpec]) -> dict[str, sqs.Queue]:
+        """A twin for small documents beside each queue whose work grows with the pages
+        (``infra.aws.routing.TWINNED_QUEUES``: ``read-small``, ``convert-small``), with the same
+        DLQ, redrive and alarms as its queue; the adapter sends a document with few pages left
+        there (``extract.scheduling.queue_class``), so a letter never waits behind a book."""
+        return {small_queue(name): self._queue(small_queue(name), specs[name])
+                for name in TWINNED_QUEUES}
+
+    def _wire_small_document_queues(self, specs: dict[str, FunctionSpec]) -> None:
+        """Each twin feeds its queue's function through an event source of its own, capped on
+        its own (``concurrency_<queue>_small``): small documents have consumers the bulk cannot
+        take. Whoever may send to the queue may send to its twin."""
+        for name in TWINNED_QUEUES:
+            twin, spec = self.queues[small_queue(name)], specs[name]
+            function = self.functions[name]
+            function.add_event_source(sources.SqsEventSource(
+                twin, batch_size=spec.batch_size,
+                max_batching_window=Duration.seconds(1) if spec.batch_size > 1 else None,
+                report_batch_item_failures=True,
+                max_concurrency=self.parameters.cap(f"{name}_small")))
+            twin.grant(function, "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes")
+            for sender, sends in SENDS.items():
+                if name in sends:
+                    twin.grant_send_messages(self.functions[sender])
 
 
 def _camel(key: str) -> str:

@@ -42,6 +42,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from extract.handling import Outcome, handle_message
 from extract.ports import ReceivedMessage
+from extract.scheduling import port_queue
 from infra.aws.runtime import shared
 from infra.aws.sink import InvocationCommitter
 from infra.aws.sqs import retry_visibility_s
@@ -111,7 +112,8 @@ def handle_batch(event: dict, context, *, worker: str) -> dict:
     async def record_handler(record: SQSRecord) -> str:
         received = received_of(record, runtime.queue_name(record.event_source_arn))
         # Steps that hold a source in /tmp take one document at a time (``tmp_budget``).
-        document = _document_id(received.body) if received.queue in SOURCE_QUEUES else None
+        document = (_document_id(received.body) if port_queue(received.queue) in SOURCE_QUEUES
+                    else None)
         try:
             async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                 async with (gate.document(document) if document else nullcontext()), \

@@ -327,11 +327,15 @@ class _Bar:
     def __init__(self, progress: Progress):
         self.progress = progress
 
-    def tracker(self, store, report: RunReport) -> Callable[[], bool]:
-        """The runtime's stop test, which also updates the bar."""
+    def tracker(self, store, report: RunReport,
+                activity: Callable[[], str] | None = None) -> Callable[[], bool]:
+        """The runtime's stop test, which also updates the bar. ``activity``: a line naming
+        what runs and what waits (``infra.local.activity``), shown under the bars once a second:
+        when they stand still, it says why."""
         progress = self.progress
         documents = progress.add_task("documents", total=len(report.pending), rate="")
         pages = progress.add_task("pages", total=None, rate="")
+        now_task = progress.add_task("now", total=None, rate="", visible=False)
         started = report.started  # the command's start, as the summary's rate: ingest overlaps work
         watch = SettledWatch(store, report.pending)
         state: dict[str, float] = {"shown": 0.0}
@@ -348,6 +352,10 @@ class _Bar:
                     rate = (read - report.pages_before) / elapsed if elapsed > 0 else 0.0
                     progress.update(pages, total=total or None, completed=read,
                                     rate=f"{rate:,.0f} pages/s")
+                if activity is not None and (finished or now - state.get("said", 0.0) >= 1.0):
+                    state["said"] = now
+                    line = "" if finished else activity()
+                    progress.update(now_task, rate=line, visible=bool(line))
             return finished
 
         return done

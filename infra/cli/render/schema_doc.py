@@ -108,6 +108,9 @@ COMPUTED: dict[tuple[str, str], str] = {
                                   "false to job_latency.seconds",
     ("stage_timings", "after_finished"): "true for the stages after the job's status was final "
                                          "(index, waiting for fields, fields, publish)",
+    ("stage_timings", "lane"): "what a waiting stage waited for: split (the split queue), "
+                               "converter (LibreOffice), ocr, model or cpu (by what read the "
+                               "last unit's pages), fields; NULL for a working stage",
     ("job_latency", "end_to_end_seconds"): "seconds from the job's creation to its last event: "
                                            "text indexed and fields published (the sum of its "
                                            "stage_timings rows)",

@@ -1,0 +1,74 @@
+"""The order in which a CPU lane's waiting calls reach its processes: least work left first.
+
+A process pool is first come, first served: a one-page Office file's text layer, called while
+sixty NDA splits wait for the documents lane's two processes, waited for all of them. Each lane
+therefore admits only a few calls into its pool at once (``PriorityGate``) and keeps the rest
+waiting here, ordered by the schedule key of the message they work for
+(``extract.scheduling.schedule_key``: the document with the least pages left first, ties by
+arrival, age raising priority). The key travels with the handler's task as a context variable
+(``CALL_KEY``), set by the runtime for each message it handles: no handler passes it.
+
+A call without a key (ingest's, the lake's compaction, a test's) counts as one page of work that
+arrived when the call was made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from contextvars import ContextVar
+
+from extract.scheduling import schedule_key
+
+__all__ = ["CALL_KEY", "PriorityGate", "call_key"]
+
+CALL_KEY: ContextVar[float | None] = ContextVar("doclake_call_key", default=None)
+"""The schedule key of the message the current task handles (None: not a message's work)."""
+
+
+def call_key() -> float:
+    """The key a call made now waits with."""
+    key = CALL_KEY.get()
+    return schedule_key(1, time.time()) if key is None else key
+
+
+class PriorityGate:
+    """At most ``slots`` calls admitted at once; the others admitted by smallest key, then in
+    the order they asked. Bound to no event loop: each waiter's future is its own loop's."""
+
+    def __init__(self, slots: int):
+        self.slots = max(1, slots)
+        self.admitted = 0
+        self._waiting: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    @property
+    def waiting(self) -> int:
+        return sum(not future.done() for _, _, future in self._waiting)
+
+    async def acquire(self, key: float) -> None:
+        if self.admitted < self.slots:  # then nobody live waits (``release`` admits them)
+            self.admitted += 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (key, next(self._order), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # admitted just as it was cancelled: hand the slot on
+            raise
+
+    def release(self) -> None:
+        self.admitted -= 1
+        while self._waiting and self.admitted < self.slots:
+            _, _, future = heapq.heappop(self._waiting)
+            if future.done():  # cancelled while waiting
+                continue
+            self.admitted += 1
+            if future.get_loop().is_closed():
+                self.admitted -= 1
+                continue
+            future.set_result(None)
