@@ -3,7 +3,7 @@ documents (``infra.aws.routing``), against moto's SQS on 127.0.0.1."""
 
 from __future__ import annotations
 
-from extract.stage_limits import stage_time_limit
+from extract.delivery_limits import stage_time_limit
 from support import awsmoto
 
 from extract.config import ExtractConfig
