@@ -3,10 +3,10 @@ documents (``infra.aws.routing``), against moto's SQS on 127.0.0.1."""
 
 from __future__ import annotations
 
-from extract.delivery_limits import stage_time_limit
 from support import awsmoto
 
 from extract.config import ExtractConfig
+from extract.delivery_limits import stage_time_limit
 from extract.scheduling import port_queue, small_queue
 from infra.aws.routing import routed_queues
 

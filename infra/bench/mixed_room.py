@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from infra.bench.command_cpu import CommandFigures, run_command
-from infra.bench.pipeline import _doclake_command, build_set
+from infra.bench.pipeline import build_set, doclake_command
 from infra.bench.short_work import WORDS
 
 __all__ = ["SMALL_FILES", "build_room", "compare", "corpus_dir"]
@@ -115,8 +115,8 @@ def _run(folder: Path, home: Path, pythonpath: Path | None) -> dict:
     """``doclake run FOLDER`` as a fresh process; each job's end, from the command's start."""
     env = _environment(pythonpath)
     figures: CommandFigures = run_command(
-        [*_doclake_command(), "run", str(folder), "--home", str(home)], env=env)
-    out = subprocess.run([*_doclake_command(), "sql", _LATENCY_SQL, "--home", str(home),
+        [*doclake_command(), "run", str(folder), "--home", str(home)], env=env)
+    out = subprocess.run([*doclake_command(), "sql", _LATENCY_SQL, "--home", str(home),
                           "--format", "json"], capture_output=True, text=True, check=True,
                          env=env)
     jobs = {}
