@@ -1,1 +1,3 @@
 """dashboards."""
+
+__all__ = []

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import altair as alt
 
+__all__ = ["FONT", "TEXT_PX", "UTC_AXIS", "queue_depth", "throughput", "latency", "cost", "failures",
+           "readers", "coverage", "f1_by_field", "weekly_f1", "svg"]
+
 WIDTH, HEIGHT = 700, 260
 """Narrow enough that a page 900 px wide shows a chart near its own size: the SVG is scaled down
 to the page's width, and its text with it."""

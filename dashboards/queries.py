@@ -16,6 +16,8 @@ from sqlglot import exp
 
 from lake.athena import to_trino
 
+__all__ = ["FOLDER", "names", "sql", "athena_sql", "run"]
+
 FOLDER = Path(__file__).with_name("queries")
 
 

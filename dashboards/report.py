@@ -18,6 +18,9 @@ import pyarrow as pa
 
 from dashboards import charts, queries
 
+__all__ = ["Chart", "CHARTS", "HEADLINE", "HEADERS", "seconds_text", "FILTERED_VIEWS", "windowed", "render",
+           "CSP", "PAGE"]
+
 
 @dataclass(frozen=True)
 class Chart:

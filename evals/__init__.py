@@ -2,3 +2,5 @@
 
 Imports only ``lake``.
 """
+
+__all__ = []

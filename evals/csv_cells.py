@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["FORMULA_STARTS", "neutralise", "restore"]
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 

@@ -44,6 +44,10 @@ from uuid6 import uuid7
 
 from lake.events import EVENT_TYPES, ExpectationChecked, utc_now
 
+__all__ = ["SUITES_DIR", "CHECKPOINT", "DATA_SOURCE", "DEFAULT_CLOCK_SKEW", "DEFAULT_MAX_DUPLICATE_RATE",
+           "SAMPLE_SIZE", "ROW_KEY", "CheckResult", "QualityReport", "stored_suites", "frame_sql",
+           "lake_frames", "check_lake", "check_frames", "to_events"]
+
 if TYPE_CHECKING:
     import pandas as pd
 

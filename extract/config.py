@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field, SecretStr
 
 from extract.models.config import ModelConfig
 
+__all__ = ["ExtractConfig"]
+
 
 class ExtractConfig(BaseModel):
     """The handlers' settings; infra builds them from the user's settings."""

@@ -21,6 +21,9 @@ from extract.config import ExtractConfig
 from extract.ports import CpuRunner, EventSink, JobStore, ObjectStore, Queue, SearchIndex
 from lake.events import Event
 
+__all__ = ["E", "default_worker_name", "worker_process", "SLOT_RELEASE", "release_slot", "HandlerContext",
+           "ReadScope", "Delivery", "commit_together"]
+
 if TYPE_CHECKING:
     from extract.readers import PageText, ReaderChain
 

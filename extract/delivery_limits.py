@@ -21,6 +21,8 @@ from extract.messages import (
 )
 from extract.scheduling import port_queue
 
+__all__ = ["MIN_LIMIT_S", "stage_time_limit"]
+
 MIN_LIMIT_S = 60.0
 """No stage gets less: storage and the lake's commit take their time on a busy disk."""
 

@@ -23,6 +23,10 @@ when it fails the unit for good: a bug then shows up as a failed job, never as a
 
 from __future__ import annotations
 
+__all__ = ["ExtractError", "TransientError", "WorkerTimeout", "StageTimeLimit", "UnitBusy", "TerminalError",
+           "UnsupportedFormat", "EmptyDocument", "EncryptedDocument", "CorruptDocument", "LimitExceeded",
+           "ConverterUnavailable", "TOO_DEEP", "final_at_once", "error_type_of"]
+
 
 class ExtractError(Exception):
     """Base of every error the pipeline raises on purpose; ``error_type`` is a stable code."""

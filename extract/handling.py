@@ -55,6 +55,9 @@ from extract.ports import ReceivedMessage
 from extract.state import UnitClaim
 from lake.events import FailureRecorded, utc_now
 
+__all__ = ["log", "STAGES", "Outcome", "handle_message", "settle_together", "crashes_parser",
+           "handle_dead_letter"]
+
 log = logging.getLogger(__name__)
 
 STAGES = {"split": "split", "read_unit": "read", "index": "index", "fields": "fields",

@@ -10,6 +10,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+__all__ = ["SPLIT_QUEUE", "READ_QUEUE", "INDEX_QUEUE", "FIELDS_QUEUE", "CONVERT_QUEUE", "SHEET_QUEUE",
+           "QUEUES", "dead_letter_queue", "SplitMessage", "ReadUnitMessage", "ConvertMessage",
+           "ReadSheetMessage", "IndexMessage", "FieldsMessage", "Message", "parse_message"]
+
 SPLIT_QUEUE = "split"
 READ_QUEUE = "read"
 INDEX_QUEUE = "index"

@@ -46,6 +46,11 @@ from extract.messages import (
 )
 from extract.state import Job, JobProgress, JobStatus
 
+__all__ = ["NO_PROGRESS", "ChangeFeed", "PollCursor", "Decision", "scheduled", "decide", "PLANNING_QUEUES",
+           "UNIT_QUEUES", "waiting_its_turn", "status_events", "poll_once", "remove_decrypted_copy",
+           "remove_stale_decrypted", "queue_backlog", "quiet_unplanned", "publish_status_events",
+           "send_index_messages", "send_fields_messages"]
+
 if TYPE_CHECKING:
     from extract.ports import JobStore, ObjectStore
 from lake.events import (

@@ -25,6 +25,9 @@ from extract.state import (
 )
 from lake.events import Event
 
+__all__ = ["T", "ObjectStore", "ReceivedMessage", "QueueDepth", "Queue", "NewVersion", "JobStore",
+           "EventSink", "CpuRunner", "SearchHit", "SearchIndex"]
+
 T = TypeVar("T")
 
 

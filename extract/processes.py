@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+__all__ = ["process_alive"]
+
 
 def process_alive(pid: int) -> bool:
     try:

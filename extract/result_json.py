@@ -20,6 +20,8 @@ from typing import Any
 
 from lake.layout import result_key
 
+__all__ = ["TERMINAL", "result_document", "publish_result"]
+
 TERMINAL = ("succeeded", "failed")
 
 

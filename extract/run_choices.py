@@ -14,6 +14,8 @@ import json
 
 from extract.config import ExtractConfig
 
+__all__ = ["CONFIG_CHOICES", "MODEL_CHOICES", "record", "apply"]
+
 CONFIG_CHOICES = ("reader", "pages_per_unit", "ocr_dpi", "max_render_pixels")
 """``ExtractConfig`` fields a job keeps."""
 MODEL_CHOICES = ("primary_model", "fallback_model", "fallback_provider", "render_dpi",

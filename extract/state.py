@@ -10,6 +10,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+__all__ = ["JobStatus", "UnitStatus", "UnitClaim", "Document", "Job", "Unit", "JobProgress", "ClaimStatus",
+           "FieldClaim"]
+
 
 class JobStatus(StrEnum):
     QUEUED = "queued"

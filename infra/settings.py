@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from extract.context import ExtractConfig
 from extract.models.config import ModelConfig
 
+__all__ = ["Settings"]
+
 
 class Settings(BaseSettings, ModelConfig):
     """The model settings (``ModelConfig``: API key, models, retries, rendering, the simulated

@@ -21,6 +21,9 @@ from typing import Protocol
 from extract.ports import ObjectStore
 from lake.files import open_regular
 
+__all__ = ["CHUNK", "IO_THREADS", "Fingerprint", "fingerprint", "fingerprint_or_error", "fingerprint_files",
+           "CHANGED_WHILE_READ", "store_uploads", "UploadWork", "ThreadedUploads"]
+
 CHUNK = 1024 * 1024
 IO_THREADS = 8  # files hashed at once: the disk, not the CPU, is what they wait on
 

@@ -40,6 +40,9 @@ from ingest.walk import (  # noqa: F401 - their old home; the walk is ingest.wal
 from lake.events import DocumentRegistered, Event, JobCreated, utc_now
 from lake.layout import upload_key
 
+__all__ = ["log", "FINAL_REASONS", "worth_retrying", "IngestOutcome", "Ingested", "registration_events",
+           "Planner"]
+
 log = logging.getLogger(__name__)
 
 # Failure reasons the same bytes would meet again with the same build and settings. Any other

@@ -32,6 +32,9 @@ from ingest.planner import registration_events
 from lake.events import Event, FailureRecorded, utc_now
 from lake.layout import pinned_key, result_key, upload_key
 
+__all__ = ["REFUSED", "Slot", "new_slot", "slot_of_key", "Upload", "SlotTaken", "refusal_event", "claimed",
+           "plan_upload"]
+
 REFUSED = "slot_reused"
 """The failure ``error_type`` of an upload refused because its slot was claimed."""
 

@@ -57,6 +57,11 @@ from lake.glue import (
 )
 from lake.views import DERIVED_VIEWS, dedup_sql, dedup_view, events_sql
 
+__all__ = ["CATALOG", "DEFAULT_DATABASE", "PRESTO_VIEW_PREFIX", "PRESTO_VIEW_SUFFIX", "TranspileError",
+           "to_trino", "athena_views", "create_view_statements", "create_database_statement",
+           "setup_statements", "setup_script", "script_statements", "presto_type", "hive_type",
+           "view_columns", "presto_view_text", "view_table_input", "view_table_inputs"]
+
 CATALOG = "awsdatacatalog"
 DEFAULT_DATABASE = "doclake"
 PRESTO_VIEW_PREFIX = "/* Presto View: "

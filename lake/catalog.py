@@ -43,6 +43,11 @@ from lake.catalog_plan import INTERNAL_SCHEMA, Plan, internal_name
 from lake.files import is_local, local_root, open_lake
 from lake.layout import COMPACTED_PREFIX, EVENTS_PREFIX, event_type_prefix, name_fingerprint
 
+__all__ = ["DEFAULT_RETRIES", "LISTING_ATTEMPTS", "BACKOFF_S", "MAX_BACKOFF_S", "T", "NATIVE_MAX_FILES",
+           "REFRESH_AFTER_S", "Listing", "duckdb_sql", "layers", "list_event_files", "stable_listing",
+           "Rows", "plain_type", "LakeSession", "SHAPES_PREFIX", "shape_file", "write_shape_files",
+           "define_views", "confine", "connect", "query"]
+
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.fs as pafs

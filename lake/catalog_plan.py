@@ -24,6 +24,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = ["INTERNAL_SCHEMA", "SOURCES", "FORMAT", "internal_name", "qualify", "Plan", "build", "cache_key",
+           "cache_folder", "load"]
+
 INTERNAL_SCHEMA = "internal"
 """The DuckDB schema of the ``raw_*`` and ``ev_*`` views: out of ``SHOW TABLES``."""
 _WORD = re.compile(r"[A-Za-z_]\w*")

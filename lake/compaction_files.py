@@ -24,6 +24,10 @@ from lake.files import fsync_directory, fsync_file
 from lake.layout import COMPACTED_PREFIX, EVENTS_PREFIX, data_file_name
 from lake.schema import arrow_fingerprint
 
+__all__ = ["TMP_PREFIX", "OUTPUT_PREFIX", "ROW_GROUP_ROWS", "CACHE_BYTES", "SMALL_FILE_BYTES",
+           "FETCH_BYTES", "IO_THREADS", "DataFile", "basename", "is_data_file", "event_types", "partitions",
+           "remove_stale_tmp", "read_footers", "delete", "read", "load", "write_outputs", "RollingWriter"]
+
 TMP_PREFIX = ".tmp-"
 OUTPUT_PREFIX = COMPACTED_PREFIX
 # DuckDB's own row-group size: its unit of parallelism when it scans a file.

@@ -14,6 +14,9 @@ import pyarrow.compute as pc
 from lake.events import EVENT_TYPES
 from lake.schema import arrow_schema
 
+__all__ = ["KEY_COLUMNS", "TIER_BASE_ROWS", "FANOUT", "tier", "choose_inputs", "output_schema",
+           "keep_masks"]
+
 KEY_COLUMNS = ("event_id", "occurred_at")
 """The columns that decide which copy of an event is kept."""
 

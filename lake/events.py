@@ -19,6 +19,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+__all__ = ["SCHEMA_VERSION", "EVENT_NAMESPACE", "event_uuid", "utc_now", "Event", "DocumentRegistered",
+           "JobCreated", "FormatDetected", "JobSplit", "UnitPlanned", "UnitStarted", "PageRead", "UnitDone",
+           "UnitFailed", "FailureRecorded", "JobExtracting", "JobSucceeded", "JobFailed", "DocumentIndexed",
+           "ModelCalled", "ResultPublished", "ResultFieldExtracted", "LabelRecorded", "LabelValueRecorded",
+           "EvalRunCompleted", "EvalScoreComputed", "EvalOutcomeRecorded", "ExpectationChecked",
+           "EVENT_TYPES"]
+
 SCHEMA_VERSION = 1
 
 # A fixed namespace so that event ids are stable across processes, machines and releases.

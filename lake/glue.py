@@ -25,6 +25,11 @@ from lake.layout import event_type_prefix
 from lake.schema import columns
 from lake.views import raw_view
 
+__all__ = ["PARTITION_KEY", "PARTITION_TYPE", "DT_FORMAT_JAVA", "DEFAULT_PROJECTION_START",
+           "PARQUET_STORAGE", "check_name", "lake_uri", "table_location", "projection_parameters",
+           "glue_columns", "raw_table_input", "raw_table_inputs", "database_input",
+           "create_table_statement", "create_table_statements"]
+
 PARTITION_KEY = "dt"
 PARTITION_TYPE = "date"
 """The partition key is a DATE in Glue, not a string: a filter ``dt >= DATE '...'`` on any view

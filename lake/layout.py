@@ -11,6 +11,11 @@ import hashlib
 import uuid
 from datetime import UTC, date, datetime, timedelta
 
+__all__ = ["EVENTS_PREFIX", "COMPACTED_PREFIX", "DOCUMENT_EVENT_TYPES", "upload_key", "VERSION_MARK",
+           "pinned_key", "unpinned", "page_key", "page_number_of", "pages_prefix", "converted_key",
+           "result_key", "event_partition", "uuid7_date", "partition_date", "event_type_prefix",
+           "schema_fingerprint", "data_file_name", "name_fingerprint"]
+
 EVENTS_PREFIX = "events"
 COMPACTED_PREFIX = "compacted-"
 """The name of every file compaction writes (the catalog tells compactions from new data by it)."""

@@ -19,6 +19,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+__all__ = ["TERMINAL_JOB_STATUSES", "JOB_STATUSES", "UNIT_STATUSES", "DEFAULT_UNIT_STATUS_MAP", "JobState",
+           "UnitState", "ReplayState", "Difference", "replay", "diff"]
+
 TERMINAL_JOB_STATUSES = frozenset({"succeeded", "failed"})
 JOB_STATUSES = frozenset({"queued", "extracting", *TERMINAL_JOB_STATUSES})
 UNIT_STATUSES = frozenset({"pending", "running", "done", "failed"})

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
+__all__ = ["ENDPOINT_VARIABLES", "s3_endpoint", "split_s3_uri", "open_s3"]
+
 ENDPOINT_VARIABLES = ("DOCLAKE_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 """Checked in this order: our own setting, then the AWS SDKs' S3-only and global ones."""
 

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from lake.events import EVENT_TYPES, Event
 
+__all__ = ["ENVELOPE_FIELDS", "Column", "columns", "arrow_schema", "to_table",
+           "convert_lists_without_pandas", "from_row", "arrow_fingerprint"]
+
 if TYPE_CHECKING:
     import pyarrow as pa
 

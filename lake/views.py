@@ -37,6 +37,10 @@ from __future__ import annotations
 from lake.events import EVENT_TYPES
 from lake.schema import ENVELOPE_FIELDS, Column, columns
 
+__all__ = ["TERMINAL", "PARTITION_COLUMN", "MONEY", "ISO_DATE", "raw_view", "dedup_view", "utc_timestamp",
+           "dedup_sql", "events_sql", "STAGES", "STAGE_LANES", "STAGE_LANE_NAMES", "STAGE_NAMES",
+           "stage_timings_sql", "DERIVED_VIEWS", "CONTRACT_TABLES", "EVAL_TABLES"]
+
 TERMINAL = "('succeeded', 'failed')"
 PARTITION_COLUMN = "dt"
 MONEY = "DECIMAL(18,10)"

@@ -44,6 +44,9 @@ from lake.layout import (
 )
 from lake.schema import arrow_fingerprint, arrow_schema, to_table
 
+__all__ = ["logger", "WriteStats", "AUTO_COMPACT_FILES", "WRITE_THREADS", "ParquetEventWriter",
+           "RELAXED_COMMIT", "GroupCommitter"]
+
 logger = logging.getLogger(__name__)
 
 

@@ -26,6 +26,8 @@ from extract.formats.limits import memory_limit
 from extract.formats.spreadsheet import SheetLimits, SheetText
 from extract.formats.text import decode_text
 
+__all__ = ["html_to_markdown", "email_to_markdown", "read_text_document"]
+
 # Elements whose text is not part of what a reader sees.
 _INVISIBLE = ("script", "style", "noscript", "template", "head", "svg", "iframe", "object")
 _HEADERS = ("From", "To", "Cc", "Date", "Subject")

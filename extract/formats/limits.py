@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 from extract.errors import LimitExceeded
 
+__all__ = ["memory_limit"]
+
 
 def _current_address_space() -> int:
     try:

@@ -55,6 +55,9 @@ from extract.formats.sandbox import find_bwrap
 from extract.formats.scratch import scratch_folder, sweep_orphans
 from extract.formats.sniff import Format
 
+__all__ = ["CONVERTER", "SOFFICE_CANDIDATES", "PROXY_PORT", "profile_settings", "ConvertLimits",
+           "Conversion", "find_soffice", "network_isolation", "convert_to_pdf", "decrypt_office"]
+
 CONVERTER = "soffice"
 SOFFICE_CANDIDATES = ("soffice", "libreoffice", "/usr/lib/libreoffice/program/soffice",
                       "/opt/libreoffice/program/soffice")

@@ -22,6 +22,9 @@ from typing import Any
 
 from extract.errors import CorruptDocument, EmptyDocument, EncryptedDocument
 
+__all__ = ["page_errors", "KEEP_OPEN", "open_documents", "count_pages", "open_pages", "read_text_layer",
+           "RenderedPage", "render_pages", "normalise"]
+
 
 def _open(path: Path, password: str | None):
     import pypdfium2 as pdfium

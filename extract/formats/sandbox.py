@@ -26,6 +26,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+__all__ = ["log", "find_bwrap", "sandbox"]
+
 log = logging.getLogger(__name__)
 
 # Read-only views of the system: programs and libraries, and the few files of /etc a converter

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from extract.processes import process_alive
 
+__all__ = ["log", "scratch_folder", "scratch_prefix", "sweep_orphans"]
+
 log = logging.getLogger(__name__)
 
 _OWNED = re.compile(r"^doclake-(?:convert|lo-template|decrypt|sheet|image)-(\d+)-")

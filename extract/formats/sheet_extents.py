@@ -20,6 +20,8 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
+__all__ = ["column_number", "sheet_parts", "part_extent", "ooxml_extents"]
+
 _CHUNK = 1024 * 1024
 # An ``r`` attribute: ``<row r="12">`` (digits) or ``<c r="B12">`` (letters, digits). No other
 # element of a worksheet has an attribute named ``r``, so one pattern finds both, fast.

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+__all__ = ["OLE2_MAGIC", "WORD2_MAGIC", "HEAD_BYTES", "SMALL_MEMBER", "Format", "OFFICE_FORMATS",
+           "TEXT_DOCUMENT_FORMATS", "IMAGE_FORMATS", "SHEET_FORMATS", "MIME_TYPES", "Sniffed", "sniff",
+           "read_head", "sniff_head", "sniff_file", "decode_head"]
+
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 WORD2_MAGIC = b"\xdb\xa5\x2d\x00"  # Word 2.0 for Windows: no OLE2 container; LibreOffice reads it
 HEAD_BYTES = 8192

@@ -27,6 +27,9 @@ from extract.formats.limits import memory_limit
 from extract.formats.scratch import scratch_prefix
 from extract.formats.sniff import Format
 
+__all__ = ["READER", "SheetLimits", "SheetInfo", "SheetText", "WorkbookPlan", "format_cell", "iso_duration",
+           "sheet_header", "render_rows", "plan_workbook", "read_sheet"]
+
 READER = "calamine"
 
 

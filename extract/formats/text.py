@@ -16,6 +16,8 @@ from extract.errors import CorruptDocument
 from extract.formats.limits import memory_limit
 from extract.formats.spreadsheet import SheetLimits, SheetText, render_rows, sheet_header
 
+__all__ = ["DELIMITERS", "SAMPLE_CHARS", "decode_text", "detect_delimiter", "read_csv"]
+
 DELIMITERS = ",;\t|"
 SAMPLE_CHARS = 64 * 1024
 

@@ -17,3 +17,5 @@ Their shared parts: ``sources`` (which stored object a handler reads for a job),
 ``stored_pages`` (the pages an earlier delivery stored), ``unit_claim`` (a read's claim on its
 unit, under a renewed lease).
 """
+
+__all__ = []

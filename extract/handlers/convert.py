@@ -22,6 +22,8 @@ from extract.handlers.split import job_context, job_to_plan, plan_pdf
 from extract.messages import ConvertMessage
 from lake.layout import converted_key
 
+__all__ = ["convert_limits", "handle_convert"]
+
 
 def convert_limits(ctx: HandlerContext) -> ConvertLimits:
     config = ctx.config

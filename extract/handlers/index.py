@@ -23,6 +23,9 @@ from extract.state import JobStatus
 from lake.events import DocumentIndexed, utc_now
 from lake.layout import page_number_of, pages_prefix
 
+__all__ = ["INDEX_TIMEOUT_S", "MAX_PAGES_TOGETHER", "StoredJob", "ListedJob", "Lost", "index_stored_jobs",
+           "index_listed_jobs", "handle_index", "index_together"]
+
 INDEX_TIMEOUT_S = 600.0
 MAX_PAGES_TOGETHER = 200
 """The most pages of a job indexed together with others; a job with more is indexed on its own

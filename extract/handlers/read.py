@@ -24,6 +24,8 @@ from extract.state import Job, Unit, UnitStatus
 from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key
 
+__all__ = ["handle_read"]
+
 
 def _store_pages(ctx: HandlerContext, document_id: str, job_id: str,
                  pages: list[PageText]) -> None:

@@ -22,6 +22,8 @@ from extract.state import Job, Unit, UnitStatus
 from lake.events import PageRead, UnitDone, UnitStarted
 from lake.layout import page_key
 
+__all__ = ["handle_sheet"]
+
 
 async def handle_sheet(ctx: HandlerContext, message: ReadSheetMessage, delivery: Delivery) -> None:
     started = time.perf_counter()

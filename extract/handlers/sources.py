@@ -19,6 +19,8 @@ from extract.ports import ObjectStore
 from extract.state import Job
 from lake.layout import converted_key
 
+__all__ = ["decrypted_key", "readable_key", "pdf_key", "source_format", "local_copy"]
+
 
 def decrypted_key(document_id: str, job_id: str) -> str:
     """The decrypted copy of an encrypted Office upload (stored only when a password opened it)."""

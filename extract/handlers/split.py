@@ -75,6 +75,11 @@ from extract.state import Job, Unit
 from lake.events import FormatDetected, JobSplit, PageRead, UnitDone, UnitPlanned, UnitStarted
 from lake.layout import page_key
 
+__all__ = ["SHEET_KIND", "PDF_KIND", "CSV_READER", "TEXT_DOCUMENT_READER", "SEND_BATCH", "plan_pdf_units",
+           "send_unit_messages", "job_context", "job_to_plan", "handle_split", "plan_pdf", "PdfPlan",
+           "emit_pdf_plan", "record_pdf_plan", "pages_read_at_split", "sheet_limits", "sheet_unit_id",
+           "plan_sheets"]
+
 SHEET_KIND = "sheet"
 PDF_KIND = "pdf_pages"  # a run of a PDF's pages (units.kind)
 CSV_READER = "csv"

@@ -30,6 +30,8 @@ from extract.readers.text import count_and_read_first_pages_of_each
 from extract.state import Job
 from lake.events import FormatDetected
 
+__all__ = ["split_together"]
+
 
 @dataclass(frozen=True)
 class _Candidate:

@@ -15,6 +15,8 @@ from collections.abc import Collection
 from extract.ports import ObjectStore
 from lake.layout import page_number_of, pages_prefix
 
+__all__ = ["stored_pages"]
+
 
 async def stored_pages(objects: ObjectStore, document_id: str, job_id: str,
                        numbers: Collection[int] | None = None) -> dict[int, dict[str, str]]:

@@ -22,6 +22,8 @@ from extract.errors import UnitBusy
 from extract.state import UnitClaim, UnitStatus
 from lake.events import UnitFailed
 
+__all__ = ["log", "unit_claimed", "emit_unit_failed"]
+
 log = logging.getLogger(__name__)
 
 

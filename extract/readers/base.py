@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING, Protocol
 from extract.errors import TerminalError
 from lake.layout import page_key
 
+__all__ = ["ReaderUnavailable", "page_object", "PageText", "Envelope", "ReaderScope", "ReaderContext",
+           "PageReader", "ReaderChain"]
+
 if TYPE_CHECKING:
     from extract.config import ExtractConfig
     from extract.ports import CpuRunner, EventSink

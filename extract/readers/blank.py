@@ -18,6 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+__all__ = ["BLANK_READER", "LOOK_DPI", "INK_DELTA", "MARGIN", "BLANK_RUNS", "ink_runs", "ink_runs_of_pages",
+           "is_blank"]
+
 BLANK_READER = "blank"  # the reader a blank page is recorded as read by
 LOOK_DPI = 40
 INK_DELTA = 60  # grey levels below the paper's that count as ink

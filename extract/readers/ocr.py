@@ -31,6 +31,9 @@ from extract.formats.pdf import normalise, open_documents, page_errors, render_p
 from extract.readers.base import PageText, ReaderContext, ReaderUnavailable
 from extract.readers.blank import BLANK_READER, ink_runs_of_pages, is_blank
 
+__all__ = ["READER", "MIN_ROTATION_CONFIDENCE", "UNSURE_CONFIDENCE", "FEW_WORDS", "OSD_MAX_SIDE",
+           "PAGE_TIMEOUT_S", "tesseract_status", "OcrResult", "ocr_pages", "OcrReader", "look_at_pages"]
+
 READER = "ocr"
 MIN_ROTATION_CONFIDENCE = 1.5
 UNSURE_CONFIDENCE = 60.0  # mean word confidence below which orientation is checked

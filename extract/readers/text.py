@@ -20,6 +20,9 @@ from extract.errors import TerminalError
 from extract.formats.pdf import count_pages, read_text_layer
 from extract.readers.base import PageText, ReaderContext, page_object
 
+__all__ = ["READER", "log", "TextLayerReader", "FirstPagesOf", "count_and_read_first_pages_of_each",
+           "read_and_store_text_layer", "count_and_read_first_pages"]
+
 READER = "text"
 log = logging.getLogger(__name__)
 

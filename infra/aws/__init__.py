@@ -4,3 +4,5 @@ Each module takes its boto3 client as an argument (constructor or function param
 pass a client pointed at moto and production passes a real one; nothing here creates sessions or
 reads credentials on import.
 """
+
+__all__ = []

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from lake.athena import setup_statements
 
+__all__ = ["SetupFailed", "RanStatement", "statements_for", "run_setup"]
+
 
 class SetupFailed(RuntimeError):
     """A statement failed (Athena's reason in the message); the ones before it stay done."""

@@ -12,6 +12,8 @@ import json
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+__all__ = ["MAX_UPLOAD_EXPIRY_S", "AwsSettings"]
+
 MAX_UPLOAD_EXPIRY_S = 900  # the brief: an upload slot lives minutes, 15 at most
 
 

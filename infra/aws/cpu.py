@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 
 from extract.errors import TransientError, WorkerTimeout
 
+__all__ = ["T", "CHILD", "default_workers", "SubprocessRunner"]
+
 T = TypeVar("T")
 CHILD = "infra.aws.cpu_child"
 

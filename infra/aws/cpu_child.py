@@ -14,6 +14,8 @@ import pickle
 import resource
 import sys
 
+__all__ = ["main"]
+
 
 def main() -> int:
     # No core file: a crashing parser's memory is document content (as the local pool's workers).

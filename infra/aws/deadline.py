@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+__all__ = ["Deadline"]
+
 
 @dataclass(frozen=True)
 class Deadline:

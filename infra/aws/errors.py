@@ -36,6 +36,10 @@ from botocore.exceptions import (
 
 from extract.errors import TerminalError, TransientError
 
+__all__ = ["THROTTLING_CODES", "CONDITION_CODES", "ACCESS_DENIED_CODES", "NOT_FOUND_CODES", "error_code",
+           "http_status", "is_transient", "is_condition_failure", "is_not_found", "is_access_denied",
+           "mapped"]
+
 THROTTLING_CODES = frozenset({
     "Throttling", "ThrottlingException", "ThrottledException", "RequestThrottled",
     "RequestThrottledException", "TooManyRequestsException", "ProvisionedThroughputExceededException",

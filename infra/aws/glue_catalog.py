@@ -39,6 +39,10 @@ from lake.glue import (
     raw_table_inputs,
 )
 
+__all__ = ["ATHENA_CATALOG", "OWNER_PARAMETER", "CatalogError", "AthenaQueryFailed", "CatalogChanges",
+           "stack_owned", "catalog_definitions", "wrangler_table_arguments", "create_catalog",
+           "create_views_with_athena"]
+
 ATHENA_CATALOG = "AwsDataCatalog"
 OWNER_PARAMETER = "doclake_owner"
 """A database whose parameters say ``cloudformation`` here is the CDK stack's: its raw tables

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["FRONT_DOOR_URL", "UPLOADS_BUCKET", "RESULTS_BUCKET", "LAKE_BUCKET", "STATE_TABLE", "DATABASE",
+           "WORKGROUP", "ATHENA_RESULTS", "GEMINI_KEY_SECRET", "ANALYST_POLICY", "UPLOADER_POLICY",
+           "ALARMS_TOPIC", "DASHBOARD", "PROJECTION_START", "DESCRIPTIONS", "StackNotFound", "StackOutputs",
+           "stack_outputs"]
+
 FRONT_DOOR_URL = "FrontDoorUrl"
 UPLOADS_BUCKET = "UploadsBucket"
 RESULTS_BUCKET = "ResultsBucket"

@@ -21,6 +21,8 @@ from extract.messages import CONVERT_QUEUE, READ_QUEUE
 from extract.scheduling import queue_class, small_queue
 from infra.aws.s3 import S3ObjectStore
 
+__all__ = ["UPLOADS_PREFIX", "TWINNED_QUEUES", "routed_queues", "RoutedObjectStore"]
+
 UPLOADS_PREFIX = "uploads/"
 
 TWINNED_QUEUES = (READ_QUEUE, CONVERT_QUEUE)

@@ -20,6 +20,8 @@ from infra.settings import Settings
 from lake.files import open_lake
 from lake.writer import ParquetEventWriter
 
+__all__ = ["AwsRuntime", "KEY_MAX_AGE_S", "ModelKey", "shared", "DirectSink"]
+
 
 class AwsRuntime:
     def __init__(self, settings: AwsSettings, pipeline: Settings | None = None, *,

@@ -25,6 +25,8 @@ from infra.aws.errors import is_not_found, mapped
 from lake.files import open_regular
 from lake.layout import unpinned
 
+__all__ = ["PUT_THREADS", "DELETE_BATCH", "S3ObjectStore", "SharedDownloads"]
+
 PUT_THREADS = 8  # a unit's five pages go up together; S3 latency, not bandwidth, is the cost
 DELETE_BATCH = 1000  # DeleteObjects' limit
 

@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Sequence
 from lake.events import Event
 from lake.writer import ParquetEventWriter
 
+__all__ = ["InvocationCommitter"]
+
 
 class InvocationCommitter:
     def __init__(self, writer: ParquetEventWriter, *, max_wait_s: float = 20.0):

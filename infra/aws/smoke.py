@@ -15,6 +15,8 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
+__all__ = ["TERMINAL", "SmokeFailed", "SmokeResult", "smoke_pdf", "request_slot", "run_smoke"]
+
 TERMINAL = ("succeeded", "failed", "not_applicable")
 
 

@@ -26,6 +26,9 @@ from extract.scheduling import small_queue
 from infra.aws.errors import error_code, mapped
 from infra.aws.routing import routed_queues
 
+__all__ = ["BATCH", "RECEIPTS_KEPT", "MAX_VISIBILITY_S", "STALE_RECEIPT_CODES", "visibility_seconds",
+           "retry_visibility_s", "SqsQueue"]
+
 BATCH = 10  # SQS's limit for SendMessageBatch and ReceiveMessage
 RECEIPTS_KEPT = 10_000
 MAX_VISIBILITY_S = 43_200  # 12 hours, SQS's ceiling

@@ -11,6 +11,9 @@ the table's history. No module here imports boto3.
 
 from __future__ import annotations
 
+__all__ = ["PARTITION_KEY", "SORT_KEY", "TTL_ATTRIBUTE", "INDEXES", "attribute_definitions",
+           "global_secondary_indexes"]
+
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 TTL_ATTRIBUTE = "expires_at_epoch"

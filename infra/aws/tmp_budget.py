@@ -20,6 +20,8 @@ from contextlib import asynccontextmanager
 
 from extract.errors import LimitExceeded, TransientError
 
+__all__ = ["MIB", "RESERVE_BYTES", "OneDocumentAtATime", "check_fits"]
+
 MIB = 1024 * 1024
 RESERVE_BYTES = 64 * MIB
 """Kept free beside a source for what reading it writes (rendered pages, LibreOffice's profile)."""

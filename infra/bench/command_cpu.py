@@ -18,6 +18,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+__all__ = ["CommandFigures", "run_command"]
+
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 

@@ -21,6 +21,8 @@ from extract.formats.office import ConvertLimits, convert_to_pdf
 from extract.formats.sniff import sniff_file
 from extract.formats.spreadsheet import SheetLimits, plan_workbook, read_sheet
 
+__all__ = ["OFFICE", "SCANS", "sheets", "office", "ocr", "main"]
+
 OFFICE = ["doc/poi_SampleDoc.doc", "docx/python-docx_comments.docx",
           "docx/python-docx_having_images.docx", "odt/sample-files_libreoffice_source.odt",
           "ppt/poi_SampleShow.ppt", "pptx/python-pptx_charts.pptx", "doc/poi_word2_not_ole.doc"]

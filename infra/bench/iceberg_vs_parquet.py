@@ -41,6 +41,8 @@ from lake.layout import event_type_prefix
 from lake.schema import columns
 from lake.views import DERIVED_VIEWS, dedup_sql, dedup_view, events_sql, raw_view
 
+__all__ = ["PROJECTED", "write_plain", "write_iceberg", "iceberg_connection", "run", "render", "main"]
+
 PROJECTED = """SELECT reader, CAST(occurred_at AS DATE) AS day, count(*) AS pages,
                       sum(chars) AS chars FROM page_read GROUP BY ALL ORDER BY ALL"""
 

@@ -37,6 +37,9 @@ from lake.catalog import connect
 from lake.compaction import compact
 from lake.writer import ParquetEventWriter
 
+__all__ = ["QUERIES", "measure_write", "measure_batched_write", "PRUNING_QUERIES", "measure_dt_pruning",
+           "measure_lake", "measure_small_files", "render", "main"]
+
 QUERIES = {
     "pages_by_reader_day": """
         SELECT reader, CAST(read_at AS DATE) AS day, count(*) AS pages, sum(chars) AS chars

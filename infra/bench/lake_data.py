@@ -27,6 +27,9 @@ from lake.events import EVENT_NAMESPACE, EVENT_TYPES, SCHEMA_VERSION, Event
 from lake.layout import data_file_name, event_partition
 from lake.schema import arrow_fingerprint, arrow_schema, from_row
 
+__all__ = ["START", "UNITS_PER_FLUSH", "JOBS_PER_FLUSH", "READERS", "READER_SHARE", "Stream", "uuid7_at",
+           "build_stream", "Piece", "iter_flushes", "flush_events", "write_files", "write_lake"]
+
 START = np.datetime64("2025-03-01T00:00:00", "us")
 UNITS_PER_FLUSH = 7  # 7 x (1 + 5 + 1) = 49 events
 JOBS_PER_FLUSH = 16  # 16 x 3 = 48 events

@@ -24,6 +24,11 @@ from typing import TYPE_CHECKING
 
 from infra.bench.load_docs import latency_scale, make_documents
 
+__all__ = ["RUN_JOBS_SQL", "for_run", "PER_JOB_SQL", "RUN_SQL", "TIMELINE_SQL", "CALLS_TIMELINE_SQL",
+           "worker_time", "slot_shares", "HOLDS_SQL", "list_schedule_s", "schedule_bound", "draws_bound",
+           "LoopLag", "run_sql", "LoadSpec", "PacedIngest", "STAGE_SLOTS", "cap_reads", "cap_model",
+           "warm_models", "run_load", "little"]
+
 if TYPE_CHECKING:
     from extract.models.simulated import SimulatedGemini
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from extract.models.simulated import LATENCY_MU, LATENCY_SIGMA
 
+__all__ = ["SAMPLES", "expected_hold_s", "latency_scale", "make_documents"]
+
 SAMPLES = 100_000  # Monte Carlo draws; seeded, so the same S always gives the same scale
 
 

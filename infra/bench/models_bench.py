@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+__all__ = ["main"]
+
 
 def _make_pdf(path: Path, pages: int) -> None:
     """Blank pages: the simulated provider reads images, so content makes no difference."""

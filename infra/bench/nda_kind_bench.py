@@ -22,6 +22,8 @@ from extract.fields.document import JoinedText
 from extract.fields.kinds import THRESHOLD, nda_score
 from extract.fields.rules.kleister import load_split
 
+__all__ = ["main"]
+
 _KLEISTER_NAME = re.compile(r"[0-9a-f]{32}\.pdf")
 
 

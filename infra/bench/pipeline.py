@@ -34,6 +34,9 @@ from pathlib import Path
 from infra.bench.command_cpu import CommandFigures, run_command
 from infra.bench.thread_cpu import ThreadCpu, process_cpu_s
 
+__all__ = ["PLAIN_LOOP", "build_set", "doclake_command", "run_doclake", "job_times", "compare",
+           "stage_breakdown", "compare_fields"]
+
 PLAIN_LOOP = """
 import sys, pathlib
 import pypdfium2 as pdfium

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+__all__ = ["SERVICE_SQL", "LAMBDA_USD_PER_GB_S", "plan"]
+
 SERVICE_SQL = """
 WITH per_job AS (
   SELECT l.job_id, l.page_bucket, l.pages, sum(u.duration_ms) / 1000.0 AS worker_s

@@ -23,6 +23,8 @@ from xml.sax.saxutils import escape
 from infra.bench.command_cpu import run_command
 from infra.bench.pipeline import doclake_command
 
+__all__ = ["WORDS", "SMALL_FILES", "write_small_files", "write_scans", "compare"]
+
 WORDS = ("agreement", "party", "confidential", "term", "the", "of", "shall", "disclose",
          "information", "recipient", "period", "years", "state", "law", "notice", "written")
 

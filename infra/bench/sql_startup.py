@@ -20,6 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+__all__ = ["ROOT", "EXAMPLES", "SMALL_CASES", "YEAR_DAY", "YEAR_CASES", "time_process", "compare",
+           "small_home", "year_home", "render", "COLUMNS"]
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 

@@ -20,6 +20,8 @@ import threading
 from collections import Counter
 from types import TracebackType
 
+__all__ = ["SAMPLE_S", "thread_group", "process_cpu_s", "ThreadCpu"]
+
 SAMPLE_S = 0.1
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 

@@ -1,1 +1,3 @@
 """The `doclake` command: one module per command group; what it prints is in `render/`."""
+
+__all__ = []

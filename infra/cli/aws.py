@@ -9,6 +9,10 @@ from typing import Annotated
 
 import typer
 
+__all__ = ["aws_app", "StackOption", "RegionOption", "region_hint", "preflight", "setup", "smoke",
+           "catalog", "ATHENA_SETTINGS", "STACK_VARIABLE", "athena_settings", "split_statements",
+           "athena_sql", "alarms"]
+
 aws_app = typer.Typer(no_args_is_help=True, help="AWS: set up and check a deployed stack; Glue "
                       "tables and Athena views.")
 

@@ -16,6 +16,9 @@ from typing import Annotated
 
 import typer
 
+__all__ = ["bench_app", "KLEISTER", "DEFAULT_PDFS", "pipeline", "fields", "short_work", "HomeOption",
+           "burst", "fanout", "plan", "sql_startup", "mixed_room"]
+
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures.")
 
 KLEISTER = "data/kleister-nda/train/documents"

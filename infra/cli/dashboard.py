@@ -10,6 +10,8 @@ import typer
 from infra.cli.errors import UserError
 from infra.cli.home import Access, open_settings
 
+__all__ = ["HomeOption", "dashboard"]
+
 HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
                        "(default $DOCLAKE_HOME, else ./.doclake).", show_default=False)]
 

@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperGroup
 
+__all__ = ["USAGE", "UserError", "set_debug", "settings_error", "at_least", "EXTRA_OF_MODULE",
+           "stderr_console", "report", "COMMAND_ORDER", "DoclakeGroup"]
+
 if TYPE_CHECKING:
     from rich.console import Console
 

@@ -20,6 +20,10 @@ from infra.cli.errors import UserError, at_least, stderr_console
 from infra.cli.home import Access, open_settings
 from infra.cli.render.output import FormatOption, print_object, print_records, resolve_format
 
+__all__ = ["evals_app", "HomeOption", "SinceOption", "UntilOption", "parse_moment", "import_labels",
+           "agreement", "score", "NO_LABELS_HINT", "compare", "SCORE_COLUMNS", "score_rows", "page_reader",
+           "failures", "export_finetune", "report", "sample"]
+
 evals_app = typer.Typer(no_args_is_help=True, help="Label documents, score field accuracy over "
                         "live traffic, read failures, export fine-tuning sets.")
 

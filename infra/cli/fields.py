@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+__all__ = ["fields_app", "NDA_FIELDS", "SPLIT", "DataOption", "CacheOption", "DEFAULT_CACHE", "cv", "train"]
+
 fields_app = typer.Typer(no_args_is_help=True,
                          help="Structured fields: cross-validate and train the offline extractor.")
 

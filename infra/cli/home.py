@@ -19,6 +19,9 @@ from infra.local import home_marker
 from infra.local.home_marker import mark_home
 from infra.local.private_home import PRIVATE_UMASK, make_private
 
+__all__ = ["HOME_HINT", "Access", "load_settings", "check_home", "is_home", "open_settings", "open_home",
+           "hold_writer_lock", "open_lake_location"]
+
 HOME_HINT = "pass --home DIR or set DOCLAKE_HOME to the folder `doclake run` used"
 
 

@@ -11,6 +11,8 @@ import typer
 
 from infra.cli.errors import at_least
 
+__all__ = ["lake_app", "HomeOption", "compact", "replay", "check", "views"]
+
 lake_app = typer.Typer(no_args_is_help=True, help="Maintain and verify the event lake.")
 
 HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "

@@ -40,6 +40,8 @@ from infra.cli.render.output import (
 from infra.cli.serve import serve as serve_command
 from infra.cli.show import show as show_command
 
+__all__ = ["app", "INTERRUPTED", "HomeOption", "main", "run", "worker", "status", "search", "sql", "schema"]
+
 if TYPE_CHECKING:
     from infra.local.runtime import LocalRuntime
 

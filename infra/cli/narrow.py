@@ -19,6 +19,8 @@ import typer
 from typer.main import get_command_name
 from typer.models import CommandInfo
 
+__all__ = ["DoclakeApp"]
+
 
 class DoclakeApp(typer.Typer):
     """A Typer application that builds only the command its process runs."""

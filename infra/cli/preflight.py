@@ -10,6 +10,8 @@ from pathlib import Path
 
 from infra.cli.errors import UserError
 
+__all__ = ["LLM_STRATEGIES", "check_reader_name", "check_models_can_run", "fields_request"]
+
 LLM_STRATEGIES = ("single-pass", "agentic")
 
 

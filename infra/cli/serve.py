@@ -11,6 +11,8 @@ import typer
 from infra.cli.errors import at_least
 from infra.cli.home import Access, load_settings, open_home
 
+__all__ = ["serve"]
+
 
 def serve(
     home: Annotated[Path | None, typer.Option("--home", help="State folder (default "

@@ -29,6 +29,8 @@ from infra.cli.render.output import (
     terminal_safe,
 )
 
+__all__ = ["HomeOption", "find_document", "page_files", "describe", "show"]
+
 if TYPE_CHECKING:
     from extract.state import Document, Job
     from infra.local.jobstore import SqliteJobStore

@@ -11,6 +11,8 @@ import difflib
 import re
 from collections.abc import Callable, Iterable
 
+__all__ = ["MISSING_TABLE", "MISSING_COLUMN", "TABLES_IN_QUERY", "first_line", "hint"]
+
 MISSING_TABLE = re.compile(r"Table with name (\S+) does not exist")
 MISSING_COLUMN = re.compile(r'(?:Referenced column "([^"]+)" not found'
                             r'|does not have a column named "([^"]+)")')

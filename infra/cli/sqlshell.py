@@ -17,6 +17,9 @@ from pathlib import Path
 from infra.cli.errors import UserError, stderr_console
 from infra.cli.render.output import print_records
 
+__all__ = ["HISTORY", "HELP", "QUIET", "statements", "StatementError", "run_script", "interactive",
+           "QUIT_WORDS", "print_tables", "print_schema", "print_reference"]
+
 HISTORY = Path("~/.doclake_history").expanduser()
 PROMPT, MORE = "doclake> ", "    ...> "
 HELP = """\

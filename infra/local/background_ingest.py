@@ -21,6 +21,8 @@ from ingest.fingerprint import UploadWork
 from ingest.planner import Ingested, Planner
 from lake.writer import ParquetEventWriter
 
+__all__ = ["BATCH", "batch_bounds", "BackgroundIngest"]
+
 BATCH = 64  # files per batch at most: one events write and one queue write per batch
 
 

@@ -45,6 +45,8 @@ from typing import Any, TypeVar
 
 from infra.local.cpu import ProcessPoolRunner
 
+__all__ = ["T", "SHORT_CALLS", "UPLOAD_CALLS", "SCANS_NICE", "SCAN_CALLS", "warm_short_lane", "LanedCpu"]
+
 T = TypeVar("T")
 
 SHORT_CALLS = frozenset({"sniff_file", "count_pages", "run_rules"})

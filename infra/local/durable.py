@@ -20,6 +20,10 @@ from pathlib import Path
 
 from lake.files import fsync_directory, open_regular
 
+__all__ = ["COPY_CHUNK", "fsync_dir", "make_dirs", "make_many_dirs", "write_bytes", "OPEN_AT_ONCE",
+           "SYNC_FILESYSTEM_FROM", "SYNCFS_FILESYSTEMS", "sync_filesystems", "write_many", "copy_file",
+           "copy_many"]
+
 COPY_CHUNK = 1024 * 1024
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 
+__all__ = ["PRELOAD", "context", "start"]
+
 # Modules every worker needs: imported once in the fork server, inherited by every worker it
 # starts (a worker replaced after a timeout is ready in milliseconds, not after a fresh import).
 # They are the modules of the functions the lanes run and of the objects sent with them (the

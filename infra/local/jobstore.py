@@ -30,6 +30,8 @@ from infra.local.jobstore_sql import (
 from infra.local.sqlite import open_database, transaction
 from lake.replay import JobState, ReplayState, UnitState
 
+__all__ = ["SqliteJobStore"]
+
 
 class SqliteJobStore(SqliteClaims):
     """Documents, jobs and units; passwords, the lease and field claims are ``SqliteClaims``'."""

@@ -18,6 +18,8 @@ from extract.state import ClaimStatus, FieldClaim, Job, UnitClaim
 from infra.local.jobstore_sql import claim_from_row, in_chunks, job_from_row, now_iso
 from infra.local.sqlite import transaction
 
+__all__ = ["SqliteClaims"]
+
 
 class SqliteClaims:
     """Passwords, the lease and field claims, on the store's connection."""

@@ -15,6 +15,9 @@ from datetime import UTC, datetime
 
 from extract.state import Document, FieldClaim, Job, JobStatus, Unit
 
+__all__ = ["SCHEMA", "ADDED_COLUMNS", "AFTER_MIGRATION", "SQL_IN_CHUNK", "in_chunks", "now_iso",
+           "timestamp", "migrate", "job_from_row", "document_from_row", "unit_from_row", "claim_from_row"]
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
   document_id TEXT PRIMARY KEY,

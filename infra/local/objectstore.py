@@ -17,6 +17,8 @@ from pathlib import Path
 
 from infra.local import durable
 
+__all__ = ["META_DIR", "XATTR", "FolderObjectStore"]
+
 META_DIR = ".meta"
 XATTR = "user.doclake.metadata"
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import time
 
+__all__ = ["PACE", "PollPacer"]
+
 PACE = 10.0
 
 

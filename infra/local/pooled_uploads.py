@@ -28,6 +28,8 @@ from infra.local.cpu import MAX_WORKER_FILE_BYTES
 from infra.local.cpu_lanes import LanedCpu
 from ingest.fingerprint import Fingerprint, ThreadedUploads, fingerprint_files, store_uploads
 
+__all__ = ["log", "HERE_UNTIL_STARTED", "PooledUploads"]
+
 log = logging.getLogger(__name__)
 
 HERE_UNTIL_STARTED = 8

@@ -14,6 +14,8 @@ import os
 import stat
 from pathlib import Path
 
+__all__ = ["PRIVATE_UMASK", "make_private"]
+
 PRIVATE_UMASK = 0o077
 
 

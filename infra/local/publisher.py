@@ -15,6 +15,8 @@ import logging
 from extract.context import HandlerContext
 from extract.fields.publish import publish_pending
 
+__all__ = ["log", "GATHER_S", "run_publisher", "publish_once"]
+
 log = logging.getLogger(__name__)
 
 

@@ -24,6 +24,8 @@ from extract.processes import process_alive
 from extract.scheduling import schedule_key
 from infra.local.sqlite import open_database, transaction
 
+__all__ = ["schedule_keys", "SqliteQueue"]
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -64,6 +64,10 @@ from ingest.planner import Planner
 from lake.schema import convert_lists_without_pandas
 from lake.writer import RELAXED_COMMIT, GroupCommitter, ParquetEventWriter
 
+__all__ = ["log", "RECEIVE_ORDER", "IDLE_SLEEP_S", "DEAD_LETTER_CHECK_S", "INDEX_TOGETHER",
+           "SPLIT_TOGETHER", "COMPACT_HERE_BELOW_FILES", "Batch", "RuntimeStats", "RuntimeFailure",
+           "LocalRuntime", "POLLER_LEASE", "STOP_SIGNALS"]
+
 log = logging.getLogger(__name__)
 
 # A document's last steps (index, then fields) before new reads: documents finish, become

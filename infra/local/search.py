@@ -16,6 +16,8 @@ from pathlib import Path
 from extract.ports import SearchHit
 from infra.local.sqlite import open_database, transaction
 
+__all__ = ["Fts5SearchIndex"]
+
 _SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS page_text USING fts5 (
   text,

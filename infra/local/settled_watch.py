@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = ["SettledWatch"]
+
 
 class SettledWatch:
     """Callable stop test over ``job_ids``: true once every one is settled (``Job.settled``)."""

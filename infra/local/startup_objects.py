@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import gc
 
+__all__ = ["freeze_startup_objects"]
+
 
 def freeze_startup_objects() -> None:
     """Freeze what exists now, once per process: a later run in the same process (tests, a

@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 from extract.ports import CpuRunner, EventSink, ObjectStore
 from lake.events import Event
 
+__all__ = ["T", "StageTimes", "TimedCpu", "TimedSink", "TimedObjects"]
+
 T = TypeVar("T")
 
 

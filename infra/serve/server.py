@@ -63,6 +63,9 @@ from infra.settings import Settings
 from ingest.uploads import Slot, Upload, new_slot, plan_upload
 from lake.layout import result_key
 
+__all__ = ["log", "MIN_SECRET_BYTES", "MAX_REQUEST_JSON", "source_name_header", "source_name_for_header",
+           "check_secret", "ServeApp", "serve_command"]
+
 log = logging.getLogger(__name__)
 
 MIN_SECRET_BYTES = 32

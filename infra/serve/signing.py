@@ -12,6 +12,8 @@ import hmac
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlencode
 
+__all__ = ["SignatureError", "ExpiredError", "UploadGrant", "sign", "verify"]
+
 
 class SignatureError(Exception):
     """The URL was not signed by this server, or was altered (HTTP 403)."""

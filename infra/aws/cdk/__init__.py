@@ -1,1 +1,3 @@
 """The CDK app (an extra: ``pip install -e '.[cdk]'``); never imported by a Lambda."""
+
+__all__ = []

@@ -14,6 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+__all__ = ["build", "main"]
+
 if __name__ == "__main__":  # a script: the repository's packages on the path, the venv's python
     _root = Path(__file__).resolve().parents[3]
     sys.path.insert(0, str(_root))

@@ -13,6 +13,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+__all__ = ["PERIOD", "OperationsDashboard"]
+
 PERIOD = Duration.minutes(1)
 
 

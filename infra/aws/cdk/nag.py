@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from aws_cdk import Acknowledgment, Stack, Validations
 
+__all__ = ["S3_GRANT_ACTIONS", "PREFIXES", "ANALYST_READS", "acknowledge_findings", "add_checks"]
+
 # CDK's own grant methods (grant_read, grant_read_write, grant_delete) give these action
 # families, each on one bucket's objects under one key prefix.
 S3_GRANT_ACTIONS = ("s3:Abort*", "s3:DeleteObject*", "s3:GetBucket*", "s3:GetObject*",

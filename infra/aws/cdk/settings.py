@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+__all__ = ["FunctionSpec", "DeploySettings", "LARGE"]
+
 
 @dataclass(frozen=True)
 class FunctionSpec:

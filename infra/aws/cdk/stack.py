@@ -55,6 +55,9 @@ from infra.aws.tables import INDEXES, PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
 from lake.glue import database_input, raw_table_inputs
 from lake.layout import event_type_prefix
 
+__all__ = ["IMAGE_EXCLUDES", "SENDS", "RESULTS_ACCESS", "MODEL_USERS", "ATHENA_RESULTS", "REPORTS_PREFIX",
+           "EVAL_RUN_EVENTS", "DoclakeStack"]
+
 IMAGE_EXCLUDES = [".venv", ".git", "cdk.out", "build", "tests", "benchmarks", "examples",
                   "docs", ".doclake*", "**/__pycache__", "*.egg-info", ".ruff_cache"]
 # Which queues each function sends to (least privilege: nothing else).

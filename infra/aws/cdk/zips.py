@@ -8,6 +8,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+__all__ = ["ROOT", "THIN_ZIPS", "stage"]
+
 ROOT = Path(__file__).resolve().parents[3]
 
 THIN_ZIPS: dict[str, tuple[str, ...]] = {

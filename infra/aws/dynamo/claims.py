@@ -28,6 +28,8 @@ from infra.aws.dynamo.table import DynamoTable
 from infra.aws.errors import is_condition_failure, mapped
 from infra.aws.tables import TTL_ATTRIBUTE
 
+__all__ = ["DynamoClaims"]
+
 
 class DynamoClaims(DynamoTable):
     """Claims, the lease and passwords; the job and unit transitions are ``DynamoJobStore``'s."""

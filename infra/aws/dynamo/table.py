@@ -24,6 +24,8 @@ from infra.aws.tables import (
     global_secondary_indexes,
 )
 
+__all__ = ["create_table", "DynamoTable"]
+
 
 def create_table(client, name: str) -> None:
     """The table as the CDK app declares it (on-demand, a stream of new and old images, TTL),

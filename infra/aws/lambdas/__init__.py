@@ -4,3 +4,5 @@
 ``ingest`` run from the extraction image; ``poller`` and ``compaction`` too (scheduled);
 ``presigner`` and ``publisher`` ship as thin zips and import neither pydantic nor pyarrow.
 """
+
+__all__ = []

@@ -13,6 +13,8 @@ from aws_lambda_powertools import Logger
 from infra.aws.deadline import Deadline
 from lake.compaction import compact
 
+__all__ = ["logger", "closed_days", "DAY_BUDGET_S", "compact_days", "handler"]
+
 logger = Logger(service="doclake-compaction")
 
 

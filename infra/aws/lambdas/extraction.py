@@ -49,6 +49,9 @@ from infra.aws.sqs import retry_visibility_s
 from infra.aws.tmp_budget import OneDocumentAtATime
 from lake.events import utc_now
 
+__all__ = ["logger", "metrics", "processor", "SOURCE_QUEUES", "FINISH_MARGIN_S", "RetryLater",
+           "received_of", "record_deadline", "handle_batch", "handler"]
+
 logger = Logger(service="doclake-extraction")
 metrics = Metrics(namespace="doclake", service="extraction")
 processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

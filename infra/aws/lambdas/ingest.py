@@ -32,6 +32,8 @@ from infra.aws.errors import is_not_found, mapped
 from infra.aws.runtime import shared
 from ingest.uploads import SlotTaken, Upload, claimed, plan_upload, refusal_event, slot_of_key
 
+__all__ = ["logger", "processor", "version_of", "upload_of_event", "refuse", "record_handler", "handler"]
+
 logger = Logger(service="doclake-ingest")
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 

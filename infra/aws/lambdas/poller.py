@@ -25,6 +25,9 @@ from infra.aws.runtime import AwsRuntime, DirectSink, shared
 from infra.aws.sqs import MAX_VISIBILITY_S
 from ingest.planner import Planner
 
+__all__ = ["logger", "LEASE", "PollClock", "HeldLease", "drain_dead_letters", "drain_unpublished",
+           "run_passes", "handler"]
+
 logger = Logger(service="doclake-poller")
 LEASE = "poller"
 

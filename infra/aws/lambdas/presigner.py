@@ -22,6 +22,9 @@ import uuid
 
 from lake.layout import result_key, upload_key
 
+__all__ = ["MAX_EXPIRY_S", "DEFAULT_CONTENT_TYPE", "uuid7", "settings", "BadRequest", "mint_slot",
+           "handler"]
+
 MAX_EXPIRY_S = 900
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 _client = None

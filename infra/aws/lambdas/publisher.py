@@ -34,6 +34,8 @@ from infra.aws.deadline import Deadline
 from infra.aws.dynamo.items import claim_from_item, decode_item
 from infra.aws.runtime import DirectSink, shared
 
+__all__ = ["logger", "CLAIM_PREFIX", "finished_jobs", "settled_claims", "OutOfTime", "publish", "handler"]
+
 logger = Logger(service="doclake-publisher")
 
 CLAIM_PREFIX = "claim#"

@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 
 from infra.aws.deadline import Deadline
 
+__all__ = ["REPORTS_PREFIX", "report_prefix", "run", "MARGIN_S", "ReportTooSlow", "handler"]
+
 REPORTS_PREFIX = "reports/"
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 import typing
 
+__all__ = ["column_values", "OPEN_NOTE"]
+
 
 def _literal(model, field: str) -> tuple[str, ...]:
     """The words of a ``Literal[...]`` field of a pydantic model."""

@@ -9,6 +9,8 @@ step).
 
 from __future__ import annotations
 
+__all__ = ["HINTS", "failure_hint"]
+
 HINTS: dict[str, str] = {
     "encrypted": "give the password: --password, --ask-password, DOCLAKE_PASSWORD, or --passwords "
                  "FILE for one per file; then run again with --retry-failed",

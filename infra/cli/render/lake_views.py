@@ -12,6 +12,8 @@ from pathlib import Path
 
 from infra.cli.errors import UserError
 
+__all__ = ["DIALECTS", "view_statements", "write_database"]
+
 DIALECTS = ("duckdb", "athena")
 
 

@@ -33,6 +33,10 @@ import typer
 
 from infra.cli.errors import UserError
 
+__all__ = ["FORMATS", "FormatOption", "resolve_format", "iso_duration", "clean_float", "human_duration",
+           "plain", "terminal_safe", "table_cell", "print_records", "print_table", "fits",
+           "print_record_blocks", "print_object"]
+
 FORMATS = ("table", "csv", "json")
 
 FormatOption = Annotated[str | None, typer.Option(

@@ -32,6 +32,9 @@ from infra.cli.render.output import terminal_safe
 from infra.local.settled_watch import SettledWatch
 from ingest.planner import Ingested, IngestOutcome
 
+__all__ = ["failure_messages", "interrupted_note", "RunReport", "home_is_default", "WorkerReport",
+           "progress_bar"]
+
 
 def _finished(jobs: Sequence[Job]) -> tuple[list[Job], list[Job]]:
     return ([j for j in jobs if j.status is JobStatus.SUCCEEDED],

@@ -12,6 +12,8 @@ import functools
 import tempfile
 from dataclasses import dataclass
 
+__all__ = ["TABLES", "COMPUTED", "SOURCES", "ColumnDoc", "TableDoc", "describe", "tables", "table"]
+
 # One line per analyst table, in the order people meet them.
 TABLES: dict[str, str] = {
     "documents": "one row per document: its latest version's name, hash, size and format",

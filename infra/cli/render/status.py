@@ -15,6 +15,8 @@ from extract.messages import QUEUES
 from extract.state import Job, JobStatus
 from infra.cli.render.output import print_table
 
+__all__ = ["StatusReport", "latest_jobs", "read_status", "LATEST_FAILED"]
+
 
 @dataclass(frozen=True)
 class StatusReport:
