@@ -18,9 +18,9 @@ from support import lambda_quota  # noqa: E402
 
 REGION = "us-east-1"
 # The default caps (docs/aws.md): split 2, read 4, convert 2, sheet 2, index 2, fields 2,
-# ingest 2 = 16; one each for the poller, compaction, the weekly evals, the publisher and the
-# front door = 5.
-NEEDED = 21
+# ingest 2, and the small documents' read-small 2 and convert-small 2 = 20; one each for the
+# poller, compaction, the weekly evals, the publisher and the front door = 5.
+NEEDED = 25
 
 
 @pytest.fixture(scope="module")
