@@ -347,7 +347,8 @@ def test_a_poller_pass_stops_at_the_first_step_its_lease_no_longer_covers(
         (job,) = runtime.store.list_jobs()
         (unit,) = runtime.store.list_units(job.job_id)
     assert unit.status.value == "pending"  # the slow pass did not act without its lease
-    dlq = deployed.client("sqs").receive_message(QueueUrl=_queue_url(deployed, "ReadDlq"),
+    # three pages: a small document, dead-lettered from the read queue's small twin
+    dlq = deployed.client("sqs").receive_message(QueueUrl=_queue_url(deployed, "ReadSmallDlq"),
                                                  VisibilityTimeout=0)
     assert len(dlq["Messages"]) == 1  # left for the holder
 

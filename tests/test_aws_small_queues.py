@@ -12,10 +12,10 @@ from infra.aws.routing import routed_queues
 
 
 def _queue():
-    from infra.aws.sqs import SqsQueue, create_queues
+    from infra.aws.sqs import SqsQueue
 
     sqs = awsmoto.client("sqs")
-    urls = create_queues(sqs, ["read", "read-small", "split"],
+    urls = awsmoto.create_queues(sqs, ["read", "read-small", "split"],
                          prefix=awsmoto.unique("q") + "-", visibility_timeout_s=30)
     return SqsQueue(sqs, urls)
 

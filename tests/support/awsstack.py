@@ -562,9 +562,16 @@ class StackDeployment:
 
     # -- playing Lambda --
 
+    def mappings_of(self, function: str) -> list[Mapping]:
+        """The function's event sources: read and convert have two (their queue and its small
+        documents' twin, ``infra.aws.routing.TWINNED_QUEUES``), the twin first, as its own
+        consumers take a small document at once."""
+        found = [m for m in self.mappings.values() if m.function == function]
+        return sorted(found, key=lambda m: "Small" not in m.logical)
+
     def mapping_of(self, function: str) -> Mapping:
-        (mapping,) = [m for m in self.mappings.values() if m.function == function]
-        return mapping
+        """The function's one event source (its bulk queue where it also has a twin)."""
+        return self.mappings_of(function)[-1]
 
     def queue_url(self, arn: str) -> str:
         return next(p["QueueUrl"] for p in self.physical.values() if p.get("Arn") == arn
@@ -574,7 +581,10 @@ class StackDeployment:
         """The function's worker dies (out of memory, killed) on each delivery of its one
         message: received with the function's role, as Lambda's poller does, as often as the
         queue's redrive allows, so SQS moves it to the DLQ. Returns the redrive policy."""
-        url = self.queue_url(self.mapping_of(function).source_arn)
+        urls = [self.queue_url(m.source_arn) for m in self.mappings_of(function)]
+        url = next((u for u in urls if int(self.client("sqs").get_queue_attributes(
+            QueueUrl=u, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"][
+            "ApproximateNumberOfMessages"])), urls[-1])  # the queue (or twin) holding it
         sqs = self.client("sqs", self.functions[function].role)
         redrive = json.loads(self.client("sqs").get_queue_attributes(
             QueueUrl=url, AttributeNames=["RedrivePolicy"])["Attributes"]["RedrivePolicy"])
@@ -632,10 +642,19 @@ class StackDeployment:
               remaining_s: float | None = None) -> tuple[int, int]:
         """Play the function's SQS event source mapping: receive up to its batch size with the
         function's role (Lambda polls with it), invoke, delete what the partial batch response
-        did not report failed. Returns (records, failures) over ``batches`` polls."""
-        mapping = self.mapping_of(function)
+        did not report failed. Returns (records, failures) over ``batches`` polls of each of
+        its event sources."""
         spec = self.functions[function]
         sqs = self.client("sqs", spec.role)
+        records = failures = 0
+        for mapping in self.mappings_of(function):
+            more_records, more_failures = self._drain_mapping(function, mapping, sqs, batches,
+                                                              remaining_s)
+            records, failures = records + more_records, failures + more_failures
+        return records, failures
+
+    def _drain_mapping(self, function: str, mapping: Mapping, sqs, batches: int,
+                       remaining_s: float | None) -> tuple[int, int]:
         url = self.queue_url(mapping.source_arn)
         records = failures = 0
         for _ in range(batches):
