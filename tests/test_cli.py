@@ -33,14 +33,14 @@ def test_run_then_sql_search_status_and_rerun(tmp_path, pdf_factory):
 
     result = invoke("sql", "SELECT status, count(*) AS n, sum(pages) AS pages FROM jobs "
                     "GROUP BY 1 ORDER BY 1", "--home", home, "--format", "json")
-    assert json.loads(result.output) == [{"status": "failed", "n": 1, "pages": None},
+    assert json.loads(result.stdout) == [{"status": "failed", "n": 1, "pages": None},
                                          {"status": "succeeded", "n": 1, "pages": 7}]
     result = invoke("sql", "SELECT 7.0 AS whole, 2.5 AS half", "--home", home, "--format", "csv")
     assert result.output.splitlines() == ["whole,half", "7,2.5"]
 
     result = invoke("search", "walrus", "page", "6", "--home", home, "--format", "json")
-    assert [(h["document"], h["page"]) for h in json.loads(result.output)] == [("a.pdf", 6)]
-    status = json.loads(invoke("status", "--home", home, "--format", "json").output)
+    assert [(h["document"], h["page"]) for h in json.loads(result.stdout)] == [("a.pdf", 6)]
+    status = json.loads(invoke("status", "--home", home, "--format", "json").stdout)
     assert status["documents"]["succeeded"] == 1
     assert status["failure_reasons"] == {"unsupported_format": 1}
     read = next(q for q in status["queues"] if q["queue"] == "read")
@@ -117,7 +117,7 @@ def test_a_query_that_begins_with_a_comment_runs(tmp_path, pdf_factory):
     assert query.startswith("--")
     result = invoke("sql", query, "--home", home, "--format", "json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)[-1]["documents_finished"] == 1
+    assert json.loads(result.stdout)[-1]["documents_finished"] == 1
     typo = invoke("sql", "SELECT 1", "--fromat", "json", "--home", home)
     assert typo.exit_code != 0  # an unknown option after the query is still refused
 
@@ -129,7 +129,7 @@ def test_lake_commands_on_a_finished_run(tmp_path, pdf_factory):
     replay = invoke("lake", "replay", "--check", "--home", home)
     assert replay.exit_code == 0 and "no difference" in replay.output
     compact = invoke("lake", "compact", "--home", home, "--format", "json")
-    assert json.loads(compact.output)["duplicates_dropped"] == 0
+    assert json.loads(compact.stdout)["duplicates_dropped"] == 0
     check = invoke("lake", "check", "--home", home, "--format", "table")
     assert check.exit_code == 0, check.output
     assert ", 0 failed" in check.output
@@ -168,7 +168,7 @@ def test_lake_check_fails_on_a_bad_row_and_records_its_results(tmp_path):
     check = invoke("lake", "check", "--home", str(tmp_path / "home"), "--format", "json")
     assert check.exit_code == 1
     # negative tokens and cost: in model_calls, and (issue 7) in that day's daily_costs too
-    assert sum(not r["ok"] for r in json.loads(check.output)) == 4
+    assert sum(not r["ok"] for r in json.loads(check.stdout)) == 4
     recorded = query(str(lake), "SELECT count(*) AS n, count(*) FILTER (WHERE NOT success) AS bad "
                                 "FROM quality_checks").to_pylist()
     assert recorded[0]["bad"] == 4 and recorded[0]["n"] > 10

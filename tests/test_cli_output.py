@@ -46,7 +46,7 @@ def test_piped_output_is_csv_and_ids_are_whole(home):
 
 def test_a_forced_table_folds_ids_instead_of_cutting_them(home):
     ids = [r["job_id"] for r in json.loads(invoke("sql", "SELECT job_id FROM jobs", "--home", home,
-                                                  "--format", "json").output)]
+                                                  "--format", "json").stdout)]
     table = invoke("sql", "SELECT job_id, document_id, status, pages, failure_reason, created_at, "
                    "finished_at FROM jobs", "--home", home, "--format", "table").output
     assert "…" not in table
@@ -79,7 +79,7 @@ def test_interactive_skips_comments_and_answers_dot_commands(home):
 
 
 def test_schema_lists_every_contract_table_with_described_columns():
-    rows = json.loads(invoke("schema", "--format", "json").output)
+    rows = json.loads(invoke("schema", "--format", "json").stdout)
     tables = {r["table"] for r in rows}
     assert {"documents", "jobs", "units", "pages", "model_calls", "failures", "results",
             "events", "daily_costs"} <= tables
@@ -104,9 +104,9 @@ def test_lake_views_open_the_same_tables_in_another_duckdb(home, tmp_path):
 def test_status_counts_documents_by_their_latest_job(home, tmp_path):
     again = invoke("run", str(tmp_path / "docs"), "--home", home, "--retry-failed")
     assert "failed 1" in again.output
-    documents = json.loads(invoke("status", "--home", home, "--format", "json").output)
+    documents = json.loads(invoke("status", "--home", home, "--format", "json").stdout)
     assert documents["documents"] == {"queued": 0, "extracting": 0, "succeeded": 2, "failed": 1}
-    jobs = json.loads(invoke("status", "--home", home, "--format", "json", "--jobs").output)
+    jobs = json.loads(invoke("status", "--home", home, "--format", "json", "--jobs").stdout)
     assert jobs["jobs"]["failed"] == 2
 
 
@@ -121,18 +121,18 @@ def test_a_rerun_reads_nothing_and_leaves_failed_bytes_alone(home, tmp_path):
 
 def test_search_takes_a_quoted_argument_as_a_phrase(home):
     words = json.loads(invoke("search", "page", "walrus", "--home", home, "--format",
-                              "json").output)
+                              "json").stdout)
     assert {h["document"] for h in words} == {"a.pdf"}
     phrase = invoke("search", "page walrus", "--home", home, "--format", "json")
-    assert json.loads(phrase.output) == []
+    assert json.loads(phrase.stdout) == []
     exact = json.loads(invoke("search", "walrus a.pdf", "--home", home, "--format",
-                              "json").output)
+                              "json").stdout)
     assert len(exact) == 3
 
 
 def test_worker_prints_documents_and_pages_as_one_object(home):
     result = invoke("worker", "--until-idle", "--home", home, "--format", "json")
-    summary = json.loads(result.output)
+    summary = json.loads(result.stdout)
     assert summary["documents"] == 0 and summary["pages_read"] == 0
     assert "recovered:" not in result.output and "{'released'" not in result.output
 
@@ -170,12 +170,12 @@ def test_retry_failed_is_a_new_job_on_the_same_version_not_a_new_version(home, t
     """Issue 19: --retry-failed on unchanged bytes used to bump documents.version (same sha256)
     and report "new versions 1". A retry is a new job on the same version."""
     before = json.loads(invoke("sql", "SELECT source_name, version, sha256 FROM documents "
-                               "ORDER BY 1", "--home", home, "--format", "json").output)
+                               "ORDER BY 1", "--home", home, "--format", "json").stdout)
     again = invoke("run", str(tmp_path / "docs"), "--home", home, "--retry-failed")
     assert again.exit_code == 0, again.output
     assert "new versions 0" in again.output and "retried 1" in again.output
     after = json.loads(invoke("sql", "SELECT source_name, version, sha256 FROM documents "
-                              "ORDER BY 1", "--home", home, "--format", "json").output)
+                              "ORDER BY 1", "--home", home, "--format", "json").stdout)
     assert after == before
     jobs = json.loads(invoke("sql", "SELECT count(*) AS n FROM jobs", "--home", home,
                              "--format", "json").output)

@@ -228,7 +228,7 @@ def test_an_rtf_picture_field_is_not_pulled_in_without_bwrap(tmp_path, monkeypat
     home = tmp_path / "home"
     result = invoke("run", str(folder), "--home", str(home), "--fields", "none")
     assert result.exit_code == 0, result.output
-    assert "PRIVATE" not in invoke("search", "PRIVATE", "--home", str(home)).output
+    assert "PRIVATE" not in invoke("search", "PRIVATE", "--home", str(home)).stdout
     assert PICTURE_MARKER.encode() not in everything_under(home)
     assert not [p for p in home.rglob("*.pdf") if b"/Image" in p.read_bytes()]
     jobs = json.loads(invoke("sql", "SELECT status, failure_reason FROM jobs", "--home",
@@ -249,7 +249,7 @@ def test_a_room_of_every_link_leaves_nothing_of_the_outside_in_the_home(room, tm
     stored = everything_under(home)
     assert TEXT_MARKER.encode() not in stored and PICTURE_MARKER.encode() not in stored
     for marker in ("OUTSIDE", "PRIVATE"):
-        assert marker not in invoke("search", marker, "--home", str(home)).output
+        assert marker not in invoke("search", marker, "--home", str(home)).stdout
     assert not [p for p in home.rglob("*.pdf") if b"/Image" in p.read_bytes()]
     by_name = {r["source_name"]: r for r in rows}
     assert set(by_name) == set(made)

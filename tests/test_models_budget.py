@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from support.homes import empty_home
+
 from extract.models.budget import retry_budget
 from extract.models.config import ModelConfig
 from infra.settings import Settings
@@ -39,7 +41,7 @@ def test_the_budget_follows_the_settings():
 
 def test_status_config_prints_the_budget(tmp_path):
     env = {**os.environ, "DOCLAKE_GEMINI_API_KEY": "secret-value-123"}
-    (tmp_path / "home").mkdir()
+    empty_home(tmp_path / "home")  # a reading command refuses a folder that is not a home
     out = subprocess.run([sys.executable, "-m", "infra.cli.main", "status", "--config", "--home",
                           str(tmp_path / "home"), "--format", "json"],
                          capture_output=True, text=True, env=env, timeout=60)

@@ -470,7 +470,7 @@ def test_a_hostile_room_leaves_nothing_from_outside_in_a_private_home(tmp_path, 
     converted = [p for p in (home / "objects").rglob("*") if p.is_file() and
                  p.read_bytes().startswith(b"%PDF") and "uploads" not in p.parts]
     assert not any(b"/Image" in p.read_bytes() for p in converted)
-    found = json.loads(invoke("search", "PRIVATE", "--home", str(home), "--format", "json").output)
+    found = json.loads(invoke("search", "PRIVATE", "--home", str(home), "--format", "json").stdout)
     assert found == []
     open_to_others = [str(p) for p in [home, *home.rglob("*")]
                       if not p.is_symlink() and _mode(p) & 0o077]
