@@ -199,7 +199,10 @@ def test_small_documents_have_queues_of_their_own_each_with_its_consumers_and_ca
         bulk = stack.resolve(stack.queues[name].node.default_child.logical_id)
         function = stack.resolve(stack.functions[name].node.default_child.logical_id)
         assert twin != bulk
-        assert mappings[twin]["ScalingConfig"]["MaximumConcurrency"] == cap
+        # The twin's cap is a parameter of its own, defaulting to the setting.
+        parameter = mappings[twin]["ScalingConfig"]["MaximumConcurrency"]["Ref"]
+        assert parameter == f"Concurrency{name.title()}Small"
+        assert tj["Parameters"][parameter]["Default"] == cap
         assert mappings[twin]["FunctionName"] == mappings[bulk]["FunctionName"] == {
             "Ref": function}
         assert "RedrivePolicy" in tj["Resources"][twin]["Properties"]
