@@ -73,15 +73,19 @@ def test_header_lines_rfc_9112_forbids_are_a_400_and_nothing_stored(app, lines):
     nothing_stored(app)
 
 
+# An HTTP/1.1 request without a Host is a 400 whatever else it breaks (RFC 9112, section 3.2;
+# h11 checks it first): the size probes name a Host, so that their size is what is refused.
 @pytest.mark.parametrize("request_bytes, status", [
-    (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
-    (b"GET /results/x.json HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", 431),
-    (b"GET /results/x.json HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(120))
-     + b"\r\n", 431),
+    (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    (b"GET /results/x.json HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", 431),
+    (b"GET /results/x.json HTTP/1.1\r\nHost: x\r\n"
+     + b"".join(b"X-%d: 1\r\n" % i for i in range(120)) + b"\r\n", 431),
+    (b"GET /results/x.json HTTP/1.1\r\n\r\n", 400),
     (b"BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n", 501),
     (b"GET / HTTP/9.9\r\n\r\n", 505),
     (b"NONSENSE\r\n\r\n", 400),
-], ids=["414", "431-long-line", "431-many-headers", "501", "505", "400-request-line"])
+], ids=["414", "431-long-line", "431-many-headers", "400-no-host", "501", "505",
+        "400-request-line"])
 def test_http_servers_own_refusals_are_json(app, request_bytes, status):
     answered, body, head = raw(app, request_bytes)
     assert answered == status
@@ -168,3 +172,63 @@ def test_a_connection_that_sends_nothing_is_closed_at_the_deadline_without_an_an
             assert time.monotonic() - started < 10
     finally:
         app.stop()
+
+
+def _answers(conn: socket.socket) -> list[tuple[int, bytes]]:
+    """Every answer on ``conn`` until the server closes it: (status, body), read by each head's
+    Content-Length."""
+    stream = b""
+    with contextlib.suppress(OSError):
+        while chunk := conn.recv(65536):
+            stream += chunk
+    answers = []
+    while stream:
+        head, _, stream = stream.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        length = next(int(line.split(b":")[1]) for line in lines
+                      if line.lower().startswith(b"content-length:"))
+        answers.append((int(lines[0].split()[1]), stream[:length]))
+        stream = stream[length:]
+    return answers
+
+
+def test_pipelined_requests_are_answered_in_order_until_a_refusal_closes(app):
+    """Four requests in one write on one connection: a slot (201), a result not there yet (404,
+    the connection kept), a PUT to no upload URL (a refusal: 404, the connection closed), and a
+    slot asked after it, never answered."""
+    missing = "00000000-0000-0000-0000-000000000000"
+    requests = b"".join([
+        head_lines(app, "POST", "/uploads", [b"Content-Length: 2"], b"{}"),
+        head_lines(app, "GET", f"/results/{missing}.json", []),
+        head_lines(app, "PUT", "/nowhere", [b"Content-Length: 0"]),
+        head_lines(app, "POST", "/uploads", [b"Content-Length: 2"], b"{}"),
+    ])
+    host, port = app.httpd.server_address[:2]
+    with socket.create_connection((host, port), timeout=60) as conn:
+        conn.sendall(requests)
+        answers = _answers(conn)
+    assert [status for status, _ in answers] == [201, 404, 404]
+    assert json.loads(answers[0][1])["upload"]["method"] == "PUT"
+    assert json.loads(answers[1][1]) == {"error": "no result yet", "document_id": missing,
+                                         "status": 404}
+    assert json.loads(answers[2][1])["error"] == "not an upload URL"
+
+
+def test_a_client_that_expects_100_continue_gets_it_before_sending_its_body(app):
+    host, port = app.httpd.server_address[:2]
+    target = upload_target(app)
+    with socket.create_connection((host, port), timeout=60) as conn:
+        conn.sendall(head_lines(app, "PUT", target, [b"Content-Length: 9",
+                                                     b"Expect: 100-continue"]))
+        interim = b""
+        while b"\r\n\r\n" not in interim:
+            interim += conn.recv(1)
+        assert interim.split()[1] == b"100"
+        conn.sendall(b"%PDF-1.4\n")
+        assert answer_of(conn)[0] == 201
+    # Refused from its headers (over the slot's limit): the answer, and no 100 before it.
+    with socket.create_connection((host, port), timeout=60) as conn:
+        conn.sendall(head_lines(app, "PUT", upload_target(app), [
+            f"Content-Length: {SLOT_LIMIT + 1}".encode(), b"Expect: 100-continue"]))
+        status, body, _ = answer_of(conn)
+    assert status == 413 and "limit" in body["error"]

@@ -16,21 +16,20 @@ read past it). The embedded runtime works the jobs in a background thread, as ``
 would, and a small loop publishes each finished job's result (``extract.result_json``).
 Binds 127.0.0.1 unless told otherwise: this is a development door, with no TLS and no accounts.
 
-Hardened against a hostile client (issue 20): a length is digits only (``-1`` or ``abc`` is a
-400), a request with ``Transfer-Encoding`` is refused (chunked bodies are not taken, and a
-request carrying both framings could be read two ways behind a proxy), the ``Host`` must name
-this server (a DNS-rebinding page in a browser cannot talk to it), each connection has a socket
-timeout and at most ``MAX_CONNECTIONS`` are served at once (503 beyond), a secret from
-``DOCLAKE_SERVE_SECRET`` must have at least ``MIN_SECRET_BYTES``, and an upload is streamed to
-a private temporary file and hashed as it arrives, then stored with no lock held (a slot is
-claimed, not locked). Anything unexpected is a 4xx or a 500 with a JSON body, never a traceback
-on the wire; the traceback goes to the log.
+Hardened against a hostile client (issue 20): the ``Host`` must name this server (a
+DNS-rebinding page in a browser cannot talk to it), a secret from ``DOCLAKE_SERVE_SECRET`` must
+have at least ``MIN_SECRET_BYTES``, and an upload is streamed to a private temporary file and
+hashed as it arrives, then stored with no lock held (a slot is claimed, not locked). Anything
+unexpected is a 4xx or a 500 with a JSON body, never a traceback on the wire; the traceback
+goes to the log.
 
-The protocol (``infra.serve.protocol``): strict where RFC 9112 says reject, deadlines for a
-whole request, a floor on a body's rate, at most ``MAX_CONNECTIONS`` connections and
-``MAX_PER_CLIENT`` from one address, every refusal JSON. Here: the upload app and its routes;
-``X-Doclake-Source-Name`` is UTF-8 (raw, percent-encoded, or RFC 5987 ``UTF-8''...``); a GET
-with a body is a 400 and the body is never read as a second request (issue 45).
+This module is the app: ``ServeApp.handle`` takes a parsed ``protocol.Request`` and returns a
+``protocol.Reply`` (or raises ``protocol.BadRequest``); it never sees a socket or a byte of
+HTTP framing. The connection layer (``infra.serve.protocol``, on h11) parses and frames, holds
+deadlines, rate floors and connection caps, and refuses ``Transfer-Encoding`` and malformed
+requests before the app is called. ``X-Doclake-Source-Name`` is UTF-8 (raw, percent-encoded,
+or RFC 5987 ``UTF-8''...``); a GET with a body is a 400, one answer, and the connection closed
+(issue 45).
 """
 
 from __future__ import annotations
@@ -50,15 +49,8 @@ from urllib.parse import quote, unquote, urlsplit
 
 from extract import run_choices
 from extract.result_json import publish_result
-from infra.serve import protocol
-from infra.serve.protocol import (
-    BadRequest,
-    CappedServer,
-    Pace,
-    StrictHandler,
-    content_length,
-)
-from infra.serve.signing import ExpiredError, SignatureError, sign, verify
+from infra.serve.protocol import BadRequest, CappedServer, Reply, Request
+from infra.serve.signing import SignatureError, sign, verify
 from infra.settings import Settings
 from ingest.uploads import Slot, Upload, new_slot, plan_upload
 from lake.layout import result_key
@@ -71,7 +63,6 @@ log = logging.getLogger(__name__)
 MIN_SECRET_BYTES = 32
 _UPLOAD_PATH = re.compile(r"^/uploads/([0-9a-f-]{36})/([0-9a-f-]{36})$")
 _RESULT_PATH = re.compile(r"^/results/([0-9a-f-]{36})\.json$")
-_CHUNK = 1024 * 1024
 MAX_REQUEST_JSON = 64 * 1024
 _EXT_VALUE = re.compile(r"(?i:utf-8)'[^']*'(.*)")
 _LOCAL_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -79,8 +70,8 @@ _LOCAL_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 def source_name_header(value: str | None) -> str:
     """The document's name from ``X-Doclake-Source-Name``: UTF-8, sent as an RFC 5987 value
-    (``UTF-8''r%C3%A9sum%C3%A9.pdf``), percent-encoded, or as raw UTF-8 bytes (which
-    ``http.server`` hands over decoded as Latin-1). Raw bytes that are not UTF-8 are Latin-1."""
+    (``UTF-8''r%C3%A9sum%C3%A9.pdf``), percent-encoded, or as raw UTF-8 bytes (which the
+    connection layer hands over decoded as Latin-1). Raw bytes that are not UTF-8 are Latin-1."""
     if not value:
         return "upload"
     extended = _EXT_VALUE.fullmatch(value)
@@ -148,7 +139,7 @@ class ServeApp:
         self.fields = fields
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.httpd = CappedServer((host, port), _handler_for(self))
+        self.httpd = CappedServer((host, port), self.handle)
         bound = self.httpd.server_address[0]
         self.host_names = set(_LOCAL_NAMES) | {host, str(bound)}
         self.any_address = bound in ("0.0.0.0", "::")  # then an IP literal Host is accepted too
@@ -234,6 +225,89 @@ class ServeApp:
         except KeyError:
             return None
 
+    # --- the routes: a Request in, a Reply out (``BadRequest`` refuses) -----------------------
+
+    def handle(self, request: Request) -> Reply:
+        """Answer one request (the connection layer, ``protocol.Connection``, calls this)."""
+        route = {"POST": self._post, "PUT": self._put, "GET": self._get}.get(request.method)
+        if route is None:
+            raise BadRequest(f"{request.method[:20]} is not served here",
+                             HTTPStatus.NOT_IMPLEMENTED)
+        if not self.host_allowed(request.headers.get("Host")):
+            raise BadRequest("the Host header does not name this server",
+                             HTTPStatus.MISDIRECTED_REQUEST)
+        return route(request)
+
+    def _post(self, request: Request) -> Reply:
+        if urlsplit(request.target).path != "/uploads":
+            raise BadRequest("POST /uploads is the only POST", HTTPStatus.NOT_FOUND)
+        if (request.length or 0) > MAX_REQUEST_JSON:
+            raise BadRequest("the request is too large", HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+        try:
+            body = json.loads(b"".join(request.body()) or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError
+        except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
+            raise BadRequest("the body must be a JSON object") from None
+        name = Path(str(body.get("source_name") or "upload")).name[:255] or "upload"
+        password = body.get("password")
+        if password is not None and (not isinstance(password, str) or len(password) > 1024):
+            raise BadRequest("password must be a string of at most 1024 characters")
+        return Reply(HTTPStatus.CREATED, self.new_upload(name, password or None))
+
+    def _put(self, request: Request) -> Reply:
+        parts = urlsplit(request.target)
+        match = _UPLOAD_PATH.match(parts.path)
+        if not match:
+            raise BadRequest("not an upload URL", HTTPStatus.NOT_FOUND)
+        slot = Slot(match.group(1), match.group(2))
+        try:
+            grant = verify(self.secret, slot.object_key, parts.query, now=time.time())
+        except SignatureError as error:  # ExpiredError too
+            raise BadRequest(str(error), HTTPStatus.FORBIDDEN) from None
+        size = request.length
+        if size is None:
+            raise BadRequest("send a Content-Length", HTTPStatus.LENGTH_REQUIRED)
+        if size > grant.max_bytes:
+            raise BadRequest(f"{size} bytes, over this slot's limit of {grant.max_bytes}",
+                             HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+        if size == 0:
+            raise BadRequest("the body is empty")
+        name = Path(source_name_header(request.headers.get("X-Doclake-Source-Name"))).name[:255]
+        if not self.claim(slot):
+            raise BadRequest("this slot has its upload already; ask for a new one",
+                             HTTPStatus.CONFLICT)
+        handed_over = False  # to accept(), which releases the claim itself
+        try:
+            with tempfile.NamedTemporaryFile(dir=self.settings.home, prefix=".upload-") as tmp:
+                digest = hashlib.sha256()
+                for chunk in request.body():
+                    tmp.write(chunk)
+                    digest.update(chunk)
+                tmp.flush()
+                handed_over = True
+                self.accept(slot, Path(tmp.name), name or "upload", size, digest.hexdigest())
+        finally:
+            if not handed_over:
+                with self.lock:
+                    self.claimed.discard(slot.job_id)
+        return Reply(HTTPStatus.CREATED, {"document_id": slot.document_id,
+                                          "result_url": f"{self.base_url}/{slot.result_key}"})
+
+    def _get(self, request: Request) -> Reply:
+        if request.length:
+            # h11 frames the body, so it could be read and passed over; it is refused instead,
+            # as a proxy in front may not frame it so (one answer, and the connection closed).
+            raise BadRequest("a GET carries no body")
+        match = _RESULT_PATH.match(urlsplit(request.target).path)
+        if not match:
+            raise BadRequest("GET /results/<document_id>.json", HTTPStatus.NOT_FOUND)
+        body = self.result(match.group(1))
+        if body is None:
+            return Reply(HTTPStatus.NOT_FOUND, {"error": "no result yet",
+                                                "document_id": match.group(1), "status": 404})
+        return Reply(HTTPStatus.OK, body)
+
     # --- background work -----------------------------------------------------------------------
 
     def _work(self) -> None:
@@ -284,119 +358,6 @@ class ServeApp:
         self.httpd.server_close()
         for thread in self._threads:
             thread.join(timeout=30)
-
-
-def _handler_for(app: ServeApp) -> type[StrictHandler]:
-    class Handler(StrictHandler):
-        def _guarded(self, method) -> None:
-            try:
-                if not app.host_allowed(self.headers.get("Host")):
-                    raise BadRequest("the Host header does not name this server",
-                                     HTTPStatus.MISDIRECTED_REQUEST)
-                method()
-            except BadRequest as error:
-                self._error(error.status, str(error))
-            except (TimeoutError, ConnectionError):
-                self.close_connection = True
-            except Exception:
-                log.exception("%s %s failed", self.command, self.path[:200])
-                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "the server failed; see its log")
-
-        def do_POST(self) -> None:  # noqa: N802 - http.server's spelling
-            self._guarded(self._post)
-
-        def do_PUT(self) -> None:  # noqa: N802
-            self._guarded(self._put)
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._guarded(self._get)
-
-        def _post(self) -> None:
-            if urlsplit(self.path).path != "/uploads":
-                return self._error(HTTPStatus.NOT_FOUND, "POST /uploads is the only POST")
-            length = content_length(self.headers, required=False)
-            if length > MAX_REQUEST_JSON:
-                return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "the request is too large")
-            try:
-                request = json.loads(self.rfile.read(length) or b"{}")
-                if not isinstance(request, dict):
-                    raise ValueError
-            except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
-                return self._error(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
-            name = Path(str(request.get("source_name") or "upload")).name[:255] or "upload"
-            password = request.get("password")
-            if password is not None and (not isinstance(password, str) or len(password) > 1024):
-                return self._error(HTTPStatus.BAD_REQUEST,
-                                   "password must be a string of at most 1024 characters")
-            self._send(HTTPStatus.CREATED, app.new_upload(name, password or None))
-
-        def _put(self) -> None:
-            parts = urlsplit(self.path)
-            match = _UPLOAD_PATH.match(parts.path)
-            if not match:
-                return self._error(HTTPStatus.NOT_FOUND, "not an upload URL")
-            slot = Slot(match.group(1), match.group(2))
-            try:
-                grant = verify(app.secret, slot.object_key, parts.query, now=time.time())
-            except ExpiredError as error:
-                return self._error(HTTPStatus.FORBIDDEN, str(error))
-            except SignatureError as error:
-                return self._error(HTTPStatus.FORBIDDEN, str(error))
-            size = content_length(self.headers, required=True)
-            if size > grant.max_bytes:
-                return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                                   f"{size} bytes, over this slot's limit of {grant.max_bytes}")
-            if size == 0:
-                return self._error(HTTPStatus.BAD_REQUEST, "the body is empty")
-            name = Path(source_name_header(self.headers.get("X-Doclake-Source-Name"))).name[:255]
-            self._deadline(protocol.BODY_DEADLINE_S + size / protocol.BODY_MIN_RATE)
-            if not app.claim(slot):
-                return self._error(HTTPStatus.CONFLICT,
-                                   "this slot has its upload already; ask for a new one")
-            handed_over = False  # to accept(), which releases the claim itself
-            try:
-                with tempfile.NamedTemporaryFile(dir=app.settings.home, prefix=".upload-") as tmp:
-                    digest = hashlib.sha256()
-                    remaining = size
-                    pace = Pace(self._watchdog)
-                    try:
-                        while remaining:
-                            chunk = self.rfile.read1(min(_CHUNK, remaining))
-                            if not chunk:
-                                return self._error(HTTPStatus.BAD_REQUEST,
-                                                   "the body ended early")
-                            pace.received += len(chunk)
-                            tmp.write(chunk)
-                            digest.update(chunk)
-                            remaining -= len(chunk)
-                    finally:
-                        pace.stop()
-                    tmp.flush()
-                    handed_over = True
-                    app.accept(slot, Path(tmp.name), name or "upload", size, digest.hexdigest())
-            finally:
-                if not handed_over:
-                    with app.lock:
-                        app.claimed.discard(slot.job_id)
-            self._send(HTTPStatus.CREATED, {"document_id": slot.document_id,
-                                            "result_url": f"{app.base_url}/{slot.result_key}"})
-
-        def _get(self) -> None:
-            if self.headers.get("Transfer-Encoding") is not None or \
-                    content_length(self.headers, required=False):
-                # Read as a second request, a body would be answered twice (a desync behind a
-                # proxy): one answer, and the connection closed with the body unread.
-                return self._error(HTTPStatus.BAD_REQUEST, "a GET carries no body")
-            match = _RESULT_PATH.match(urlsplit(self.path).path)
-            if not match:
-                return self._error(HTTPStatus.NOT_FOUND, "GET /results/<document_id>.json")
-            body = app.result(match.group(1))
-            if body is None:
-                return self._send(HTTPStatus.NOT_FOUND, {
-                    "error": "no result yet", "document_id": match.group(1), "status": 404})
-            self._send(HTTPStatus.OK, body)
-
-    return Handler
 
 
 def serve_command(host: str, port: int, settings: Settings, *, expiry_s: int,
