@@ -1,8 +1,8 @@
 """``doclake serve``'s connection layer: HTTP/1.1 through h11, apart from the app (``server``).
 
-One ``h11.Connection`` per socket parses each request and frames its body (Content-Length, and
-chunked where h11 meets it), so a body is never read as a request; every answer is written
-through it too, refusals included. The app is a function ``Request -> Reply`` that never sees a
+One ``h11.Connection`` per socket parses each request and frames its body by its
+Content-Length, so a body is never read as a request; every answer is written through it too,
+refusals, 408s and 503s included. The app is a function ``Request -> Reply`` that never sees a
 socket: it reads a body with ``Request.body()``, refuses with ``BadRequest``.
 
 What this layer adds to h11:
