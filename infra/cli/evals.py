@@ -58,7 +58,6 @@ UntilOption = Annotated[str | None, typer.Option(
     "--until", help="Window end (same forms; default: now).", show_default=False)]
 
 
-
 def file_format_option(formats: str, what: str):
     """``--file-format``: the layout of the file a command reads or writes (``--format`` is
     always how the result on stdout is printed: table, csv or json)."""
