@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from dashboards import charts, queries
 
-__all__ = ["Chart", "CHARTS", "HEADLINE", "HEADERS", "seconds_text", "FILTERED_VIEWS", "windowed", "render",
+__all__ = ["Chart", "CHARTS", "HEADLINE", "HEADERS", "HINT_HEADER", "seconds_text", "FILTERED_VIEWS",
+           "windowed", "render",
            "CSP", "PAGE"]
 
 
@@ -101,6 +102,9 @@ def _path_html(text: str) -> str:
 
 HEADERS = {"source_path": "file (path in the room)", "end_to_end_seconds": "end to end (s)",
            "until_final_seconds": "until final status (s)", "finished_at": "finished (UTC)"}
+HINT_HEADER = "what to do"
+"""The column a table with a ``reason`` gets beside it: the hint for that reason (the same words
+as the run's summary, ``doclake status`` and ``doclake show``), never a figure of the query."""
 
 
 def _header(column: str) -> str:
@@ -108,14 +112,26 @@ def _header(column: str) -> str:
     return HEADERS.get(column, column.replace("_", " "))
 
 
-def _table(rows: pa.Table) -> str:
+def _table(rows: pa.Table, hint: Callable[[str], str] | None = None) -> str:
+    """The rows as an HTML table; with ``hint``, a ``reason`` column is followed by what to do
+    about each reason."""
     words = [_is_word_column(c) for c in rows.column_names]
     paths = [c.endswith(("path", "source_name")) for c in rows.column_names]
-    head = "".join(f"<th>{html.escape(_header(c))}</th>" for c in rows.column_names)
+    hinted = hint is not None and "reason" in rows.column_names
+
+    def hint_cell(column: str, value: object) -> str:
+        if not hinted or column != "reason":
+            return ""
+        return f'<td class="hint">{html.escape(hint(str(value)) if value else "")}</td>'
+
+    head = "".join(f"<th>{html.escape(_header(c))}</th>"
+                   + (f"<th>{HINT_HEADER}</th>" if hinted and c == "reason" else "")
+                   for c in rows.column_names)
     body = "".join(
         "<tr>" + "".join(('<td class="word">' if word else "<td>")
                          + (_path_html(_cell(v)) if path else html.escape(_cell(v))) + "</td>"
-                         for v, word, path in zip(r.values(), words, paths, strict=True))
+                         + hint_cell(c, v)
+                         for (c, v), word, path in zip(r.items(), words, paths, strict=True))
         + "</tr>" for r in rows.to_pylist())
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -204,9 +220,11 @@ def windowed(sql: str, since: date | None, until: date | None) -> str:
 
 
 def render(lake_uri: str, *, since: date | None = None, until: date | None = None,
-           now: datetime | None = None) -> str:
+           now: datetime | None = None, hint: Callable[[str], str] | None = None) -> str:
     """The whole page: headline figures, then every panel of ``CHARTS``, over the lake at
-    ``lake_uri`` (only the days from ``since`` to ``until``, UTC, when given)."""
+    ``lake_uri`` (only the days from ``since`` to ``until``, UTC, when given); ``hint`` gives
+    what to do about a failure reason, shown beside each failed file (``doclake dashboard``
+    passes the run summary's hints; this package does not import the command's)."""
     from lake.catalog import connect
 
     now = now or datetime.now(UTC)
@@ -224,7 +242,8 @@ def render(lake_uri: str, *, since: date | None = None, until: date | None = Non
             if not rows.num_rows:
                 body = f'<p class="empty" data-query="{chart.query}">{html.escape(chart.empty)}</p>'
             elif chart.table:
-                body = f'<div class="table" data-query="{chart.query}">{_table(rows)}</div>'
+                body = (f'<div class="table" data-query="{chart.query}">'
+                        f"{_table(rows, hint)}</div>")
             else:
                 body = (f'<div class="chart" data-query="{chart.query}">'
                         f"{charts.svg(chart.draw(_frame(rows)))}</div>")

@@ -1,6 +1,6 @@
 """Labelling in Label Studio: tasks out in its JSON task format, completed annotations back in.
 
-Export (``doclake evals sample --format label-studio``): one task per document, its ``data``
+Export (``doclake evals sample --file-format label-studio``): one task per document, its ``data``
 holding the document's pages as text (``text``, each page under a ``--- page N ---`` line),
 the ``document_id`` and ``sha256`` of the version shown, the schema's ``fields`` and the
 sheet's ``provenance``; with ``--pre-filled``, the model's values as ``predictions`` (one
@@ -8,7 +8,7 @@ TextArea result per field, the values as its lines: Label Studio shows them as a
 pre-annotation to correct), none when blind. ``label_config`` is the labelling interface to
 paste into the project: the text, and one TextArea per field.
 
-Import (``doclake evals import-labels FILE --format label-studio``): Label Studio's JSON export
+Import (``doclake evals import-labels FILE --file-format label-studio``): Label Studio's JSON export
 of the project, each task's latest annotation that was not cancelled; a TextArea's lines are the
 field's values, a field with no result has none. The task's ``sha256`` binds the answer to the
 bytes labelled, as on the CSV sheet; the labeller is the annotator's e-mail (``completed_by``
@@ -140,7 +140,7 @@ def parse_annotations(path: Path) -> list[LabelInput]:
         sha, document_id = str(data.get("sha256") or ""), str(data.get("document_id") or "")
         if not sha and not document_id:
             raise LabelError(f"{where}: the task's data has no sha256 or document_id (export "
-                             "tasks with `doclake evals sample --format label-studio`)")
+                             "tasks with `doclake evals sample --file-format label-studio`)")
         latest = max(done, key=lambda a: str(a.get("updated_at") or a.get("created_at") or ""))
         names = [str(n) for n in data.get("fields") or []]
         key, kind = (sha, "sha256") if sha else (document_id, "document_id")

@@ -17,7 +17,7 @@ document has none", which is what lets an empty gold set be labelled at all):
   ``in.tsv.xz`` (file names, same order); a document is found by the SHA-256 of
   ``documents/<name>`` when that file is there, else by its source file name. Each label covers
   every field the split names, since the benchmark scores every predicted token;
-- label-studio: Label Studio's JSON export of tasks made by ``doclake evals sample --format
+- label-studio: Label Studio's JSON export of tasks made by ``doclake evals sample --file-format
   label-studio`` (``evals.label_studio``).
 
 A label binds to the bytes labelled: when a row gives a ``sha256`` (the labelling sheet always

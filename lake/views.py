@@ -39,6 +39,7 @@ from lake.schema import ENVELOPE_FIELDS, Column, columns
 
 __all__ = ["TERMINAL", "PARTITION_COLUMN", "MONEY", "ISO_DATE", "raw_view", "dedup_view", "utc_timestamp",
            "dedup_sql", "events_sql", "STAGES", "STAGE_LANES", "STAGE_LANE_NAMES", "STAGE_NAMES",
+           "PAGE_BUCKET_NAMES",
            "stage_timings_sql", "DERIVED_VIEWS", "CONTRACT_TABLES", "EVAL_TABLES"]
 
 TERMINAL = "('succeeded', 'failed')"
@@ -144,6 +145,9 @@ STAGE_LANE_NAMES = ("split", "converter", "ocr", "model", "cpu", "fields")
 STAGE_NAMES = tuple(name for name, _, _ in STAGES[:2]) + ("split", "convert") + tuple(
     name for name, _, _ in STAGES[3:])
 """Every value ``stage_timings.stage`` can hold."""
+PAGE_BUCKET_NAMES = ("1-20", "21-50", "51-100", "101-300", "over 300", "unknown")
+"""Every value ``job_latency.page_bucket`` can hold (the words of its CASE in ``DERIVED_VIEWS``):
+``unknown`` for a job that never learnt its page count, because it failed before."""
 
 
 def stage_timings_sql() -> str:

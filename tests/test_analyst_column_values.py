@@ -21,9 +21,9 @@ from lake.writer import ParquetEventWriter
 ROOT = Path(__file__).resolve().parents[1]
 FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
         "DOCLAKE_CPU_WORKERS": "1", "DOCLAKE_SIMULATED_LATENCY_SCALE": "0.05"}
-PARTLY_EXERCISED = {("documents", "detected_format")}
-"""Columns whose every value is not in the test lake (a file of each of 21 formats): the lake's
-values must still all be documented."""
+PARTLY_EXERCISED = {("documents", "detected_format"), ("job_latency", "page_bucket")}
+"""Columns whose every value is not in the test lake (a file of each of 21 formats; no document
+of over 20 pages): the lake's values must still all be documented."""
 DAY = datetime(2026, 5, 4, 10, tzinfo=UTC)
 
 
@@ -183,6 +183,19 @@ def test_every_documented_value_set_is_exactly_what_the_lake_holds(found):
     assert mismatches(column_values(), found) == []
 
 
+def test_a_failed_jobs_page_bucket_is_unknown_and_documented(found, home):
+    """A job that failed before it counted its pages (a corrupt file) is in the bucket
+    ``unknown``, which the schema reference and the analysts' page both list."""
+    failed = json.loads(_invoke("sql", "SELECT DISTINCT page_bucket FROM job_latency WHERE "
+                                "status = 'failed' AND pages IS NULL", "--home", home,
+                                "--format", "json").output)
+    assert [row["page_bucket"] for row in failed] == ["unknown"]
+    assert "unknown" in found[("job_latency", "page_bucket")]
+    schema = _invoke("schema", "job_latency", "--format", "json").output
+    said = next(c for c in json.loads(schema) if c["column"] == "page_bucket")
+    assert "one of: 1-20, 21-50, 51-100, 101-300, over 300, unknown" in json.dumps(said)
+
+
 def test_a_value_removed_from_an_enum_is_caught(found, monkeypatch):
     """Drop a word from the enums the docs are read from (the model call's outcomes, the
     stages): the documentation loses it, the lake still holds it, the comparison says so."""
@@ -221,6 +234,6 @@ def test_the_schema_reference_lists_each_columns_values_under_its_own_table():
 def test_the_analysts_page_lists_every_reader_and_stage():
     text = (ROOT / "docs" / "analysts.md").read_text(encoding="utf-8")
     for key in (("pages", "reader"), ("stage_timings", "stage"), ("jobs", "status"),
-                ("results", "status"), ("model_calls", "outcome")):
+                ("results", "status"), ("model_calls", "outcome"), ("job_latency", "page_bucket")):
         for value in column_values()[key]:
             assert f"`{value}`" in text, (key, value)

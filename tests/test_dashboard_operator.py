@@ -48,6 +48,10 @@ def test_a_text_only_run_gives_an_operator_page(tmp_path, pdf_factory):
     assert re.fullmatch(r"\d+\.\d s / \d+\.\d s", cards["end-to-end latency p50 / p95"])
     failed = re.search(r'data-query="failed_files">(.*?)</div>', page, re.S).group(1)
     assert "contracts/<wbr>broken.docx" in failed and ">corrupt<" in failed  # breaks after /
+    # beside each failure, what to do about it (the summary's words for `corrupt`)
+    assert "<th>reason</th><th>what to do</th>" in failed
+    assert ('>corrupt</td><td class="hint">the file is damaged or truncated; re-export or '
+            're-download it, then run it again</td>') in failed
     slowest = re.search(r'data-query="slowest_documents">(.*?)</div>', page, re.S).group(1)
     assert "a.pdf" in slowest and "b.pdf" in slowest
     charts = re.findall(r'<div class="chart" data-query="(\w+)"><svg', page)

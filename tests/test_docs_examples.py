@@ -2,8 +2,14 @@
 
 How to write an example that is checked (``support.docs_examples`` finds them):
 
-- a fenced ``sql`` block runs with ``doclake sql`` against a home made by ``doclake run examples``
-  (the bundled example NDAs, default options): it must succeed;
+- a fenced ``sql`` block runs with ``doclake sql`` against a home made by ``doclake run examples
+  damaged.pdf`` (the bundled example NDAs, default options, and a PDF cut short so that the
+  failure recipes have a failure to return): it must succeed, and
+  - where a ``text`` block follows it (blank lines only between), that block is its result as
+    ``--format table`` prints it (``COLUMNS=120``), compared line by line as below;
+  - otherwise it must return rows (its last statement), unless
+    ``<!-- docs-test: no-rows REASON -->`` on the line before its fence says why it returns
+    none over that home (no labels, no model calls);
 - in a ``sh`` block, each line starting with ``doclake `` runs in bash with ``DOCLAKE_HOME`` set to
   that home, in a scratch folder holding a copy of ``examples/``: it must exit 0;
 - a ``text`` block starting with ``$ doclake ...`` runs that command and compares what it prints
@@ -32,17 +38,20 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FOUND = examples(PAGES)
 FAST = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2"}
+DAMAGED_PDF = b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog"  # a header, then nothing: cut short
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """A scratch folder with a copy of examples/, and the environment of a home made from it."""
+    """A scratch folder with a copy of examples/ and a damaged PDF, and the environment of a
+    home made from them."""
     folder = tmp_path_factory.mktemp("docs")
     shutil.copytree(ROOT / "examples", folder / "examples")
+    (folder / "damaged.pdf").write_bytes(DAMAGED_PDF)
     home = folder / "home"
     env = {**os.environ, **FAST, "DOCLAKE_HOME": str(home), "COLUMNS": "120",
            "PATH": f"{Path(doclake_command()).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run([doclake_command(), "run", "examples"], cwd=folder, env=env,
+    done = subprocess.run([doclake_command(), "run", "examples", "damaged.pdf"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return folder, env
@@ -53,6 +62,37 @@ def test_the_docs_have_examples():
     assert languages == {"sql", "sh", "shown"}, \
         "README.md and docs/ should show runnable SQL, commands and a command's output"
     assert sum(e.path.name == "README.md" for e in FOUND) >= 5
+    results = [e.name for e in FOUND if e.language == "sql" and e.shown and e.skip is None]
+    assert len(results) >= 3, f"SQL blocks whose result the docs show: {results}"
+
+
+def _rows(stdout: str) -> list[list]:
+    """Each statement's rows, from ``doclake sql --format json`` (one array a statement)."""
+    import json
+
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def _check_sql(example, folder: Path, env: dict[str, str]) -> None:
+    """A sql block's shown result, compared; else the rows it must return."""
+    printed = "table" if example.shown is not None else "json"
+    done = subprocess.run([doclake_command(), "sql", example.code, "--format", printed],
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, (f"{example.name} failed ({done.returncode}):\n{example.code}\n"
+                                  f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    if example.shown is not None:
+        lines = [line.rstrip() for line in done.stdout.splitlines()]
+        assert output_matches(example.shown, lines), (
+            f"{example.name}: the docs show\n" + "\n".join(example.shown)
+            + "\nbut the query printed\n" + "\n".join(lines))
+        return
+    statements = _rows(done.stdout)
+    if example.no_rows is None:
+        assert statements and statements[-1], (
+            f"{example.name} returned no rows over the examples; show its result in a text "
+            "block after it, or say why it returns none: <!-- docs-test: no-rows REASON -->")
 
 
 @pytest.mark.parametrize("example", FOUND, ids=[e.name for e in FOUND])
@@ -72,9 +112,9 @@ def test_the_example_runs(example, workspace):
         assert "Traceback" not in done.stderr
         return
     if example.language == "sql":
-        argv = [doclake_command(), "sql", example.code, "--format", "csv"]
-    else:
-        argv = ["bash", "-o", "pipefail", "-c", example.code]
+        _check_sql(example, folder, env)
+        return
+    argv = ["bash", "-o", "pipefail", "-c", example.code]
     done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, (f"{example.name} failed ({done.returncode}):\n{example.code}\n"
@@ -121,3 +161,17 @@ def test_the_operators_page_lists_every_failure_hint_and_real_settings():
 
     named = re.findall(r"^\| `DOCLAKE_([A-Z0-9_]+)` \|", page, flags=re.MULTILINE)
     assert named and all(name.lower() in Settings.model_fields for name in named), named
+
+
+def test_a_result_block_belongs_to_the_query_just_above_it(tmp_path):
+    """How the docs mark a query's result and a query that returns no rows (read by hand here)."""
+    page = tmp_path / "page.md"
+    page.write_text("\n".join([
+        "```sql", "SELECT 1 AS one", "```", "```text", "one", "1", "```", "",
+        "<!-- docs-test: no-rows nothing yet -->", "```sql", "SELECT 1 WHERE false", "```",
+        "", "A paragraph between.", "", "```text", "not a result", "```", ""]), encoding="utf-8")
+    first, second, third = examples([page])
+    assert (first.language, first.code, first.shown, first.no_rows) == (
+        "sql", "SELECT 1 AS one", ("one", "1"), None)
+    assert (second.language, second.shown, second.no_rows) == ("sql", None, "nothing yet")
+    assert third.language == "shown" and third.skip.startswith("UNCHECKED")

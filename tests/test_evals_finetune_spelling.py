@@ -66,7 +66,7 @@ def test_targets_spell_names_as_the_document_does_and_the_manifest_hashes_the_fi
     assert imported.exit_code == 0, imported.output
     out = tmp_path / "set" / "nda.jsonl"
     exported = invoke("evals", "export-finetune", "--home", home, "--out", str(out),
-                      "--format", "openai")
+                      "--file-format", "openai")
     assert exported.exit_code == 0, exported.output
     manifest = json.loads(out.with_name("nda.manifest.json").read_text())
 

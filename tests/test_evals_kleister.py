@@ -53,7 +53,7 @@ def geval_f1(out_lines: list[str], expected_lines: list[str]) -> tuple[float, in
 def test_evals_score_equals_the_benchmark_metric_on_the_train_split(tmp_path):
     home = str(tmp_path / "home")
     doclake("run", str(SPLIT / "documents"), "--home", home, "--fields", "nda")
-    doclake("evals", "import-labels", str(SPLIT / "expected.tsv"), "--format", "kleister",
+    doclake("evals", "import-labels", str(SPLIT / "expected.tsv"), "--file-format", "kleister",
             "--home", home, "--labeller", "kleister")
     scored = json.loads(doclake("evals", "score", "--home", home, "--format", "json"))
 

@@ -123,7 +123,7 @@ def test_reingest_while_labelling_leaves_the_label_stale_and_f1_unchanged(tmp_pa
     (gold / "in.tsv").write_text("".join(f"{name}\tparty\ttext\n" for name, _ in rows[:2]))
     (gold / "expected.tsv").write_text("".join(f"{line}\n" for _, line in rows[:2]))
     _ok("run", str(docs), "--home", home, "--fields", "nda")
-    _ok("evals", "import-labels", str(gold / "expected.tsv"), "--format", "kleister", "--home",
+    _ok("evals", "import-labels", str(gold / "expected.tsv"), "--file-format", "kleister", "--home",
         home)
     before = json.loads(_ok("evals", "score", "--home", home, "--format", "json", "--dry-run"))
     assert (before["scored_documents"], before["stale_labels"]) == (2, 0)
@@ -152,7 +152,7 @@ def test_reingest_while_labelling_leaves_the_label_stale_and_f1_unchanged(tmp_pa
               f"(job_id) WHERE r.document_id = '{document_id}' ORDER BY field, value_index")
     assert now != seen  # bound to the new version, the label would be scored wrong
 
-    imported = invoke("evals", "import-labels", str(sheet), "--home", home, "--report-format",
+    imported = invoke("evals", "import-labels", str(sheet), "--home", home, "--format",
                       "json")
     assert imported.exit_code == 0, imported.output
     report = json.loads(imported.stdout)

@@ -46,7 +46,7 @@ def _home(tmp_path: Path) -> Path:
 
 
 def _export(home: Path, out: Path, *flags: str) -> list[dict]:
-    result = invoke("evals", "sample", "--home", str(home), "--format", "label-studio", "--out",
+    result = invoke("evals", "sample", "--home", str(home), "--file-format", "label-studio", "--out",
                     str(out), *flags)
     assert result.exit_code == 0, result.output
     return json.loads(out.read_text())
@@ -100,8 +100,8 @@ def test_completed_annotations_import_bound_by_sha256(tmp_path: Path):
         sha256="f" * 64, bytes=2, version=2, occurred_at=T0 + timedelta(hours=1))])
     exported = tmp_path / "export.json"
     exported.write_text(json.dumps(_annotated(tasks, ["Acme Inc.\nBeta"])))
-    result = invoke("evals", "import-labels", str(exported), "--format", "label-studio",
-                    "--home", str(home), "--report-format", "json")
+    result = invoke("evals", "import-labels", str(exported), "--file-format", "label-studio",
+                    "--home", str(home), "--format", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert (report["imported"], report["stale"], report["provenance"]) == (2, 1, {"blind": 2})
@@ -125,7 +125,7 @@ def test_a_task_whose_sha256_is_not_a_version_of_its_document_is_refused(tmp_pat
         else DOCS[0][2]
     exported = tmp_path / "export.json"
     exported.write_text(json.dumps(_annotated(tasks[:1], ["Acme Inc."])))
-    result = invoke("evals", "import-labels", str(exported), "--format", "label-studio",
+    result = invoke("evals", "import-labels", str(exported), "--file-format", "label-studio",
                     "--home", str(home))
     assert result.exit_code == 2
     assert "refused export.json: task 1: sha256" in result.output
@@ -166,7 +166,7 @@ def test_a_numbered_completed_by_is_recorded_as_the_annotators_email(tmp_path: P
     tasks = _export(home, tmp_path / "tasks.json")
     exported = tmp_path / "project-3-at-2026-05-05.json"
     exported.write_text(json.dumps(_as_label_studio_exports(tasks)))
-    result = invoke("evals", "import-labels", str(exported), "--format", "label-studio",
+    result = invoke("evals", "import-labels", str(exported), "--file-format", "label-studio",
                     "--home", str(home))
     assert result.exit_code == 0, result.output
     labels = sql(str(home), "SELECT labeller FROM labels ORDER BY labeller")

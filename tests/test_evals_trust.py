@@ -263,7 +263,7 @@ def test_a_second_reviewer_is_agreement_not_a_replacement(tmp_path):
     import_labels(lake, tmp_path / "first.jsonl", "jsonl", labeller="ann", now=T0)
 
     result = invoke("evals", "agreement", str(tmp_path / "second.csv"), "--home", str(home),
-                    "--report-format", "json")
+                    "--format", "json")
     assert result.exit_code == 0, result.output
     found = {f["field"]: f for f in json.loads(result.stdout)["fields"]}
     # 'Acme Inc.' and 'Acme, Inc.' are one token: they agree on every document, but with one

@@ -51,7 +51,7 @@ def test_a_label_meets_only_the_version_it_was_written_for(tmp_path):
     (labels / "expected.tsv").write_text("".join(f"{gold}\n" for _, gold in rows[:10]))
 
     doclake("run", str(docs), "--home", home, "--fields", "nda")
-    doclake("evals", "import-labels", str(labels / "expected.tsv"), "--format", "kleister",
+    doclake("evals", "import-labels", str(labels / "expected.tsv"), "--file-format", "kleister",
             "--home", home, "--labeller", "kleister")
     before = json.loads(doclake("evals", "score", "--home", home, "--format", "json",
                                 "--dry-run"))
@@ -76,7 +76,7 @@ def test_a_label_meets_only_the_version_it_was_written_for(tmp_path):
     assert any("training set" in w and "in-sample" in w for w in scored["warnings"])
 
     out = tmp_path / "set.jsonl"
-    doclake("evals", "export-finetune", "--out", str(out), "--format", "openai",
+    doclake("evals", "export-finetune", "--out", str(out), "--file-format", "openai",
             "--validation-percent", "0", "--test-percent", "0", "--home", home)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     from infra.evals_wiring import page_reader

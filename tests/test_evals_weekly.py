@@ -72,7 +72,7 @@ def _four_weeks(home: Path) -> None:
             n += 1
     write_events(str(home / "lake"), events)
     (home / "labels.jsonl").write_text("\n".join(labels) + "\n")
-    result = invoke("evals", "import-labels", str(home / "labels.jsonl"), "--format", "jsonl",
+    result = invoke("evals", "import-labels", str(home / "labels.jsonl"), "--file-format", "jsonl",
                     "--home", str(home))
     assert result.exit_code == 0, result.output
 
@@ -177,7 +177,7 @@ def test_the_week_by_document_date_is_not_moved_by_a_labelling_lag(tmp_path: Pat
                                   .isoformat()}))
     write_events(str(home / "lake"), events)
     (home / "l.jsonl").write_text("\n".join(labels) + "\n")
-    assert invoke("evals", "import-labels", str(home / "l.jsonl"), "--format", "jsonl",
+    assert invoke("evals", "import-labels", str(home / "l.jsonl"), "--file-format", "jsonl",
                   "--home", str(home)).exit_code == 0
     lake = str(home / "lake")
     by_label = {w: weekly_report(lake, Week.parse(w), weeks=1, resamples=0).run.labels

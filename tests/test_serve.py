@@ -101,8 +101,8 @@ def test_the_operators_page_client_example_runs_against_a_live_server(settings):
         pytest.skip("curl is not installed")
     root = Path(__file__).resolve().parents[1]
     page = root / "docs" / "operators.md"
-    (body,) = [body for _, language, body, skip in _blocks(page)
-               if language == "bash" and skip and "tests/test_serve.py" in skip]
+    (body,) = [block.body for block in _blocks(page)
+               if block.language == "bash" and block.skip and "tests/test_serve.py" in block.skip]
     server = ServeApp(settings, fields=("nda", "rules")).start()
     try:
         script = "\n".join(body).replace("127.0.0.1:8480", server.base_url.split("//")[1])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -246,7 +247,27 @@ _KINDS = {"WorkSheet": "worksheet", "ChartSheet": "chart sheet", "DialogSheet": 
           "MacroSheet": "macro sheet", "Vba": "vba"}
 
 
-def _open(path: Path, fmt: Format, folder: str):
+# calamine's own refusal of a grid too large to build (an ODS whose repeated rows and columns
+# span billions of cells, say): "Cell limit exceeded (17179869184 cells requested, max
+# 100000000)". The workbook is not damaged: it is over a size limit, and says so.
+_CALAMINE_CELL_LIMIT = re.compile(r"Cell limit exceeded \((\d+) cells requested, max (\d+)\)")
+
+
+def _cell_limit(error: Exception, limits: SheetLimits) -> LimitExceeded | None:
+    """calamine's cell-limit refusal as ``too_many_cells``; None for any other error."""
+    match = _CALAMINE_CELL_LIMIT.search(str(error))
+    if match is None:
+        return None
+    requested, cap = int(match.group(1)), int(match.group(2))
+    if limits.max_cells <= cap:  # ours is the binding limit: raising it is what would help
+        said = f"over the limit of {limits.max_cells}"
+    else:
+        said = f"over calamine's own cap of {cap} (DOCLAKE_MAX_SHEET_CELLS cannot lift it)"
+    return LimitExceeded(f"the workbook spans {requested} cells, {said}",
+                         error_type="too_many_cells")
+
+
+def _open(path: Path, fmt: Format, folder: str, limits: SheetLimits):
     import python_calamine as calamine
 
     linked = Path(folder) / f"book{_EXTENSIONS[fmt]}"
@@ -256,7 +277,8 @@ def _open(path: Path, fmt: Format, folder: str):
     except calamine.PasswordError:
         raise EncryptedDocument("the workbook is password-protected") from None
     except (calamine.CalamineError, OSError, ValueError) as error:
-        raise CorruptDocument(f"calamine cannot open the {fmt.value} workbook: {error}") from None
+        raise _cell_limit(error, limits) or CorruptDocument(
+            f"calamine cannot open the {fmt.value} workbook: {error}") from None
 
 
 def _sheets(workbook) -> list[SheetInfo]:
@@ -309,7 +331,8 @@ def _read(workbook, sheet: SheetInfo, limits: SheetLimits, *,
         rows = loaded.to_python(skip_empty_area=False) if height else []
         text = render_rows(header, rows, limits)
     except (calamine.CalamineError, OSError, ValueError) as error:
-        raise CorruptDocument(f"calamine cannot read sheet {sheet.name!r}: {error}") from None
+        raise _cell_limit(error, limits) or CorruptDocument(
+            f"calamine cannot read sheet {sheet.name!r}: {error}") from None
     return SheetText(sheet.position, text.text, text.rows, text.cells, text.duration_ms)
 
 
@@ -319,7 +342,7 @@ def plan_workbook(path: Path, fmt: Format, limits: SheetLimits,
     ``read_all`` (an old .xls, parsed whole anyway) or when there is only one."""
     with memory_limit(limits.max_memory_bytes, "reading the workbook"), \
             tempfile.TemporaryDirectory(prefix=scratch_prefix("sheet")) as folder:
-        workbook = _open(path, fmt, folder)
+        workbook = _open(path, fmt, folder, limits)
         sheets = _sheets(workbook)
         wanted = sheets if (read_all or len(sheets) == 1) else sheets[:1]
         _check_extents(path, fmt, wanted, limits)
@@ -330,7 +353,7 @@ def read_sheet(path: Path, fmt: Format, position: int, limits: SheetLimits) -> S
     """One sheet's text, by position (1-based)."""
     with memory_limit(limits.max_memory_bytes, "reading the sheet"), \
             tempfile.TemporaryDirectory(prefix=scratch_prefix("sheet")) as folder:
-        workbook = _open(path, fmt, folder)
+        workbook = _open(path, fmt, folder, limits)
         sheets = _sheets(workbook)
         if not 1 <= position <= len(sheets):
             raise CorruptDocument(f"the workbook has {len(sheets)} sheets, no sheet {position}")

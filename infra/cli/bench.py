@@ -135,6 +135,7 @@ def _load(spec, home: Path | None) -> dict:
 
 @bench_app.command()
 def burst(
+    home: HomeOption = None,
     docs: Annotated[int, typer.Option(min=1, help="Documents, all arriving at once.")] = 200,
     concurrency: Annotated[int, typer.Option(min=1, help="Workers reading (the cap, C).")] = 10,
     service_time: Annotated[float, typer.Option(min=0.01, help="Seconds the simulated provider "
@@ -152,7 +153,6 @@ def burst(
     latency_sigma: Annotated[float | None, typer.Option(min=0.0, help="Sigma of the simulated "
                              "call latency (default: the write-up's fit, 0.762); lower takes "
                              "the lognormal tail out of the drain.")] = None,
-    home: HomeOption = None,
     output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json")] = None,
 ) -> None:
     """A burst (or a steady stream) of simulated documents against Little's law: throughput
@@ -174,12 +174,12 @@ def burst(
 
 @bench_app.command()
 def fanout(
+    home: HomeOption = None,
     pages: Annotated[int, typer.Option(min=1, help="Pages of the one long document.")] = 300,
     concurrency: Annotated[int, typer.Option(min=1, help="Workers.")] = 64,
     scale: Annotated[float, typer.Option(min=0.01, help="Simulated latency scale (1.0: "
                      "2.9 s median call).")] = 1.0,
     poll_interval: Annotated[float, typer.Option(help="Poller period, seconds.")] = 1.0,
-    home: HomeOption = None,
     output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json")] = None,
 ) -> None:
     """One long document at high concurrency, against its slowest unit plus one poll interval
@@ -205,16 +205,16 @@ def fanout(
 
 @bench_app.command()
 def plan(
-    docs: Annotated[int, typer.Option(min=1, help="Documents in the burst.")],
-    within: Annotated[float, typer.Option(min=1, help="Seconds to drain it in.")],
+    home: Annotated[Path | None, typer.Option("--home", help="The home whose lake holds "
+                    "measured runs.", show_default=False)] = None,
+    docs: Annotated[int, typer.Option(min=1, help="Documents in the burst.")] = ...,
+    within: Annotated[float, typer.Option(min=1, help="Seconds to drain it in.")] = ...,
     bucket: Annotated[str | None, typer.Option(help="Size bucket whose service time to use "
                       "(1-20, 21-50, 51-100, 101-300, over 300); default all.")] = None,
     utilization: Annotated[float, typer.Option(min=0.05, max=1.0, help="Share of worker time "
                            "spent on documents (bench burst at the write-up's sigma: 0.885).")] = 0.88,
     memory_mb: Annotated[int, typer.Option(min=128, help="Lambda memory, for compute cost.")]
     = 2048,
-    home: Annotated[Path | None, typer.Option("--home", help="The home whose lake holds "
-                    "measured runs.", show_default=False)] = None,
     output_format: Annotated[str | None, typer.Option("--format", help="table|csv|json")] = None,
 ) -> None:
     """What concurrency drains DOCS within WITHIN seconds, from the lake's measured service

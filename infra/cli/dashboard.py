@@ -17,8 +17,8 @@ HomeOption = Annotated[Path | None, typer.Option("--home", help="State folder "
 
 
 def dashboard(
-    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")],
     home: HomeOption = None,
+    out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")] = ...,
     since: Annotated[str | None, typer.Option(help="First UTC day shown (YYYY-MM-DD); "
                      "overrides --days.", show_default=False)] = None,
     until: Annotated[str | None, typer.Option(help="Last UTC day shown (YYYY-MM-DD).",
@@ -41,8 +41,10 @@ def dashboard(
         window["--since"] = datetime.now(UTC).date() - timedelta(days=days - 1)
     settings = open_settings(home, Access.READ)
     from dashboards.report import render
+    from infra.cli.render.failure_hints import failure_hint
 
-    page = render(settings.lake, since=window["--since"], until=window["--until"])
+    page = render(settings.lake, since=window["--since"], until=window["--until"],
+                  hint=failure_hint)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as error:

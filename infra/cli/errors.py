@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 __all__ = ["USAGE", "UserError", "set_debug", "settings_error", "at_least", "EXTRA_OF_MODULE",
-           "stderr_console", "report", "COMMAND_ORDER", "DoclakeGroup"]
+           "stderr_console", "report", "COMMAND_ORDER", "WorkflowGroup", "DoclakeGroup"]
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -160,22 +160,54 @@ def _flags_without_type(command, help_names: list[str]) -> None:
         _flags_without_type(sub, help_names)
 
 
+class _UsageArgument(TyperArgument):
+    """An argument that reads ``PATHS...`` in a usage line, as click's own do, where Typer
+    writes ``{paths}...`` (braces, in Typer's rich help, for a required argument); an optional
+    one reads ``[QUERY]``. The arguments panel and error messages are Typer's, unchanged."""
+
+    def make_metavar(self, ctx, *, usage: bool = False) -> str:  # type: ignore[no-untyped-def,override]
+        if not usage:
+            return super().make_metavar(ctx, usage=usage)
+        name = (self.metavar or self.name or "").upper() + ("..." if self.nargs != 1 else "")
+        return name if self.required else f"[{name}]"
+
+
+def _arguments_in_capitals(command) -> None:
+    """Every argument of ``command`` and its subcommands as ``_UsageArgument`` (Typer builds
+    its own class and offers no way to name another)."""
+    for param in command.params:
+        if type(param) is TyperArgument:
+            param.__class__ = _UsageArgument
+    for sub in getattr(command, "commands", {}).values():
+        _arguments_in_capitals(sub)
+
+
 # The order ``doclake --help`` lists the commands in: a person's first hour first (run, look at
 # what came out), then the teams' commands, then the tools. A command not named here follows.
 COMMAND_ORDER = ("run", "status", "search", "show", "sql", "schema", "dashboard", "worker",
                  "serve", "evals", "fields", "lake", "aws", "bench")
 
 
-class DoclakeGroup(TyperGroup):
-    """The top-level command group: every subcommand runs inside this ``invoke``."""
+class WorkflowGroup(TyperGroup):
+    """A command group that lists its commands in ``order`` (the order a person uses them in),
+    any command not named there after them."""
+
+    order: tuple[str, ...] = ()
 
     def list_commands(self, ctx):  # type: ignore[no-untyped-def]
         names = super().list_commands(ctx)
-        rank = {name: n for n, name in enumerate(COMMAND_ORDER)}
+        rank = {name: n for n, name in enumerate(self.order)}
         return sorted(names, key=lambda name: rank.get(name, len(rank)))
+
+
+class DoclakeGroup(WorkflowGroup):
+    """The top-level command group: every subcommand runs inside this ``invoke``."""
+
+    order = COMMAND_ORDER
 
     def main(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         _flags_without_type(self, self.context_settings.get("help_option_names") or ["--help"])
+        _arguments_in_capitals(self)
         return super().main(*args, **kwargs)
 
     def invoke(self, ctx):  # type: ignore[no-untyped-def]

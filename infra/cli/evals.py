@@ -16,16 +16,29 @@ from typing import Annotated
 
 import typer
 
-from infra.cli.errors import UserError, at_least, stderr_console
+from infra.cli.errors import UserError, WorkflowGroup, at_least, stderr_console
 from infra.cli.home import Access, open_settings
 from infra.cli.render.output import FormatOption, print_object, print_records, resolve_format
 
-__all__ = ["evals_app", "HomeOption", "SinceOption", "UntilOption", "parse_moment", "import_labels",
+__all__ = ["EVALS_ORDER", "EvalsGroup", "evals_app", "file_format_option", "printed_format",
+           "HomeOption", "SinceOption", "UntilOption", "parse_moment", "import_labels",
            "agreement", "score", "NO_LABELS_HINT", "compare", "SCORE_COLUMNS", "score_rows", "page_reader",
            "failures", "export_finetune", "report", "sample"]
 
-evals_app = typer.Typer(no_args_is_help=True, help="Label documents, score field accuracy over "
-                        "live traffic, read failures, export fine-tuning sets.")
+# The order `doclake evals --help` lists the commands in: the workflow's (draw a sample, label
+# it and import the labels, score, look at the misses, report the week), then the tools.
+EVALS_ORDER = ("sample", "import-labels", "agreement", "score", "compare", "failures", "report",
+               "export-finetune")
+
+
+class EvalsGroup(WorkflowGroup):
+    """``doclake evals``: its commands in ``EVALS_ORDER``."""
+
+    order = EVALS_ORDER
+
+
+evals_app = typer.Typer(cls=EvalsGroup, no_args_is_help=True, help="Label documents, score field "
+                        "accuracy over live traffic, read failures, export fine-tuning sets.")
 
 
 def _wiring():
@@ -43,6 +56,22 @@ SinceOption = Annotated[str | None, typer.Option(
     show_default=False)]
 UntilOption = Annotated[str | None, typer.Option(
     "--until", help="Window end (same forms; default: now).", show_default=False)]
+
+
+def file_format_option(formats: str, what: str):
+    """``--file-format``: the layout of the file a command reads or writes (``--format`` is
+    always how the result on stdout is printed: table, csv or json)."""
+    return Annotated[str, typer.Option("--file-format", help=f"{formats}: {what}")]
+
+
+def printed_format(value: str | None, file_formats) -> str:
+    """``--format`` (table|csv|json), with a hint when the value names a file's format (the
+    file's format is ``--file-format``)."""
+    if value in file_formats:
+        raise UserError(f"--format {value!r} is how the result is printed (table, csv or json)",
+                        f"give the file's format as --file-format {value}")
+    return resolve_format(value)
+
 
 _AGO = re.compile(r"^(\d+)\s*([mhdw])$")
 
@@ -72,22 +101,23 @@ def _now() -> datetime:
 
 
 def _check_label_file(file: Path, file_format: str) -> None:
-    """The label file exists and its ``--format`` is one the importer reads."""
+    """The label file exists and its ``--file-format`` is one the importer reads."""
     from evals.labels import FORMATS
 
     if file_format not in FORMATS:
-        raise UserError(f"--format {file_format!r} is not a label format",
+        raise UserError(f"--file-format {file_format!r} is not a label format",
                         f"use one of: {', '.join(FORMATS)}")
     if not file.exists():
         raise UserError(f"no such file: {file}", "give the path of the label file")
 
 
-@evals_app.command("import-labels")
+@evals_app.command("import-labels", short_help="Import a filled sheet or a gold set as labels.")
 def import_labels(
     file: Annotated[Path, typer.Argument(help="The label file (kleister: expected.tsv or its "
                                          "folder).")],
-    file_format: Annotated[str, typer.Option("--format", help="csv|jsonl|kleister|"
-                                             "label-studio")] = "csv",
+    home: HomeOption = None,
+    file_format: file_format_option("csv|jsonl|kleister|label-studio", "the label file's "
+                                  "layout") = "csv",
     labeller: Annotated[str | None, typer.Option(help="Who labelled, when the file does not "
                         "say (default: $USER).", show_default=False)] = None,
     labelled_at: Annotated[str | None, typer.Option("--labelled-at", help="When, when the file "
@@ -95,10 +125,7 @@ def import_labels(
     provenance: Annotated[str, typer.Option(help="How the answers were made, when the file does "
                           "not say: blind|pre-filled|imported|reviewer (a sheet from `evals "
                           "sample` says).")] = "imported",
-    home: HomeOption = None,
-    report_format: Annotated[str | None, typer.Option(
-        "--report-format", help="table|csv|json for the summary (--format names the file's).",
-        show_default=False)] = None,
+    report_format: FormatOption = None,
 ) -> None:
     """Import labels as new versions in the lake (a later label supersedes an earlier one).
 
@@ -106,15 +133,15 @@ def import_labels(
     optionally labeller, labelled_at and provenance; a field with an empty value means "none".
     jsonl: one object per document with "fields": {...}. kleister: expected.tsv beside
     in.tsv(.xz), matched by the sha256 of documents/<name>, else by the file name.
-    label-studio: the project's JSON export of tasks from `evals sample --format label-studio`
-    (each task's latest annotation). A row's
+    label-studio: the project's JSON export of tasks from `evals sample --file-format
+    label-studio` (each task's latest annotation). A row's
     sha256 names the version labelled: a label of a version that is no longer the latest is
     stale (reported, not scored); a sha256 that is not a version of the row's document_id is
     refused."""
     from evals.label_import import import_labels as run_import
-    from evals.labels import PROVENANCES, LabelError
+    from evals.labels import FORMATS, PROVENANCES, LabelError
 
-    output_format = resolve_format(report_format)
+    printed = printed_format(report_format, FORMATS)
     _check_label_file(file, file_format)
     if provenance not in PROVENANCES:
         raise UserError(f"--provenance {provenance!r} is not a provenance",
@@ -129,7 +156,7 @@ def import_labels(
     except LabelError as error:
         raise UserError(str(error), f"see `doclake evals import-labels -h` for the {file_format} "
                         "layout") from None
-    _print_import(report, output_format)
+    _print_import(report, printed)
     if report.replaced_other_labeller:
         stderr_console().print(f"warning: {report.replaced_other_labeller} labels replace another "
                       "labeller's answer; to measure a second reviewer instead, run `doclake "
@@ -160,22 +187,21 @@ def _print_import(report, output_format: str) -> None:
                       "labelled")
 
 
-@evals_app.command()
+@evals_app.command(short_help="Cohen's kappa per field between a second reviewer and the current labels.")
 def agreement(
     file: Annotated[Path, typer.Argument(help="The second reviewer's label file.")],
-    file_format: Annotated[str, typer.Option("--format", help="csv|jsonl|kleister")] = "csv",
+    home: HomeOption = None,
+    file_format: file_format_option("csv|jsonl|kleister", "the label file's layout") = "csv",
     labeller: Annotated[str | None, typer.Option(help="The second reviewer, when the file does "
                         "not say (default: $USER).", show_default=False)] = None,
-    home: HomeOption = None,
-    report_format: Annotated[str | None, typer.Option(
-        "--report-format", help="table|csv|json for the result.", show_default=False)] = None,
+    report_format: FormatOption = None,
 ) -> None:
     """Cohen's kappa per field between a second reviewer's labels and the current ones, over
     the documents both labelled. Writes nothing: the first answer stays the label."""
     from evals.agreement import review_agreement
-    from evals.labels import LabelError
+    from evals.labels import FORMATS, LabelError
 
-    output_format = resolve_format(report_format)
+    printed = printed_format(report_format, FORMATS)
     _check_label_file(file, file_format)
     try:
         found, compared, unmatched = review_agreement(
@@ -187,25 +213,25 @@ def agreement(
     if not compared:
         raise UserError("no label in the file is for a labelled document",
                         "import the first reviewer's labels with `doclake evals import-labels`")
-    if output_format == "json":
+    if printed == "json":
         print_object({"documents": compared, "unmatched": unmatched,
                       "fields": [f.to_dict() for f in found]}, "json")
         return
     print_records(("field", "documents", "observed", "kappa"),
                   [(f.field, f.documents, f"{f.observed:.3f}",
                     "undefined" if f.kappa is None else f"{f.kappa:.3f}") for f in found],
-                  output_format,
+                  printed,
                   title=f"agreement on {compared} documents ({unmatched} labels unmatched)")
 
 
 # --- scores -------------------------------------------------------------------------------------
 
 
-@evals_app.command()
+@evals_app.command(short_help="Precision, recall and F1 per field with bootstrap intervals; a gate for CI.")
 def score(
+    home: HomeOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
-    home: HomeOption = None,
     resamples: Annotated[int, typer.Option(callback=at_least(0), help="Bootstrap resamples "
                          "(0: no intervals).")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed (recorded with the run).")] = 13,
@@ -269,7 +295,7 @@ def _finetune_set(path: Path, tuned_model: str):
 
 NO_LABELS_HINT = ("draw documents to label with `doclake evals sample --out sheet.csv`, fill in "
                   "its value column, then `doclake evals import-labels sheet.csv` (or import a "
-                  "gold set: --format jsonl|kleister)")
+                  "gold set: --file-format jsonl|kleister)")
 
 
 def _no_labels(fail_under: float | None) -> None:
@@ -328,13 +354,13 @@ def _group(run, spec: str, option: str) -> tuple[str, str]:
     return found[0]
 
 
-@evals_app.command()
+@evals_app.command(short_help="F1 of B minus F1 of A on the documents both scored, with a paired interval.")
 def compare(
     a: Annotated[str, typer.Argument(help="The baseline: STRATEGY or STRATEGY@VERSION.")],
     b: Annotated[str, typer.Argument(help="The candidate: STRATEGY or STRATEGY@VERSION.")],
+    home: HomeOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
-    home: HomeOption = None,
     resamples: Annotated[int, typer.Option(callback=at_least(0), help="Bootstrap "
                          "resamples.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 13,
@@ -403,15 +429,15 @@ def page_reader(settings):
     return _wiring().page_reader(FolderObjectStore(settings.home / "objects"))
 
 
-@evals_app.command()
+@evals_app.command(short_help="Mismatches: expected, got, document, and the page where each value occurs.")
 def failures(
+    home: HomeOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
     field: Annotated[str | None, typer.Option(help="Only this field.")] = None,
     limit: Annotated[int, typer.Option(callback=at_least(1), help="Most rows printed.")] = 50,
     out: Annotated[Path | None, typer.Option(help="Also write every failure as a Markdown "
                                              "report.", show_default=False)] = None,
-    home: HomeOption = None,
     output_format: FormatOption = None,
 ) -> None:
     """Mismatches: expected, got, document, and the page where each value occurs."""
@@ -433,12 +459,13 @@ def failures(
         stderr_console().print(f"{len(rows) - limit} more not shown (--limit, or --out for all)")
 
 
-@evals_app.command("export-finetune")
+@evals_app.command("export-finetune", short_help="Fine-tuning JSONL (Gemini or OpenAI) from labels.")
 def export_finetune(
+    home: HomeOption = None,
     out: Annotated[Path, typer.Option(help="The train JSONL; validation and manifest are "
-                                      "written beside it.")],
-    file_format: Annotated[str, typer.Option("--format", help="gemini (Vertex AI supervised "
-                           "tuning) | openai")] = "gemini",
+                                      "written beside it.")] = ...,
+    file_format: file_format_option("gemini|openai", "the JSONL's layout: gemini (Vertex AI "
+                                  "supervised tuning) or openai") = "gemini",
     include: Annotated[str, typer.Option(help="labelled (labelled documents only) or agreement "
                        "(also unlabelled documents whose latest results from two or more model "
                        "versions or strategies agree on every value).")] = "labelled",
@@ -446,7 +473,6 @@ def export_finetune(
                                   "validation.", min=0, max=100)] = 10,
     test_percent: Annotated[int, typer.Option(help="Share of document groups held out for "
                             "testing the tuned model.", min=0, max=100)] = 10,
-    home: HomeOption = None,
 ) -> None:
     """Fine-tuning JSONL (Gemini or OpenAI): production's single-pass request as input, an
     instance of its response schema (fields and evidence) as target; split into train,
@@ -462,7 +488,7 @@ def export_finetune(
     from evals.finetune_sources import finetune_documents
 
     if file_format not in FORMATS:
-        raise UserError(f"--format {file_format!r} is not a fine-tuning format",
+        raise UserError(f"--file-format {file_format!r} is not a fine-tuning format",
                         f"use one of: {', '.join(FORMATS)}")
     if include not in ("labelled", "agreement"):
         raise UserError(f"--include {include!r} is not a rule", "use labelled or agreement")
@@ -488,8 +514,9 @@ def export_finetune(
                  resolve_format(None))
 
 
-@evals_app.command()
+@evals_app.command(short_help="The weekly report (Markdown and HTML): F1 by group, the trend, a gate.")
 def report(
+    home: HomeOption = None,
     out: Annotated[str, typer.Option(help="Path prefix (or s3:// URI prefix): <out>-<week>.md and "
                                      "<out>-<week>.html are written, one pair per week, "
                                      "kept.")] = "evals-weekly",
@@ -508,7 +535,6 @@ def report(
     resamples: Annotated[int, typer.Option(callback=at_least(0), help="Bootstrap "
                          "resamples.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 13,
-    home: HomeOption = None,
 ) -> None:
     """The weekly report: the week's F1 by group with intervals and a traffic-weighted
     estimate, the trend over the last weeks (a chart in the HTML), a breakdown by format, size,
@@ -565,8 +591,9 @@ def _review(settings, candidates: list[dict], out: Path, n: int, seed: int) -> N
                            f"{out}")
 
 
-@evals_app.command()
+@evals_app.command(short_help="Draw documents to label and write a sheet (CSV or Label Studio tasks).")
 def sample(
+    home: HomeOption = None,
     out: Annotated[Path, typer.Option(help="The labelling sheet (CSV) or Label Studio tasks "
                                       "(JSON) to write.")] = Path("labelling-sheet.csv"),
     n: Annotated[int, typer.Option("--n", callback=at_least(1), help="Documents to pick.")] = 50,
@@ -581,31 +608,30 @@ def sample(
                      "the value column empty and the model's values and version hidden, so the "
                      "labeller is not anchored on the model's answer; --pre-filled shows them "
                      "(faster, biased towards the model; the labels record which).")] = True,
-    sheet_format: Annotated[str, typer.Option("--format", help="csv (a sheet) or label-studio "
-                            "(Label Studio JSON tasks with each document's pages as text, and "
-                            "<out>.label-config.xml, the labelling interface).")] = "csv",
+    sheet_format: file_format_option("csv|label-studio", "csv (a sheet) or label-studio (Label "
+                                   "Studio JSON tasks with each document's pages as text, and "
+                                   "<out>.label-config.xml, the labelling interface)") = "csv",
     strategy: Annotated[str, typer.Option("--strategy", help="stratified (documents to label, "
                         "the default) or review (values to check: per field, the least "
                         "confident first where confidence ranks errors on the labels so far, "
                         "at random elsewhere; --n values per field).")] = "stratified",
-    home: HomeOption = None,
 ) -> None:
     """Pick documents that can be scored (latest job succeeded) to label, stratified by
     applicability and format (the design is printed), and
     write a blind sheet (or --pre-filled with the extracted values); fill in `value` and import
     it with `doclake evals import-labels SHEET` (Label Studio: import the project's JSON export
-    with --format label-studio). The sha256 of each document binds the answer to the bytes the
+    with --file-format label-studio). The sha256 of each document binds the answer to the bytes the
     labeller read."""
     from evals.sample import draw, sample_candidates, write_sheet
 
     if sheet_format not in ("csv", "label-studio"):
-        raise UserError(f"--format {sheet_format!r} is not a sheet format",
+        raise UserError(f"--file-format {sheet_format!r} is not a sheet format",
                         "use csv or label-studio")
     if strategy not in ("stratified", "review"):
         raise UserError(f"--strategy {strategy!r} is not a way to sample",
                         "use stratified or review")
     if strategy == "review" and sheet_format != "csv":
-        raise UserError("--strategy review writes a CSV sheet", "leave out --format")
+        raise UserError("--strategy review writes a CSV sheet", "leave out --file-format")
     now = _now()
     settings = open_settings(home, Access.READ)
     candidates = sample_candidates(settings.lake, parse_moment(since, now, "--since"),

@@ -395,10 +395,10 @@ def sql(
 @app.command()
 def schema(
     table: Annotated[str | None, typer.Argument(help="One table (default: all of them).")] = None,
-    output_format: FormatOption = None,
     home: Annotated[Path | None, typer.Option("--home", help="Checked as everywhere; the "
                     "schema comes from the code, the same for every home.",
                     show_default=False)] = None,
+    output_format: FormatOption = None,
 ) -> None:
     """The tables an analyst queries, their columns and what each means."""
     from infra.cli import sqlshell

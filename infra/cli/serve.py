@@ -26,8 +26,9 @@ def serve(
                          "max_file_bytes setting).")] = None,
     reader: Annotated[str, typer.Option(help="Who reads pages: auto (text layer, then OCR), "
                       "text, ocr, gemini, simulated.")] = "auto",
-    fields: Annotated[str, typer.Option(help="Structured fields of every upload: nda, "
-                      "MODULE:CLASS, or none (text only).")] = "none",
+    fields: Annotated[str, typer.Option(help="Structured fields of every upload: nda (the "
+                      "built-in NDA schema, offline; the default, as for `doclake run`), "
+                      "MODULE:CLASS, or none (text only).")] = "nda",
     strategy: Annotated[str, typer.Option(help="rules|single-pass|agentic")] = "rules",
 ) -> None:
     """The front door on one machine: POST /uploads, PUT the file, GET its result JSON."""

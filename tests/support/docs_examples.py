@@ -3,7 +3,11 @@
 The rules, which docs/contributing-docs are told in ``tests/test_docs_examples.py``'s docstring:
 
 - every fenced ``sql`` block is a script run by ``doclake sql`` against a home made from
-  ``examples/`` and must succeed;
+  ``examples/`` (and one damaged PDF, so that the failure recipes have a failure to return) and
+  must succeed; a ``text`` block right after it (nothing but blank lines between) is its result
+  as ``--format table`` prints it, compared line by line as below; a block without one must
+  return rows, unless ``<!-- docs-test: no-rows REASON -->`` on the line before its fence says
+  why it returns none over that home;
 - every command line of a ``sh``/``bash``/``console`` block that starts with ``doclake `` (after an
   optional ``$ ``) is run by bash with ``DOCLAKE_HOME`` set to that home and must exit 0; lines
   ending in ``\\`` continue on the next; other lines (``make``, ``pip``, ``cdk``) are not run;
@@ -22,6 +26,7 @@ from pathlib import Path
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)\s*(?P<info>[^\n`]*)$")
 SKIP = re.compile(r"<!--\s*docs-test:\s*skip\b(?P<reason>[^>]*)-->")
+NO_ROWS = re.compile(r"<!--\s*docs-test:\s*no-rows\b(?P<reason>[^>]*)-->")
 SHELL = {"sh", "bash", "shell", "console"}
 
 
@@ -32,16 +37,27 @@ class Example:
     language: str  # "sql" or "sh"
     code: str  # the SQL script, or one command line
     skip: str | None  # the reason given, when skipped
-    shown: tuple[str, ...] | None = None  # "shown": the output lines the docs show
+    shown: tuple[str, ...] | None = None  # "shown", or a sql block's result: the lines shown
+    no_rows: str | None = None  # sql: why it may return no rows over the docs' home
 
     @property
     def name(self) -> str:
         return f"{self.path.name}:{self.line}"
 
 
+@dataclass(frozen=True)
+class _Block:
+    line: int  # 1-based line of the opening fence
+    language: str
+    body: list[str]
+    skip: str | None
+    no_rows: str | None
+    follows: bool  # only blank lines between this block and the one before it
+
+
 def _blocks(path: Path):
     lines = path.read_text(encoding="utf-8").splitlines()
-    index = 0
+    index, after_previous = 0, None  # the line after the previous block's closing fence
     while index < len(lines):
         match = FENCE.match(lines[index])
         if not match:
@@ -50,15 +66,19 @@ def _blocks(path: Path):
         info = match.group("info").strip()
         language = info.split()[0].lower() if info else ""
         previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
-        skip = SKIP.search(previous)
+        skip, no_rows = SKIP.search(previous), NO_ROWS.search(previous)
+        follows = after_previous is not None and not any(
+            line.strip() for line in lines[after_previous:index])
         body: list[str] = []
         end = index + 1
         while end < len(lines) and not lines[end].strip().startswith(match.group("fence")):
             body.append(lines[end][len(match.group("indent")):])
             end += 1
-        yield index + 1, language, body, (skip.group("reason").strip() or "no reason given"
-                                          if skip else None)
-        index = end + 1
+        yield _Block(index + 1, language, body,
+                     skip.group("reason").strip() or "no reason given" if skip else None,
+                     no_rows.group("reason").strip() or "no reason given" if no_rows else None,
+                     follows)
+        index = after_previous = end + 1
 
 
 def _commands(body: list[str]) -> list[str]:
@@ -83,10 +103,23 @@ def _commands(body: list[str]) -> list[str]:
 def examples(paths: list[Path]) -> list[Example]:
     found: list[Example] = []
     for path in paths:
-        for line, language, body, skip in _blocks(path):
+        previous = None
+        for block in _blocks(path):
+            line, language, body, skip = block.line, block.language, block.body, block.skip
+            if (language == "text" and block.follows and skip is None and previous is not None
+                    and previous.language == "sql" and not (body and body[0].startswith("$ "))):
+                # the result of the sql block just above: compared when that block runs
+                found[found.index(previous)] = previous = Example(
+                    previous.path, previous.line, "sql", previous.code, previous.skip,
+                    tuple(body), previous.no_rows)
+                continue
             if language == "sql":
-                found.append(Example(path, line, "sql", "\n".join(body), skip))
-            elif language in SHELL:
+                previous = Example(path, line, "sql", "\n".join(body), skip, None,
+                                   block.no_rows)
+                found.append(previous)
+                continue
+            previous = None
+            if language in SHELL:
                 found += [Example(path, line, "sh", command, skip) for command in _commands(body)]
             elif language == "text":
                 command = body[0][2:] if body and body[0].startswith("$ doclake ") else ""

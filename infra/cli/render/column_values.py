@@ -40,7 +40,7 @@ def column_values() -> dict[tuple[str, str], tuple[str, ...]]:
     from extract.readers.text import READER as TEXT_READER
     from extract.readers.vision import GeminiReader, SimulatedReader
     from extract.state import JobStatus, UnitStatus
-    from lake.views import STAGE_LANE_NAMES, STAGE_NAMES
+    from lake.views import PAGE_BUCKET_NAMES, STAGE_LANE_NAMES, STAGE_NAMES
 
     job_statuses = tuple(JobStatus)
     strategies = tuple(STRATEGIES)
@@ -65,6 +65,7 @@ def column_values() -> dict[tuple[str, str], tuple[str, ...]]:
         ("result_fields", "strategy"): strategies,
         ("stage_timings", "stage"): STAGE_NAMES,
         ("stage_timings", "lane"): STAGE_LANE_NAMES,
+        ("job_latency", "page_bucket"): PAGE_BUCKET_NAMES,
         # evals.scoring: one token's fate; evals.score_run: a group's or a document's figures,
         # evals.weekly: a group's weighted by stratum; evals.labels: how values are written.
         ("eval_outcomes", "outcome"): ("hit", "wrong", "missed", "spurious"),

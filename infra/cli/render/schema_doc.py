@@ -130,8 +130,8 @@ COMPUTED: dict[tuple[str, str], str] = {
     ("result_fields", "published_at"): "when the value's result was published",
     ("job_latency", "seconds"): "seconds from the job's creation until its status was final "
                                 "(succeeded or failed), before indexing and fields",
-    ("job_latency", "page_bucket"): "1-20, 21-50, 51-100, 101-300 or over 300 pages; unknown "
-                                    "when the job never learnt its page count (it failed first)",
+    ("job_latency", "page_bucket"): "the job's size in pages; unknown when the job never learnt "
+                                    "its page count (it failed first)",
     ("job_latency", "page_bucket_min"): "the bucket's first page count (1, 21, 51, 101, 301): "
                                         "ORDER BY it, the labels do not sort",
     ("results", "values_found"): "how many values the result holds (rows in result_fields); "
