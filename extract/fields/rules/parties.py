@@ -74,13 +74,14 @@ _PERSON_CONTEXTS = [(kind, compile_scan(pattern), needed) for kind, pattern, nee
     ("line", rf"(?m)^[ \t]*{_PERSON_NAME}[ \t]*$", _always),
 )]
 _PERSON_STOP = re.compile(
-    r"\b(?:Agreement|Company|Confidential|Information|Section|Board|Directors?|Inc|Corporation|"
+    r"\b(?:Agreement|Company|Confidential(?:ity)?|Non-?[Cc]ompetition|Non-?[Dd]isclosure|"
+    r"Nondisclosure|Information|Section|Board|Directors?|Inc|Corporation|"
     r"Employee|Executive|Party|Parties|State|County|Court|Act|Exhibit|Article|Date|Title|Name|"
     r"Signature|President|Officer|Chief|Vice|Secretary|Trade|Secrets?|Materials?|Period|"
     r"Business|Services|Street|Avenue|Road|Suite|Drive|Boulevard|LLC|Ltd|Group|Holdings|Plan|"
     r"Recipient|Discloser|Disclosing|Receiving|Evaluation|Material|Representatives?|Purpose|"
-    r"Effective|Notice|Term|Laws?|United|States|America|New|North|South|West|East|Page|The|By|"
-    r"Print(?:ed)?|Signed|Witness|Logo)\b")
+    r"Effective|Notice|Term|Laws?|United|States|America|New|North|South|West|East|Page|The|This|By|"
+    r"Print(?:ed)?|Signed|Witness|Logo|Release)\b")
 
 
 def _trim_company(text: str) -> str | None:
@@ -93,9 +94,14 @@ def _trim_company(text: str) -> str | None:
     if len(words) < 2 and not (words and re.fullmatch(r"[A-Z0-9][\w.\-]*", words[0])):
         return None
     name = " ".join(words)
-    if len(words) == 1 or words[0].lower() in _CONNECTORS:
+    if len(words) == 1 or words[0].lower() in _CONNECTORS or _ADDRESS_WORD.search(name):
         return None
     return name
+
+
+# An address is no name ("Inverness Parkway, Suite 350, Englewood, CO" ends in a legal form's
+# spelling).
+_ADDRESS_WORD = re.compile(r"\b(?:Suite|Street|Avenue|Parkway|Road|Drive|Boulevard|Floor|Box)\b")
 
 
 _NUMBER = re.compile(r"[\d\-]+[,.]?")
@@ -193,7 +199,8 @@ def _person_mentions(text: str) -> list[tuple[str, int, int, str]]:
             name = " ".join(match.group(1).split())
             # an upper-case heading ("MUTUAL NON-DISCLOSURE AGREEMENT") is stopped as its
             # title-case spelling would be
-            if (_PERSON_STOP.search(name) or name.isupper() and _PERSON_STOP.search(name.title())
+            titled = " ".join(w.title() if w.isupper() else w for w in name.split())
+            if (_PERSON_STOP.search(titled)
                     or name.isupper() and kind == "line" and len(name) < 6):
                 continue
             found.append((name, match.start(1), match.end(1), f"person_{kind}"))
