@@ -212,7 +212,24 @@ def _term_clause(text: str, start: int, end: int) -> dict[str, float]:
         feats["agreement_lasts"] = 1.0
     if _SURVIVES.search(sentence + text[end:end + 40]):
         feats["survives_or_notice"] = 1.0
+    after = text[end:end + 70]
+    if _FROM_SIGNING.match(after):
+        feats["from_signing"] = 1.0
+    elif _FROM_EVENT.match(after):
+        feats["from_event"] = 1.0
     return feats
+
+
+# What a duration runs from: the agreement's own date ("from the date hereof", "after the
+# Effective Date") or a later event ("after the Director ceases", "following termination").
+_FROM_SIGNING = re.compile(
+    r"\W{0,3}\s*(?:from|after|following|of)\s+(?:the\s+)?(?:date\s+(?:hereof|of\s+th(?:is|e)\s+"
+    r"(?:letter\s+)?agreement|first\s+(?:above\s+)?written)|effective\s+date|execution|"
+    r"commencement)", re.IGNORECASE)
+_FROM_EVENT = re.compile(
+    r"\W{0,3}\s*(?:from|after|following|of)\s+(?:the\s+)?(?:termination|expiration|date\s+(?:on\s+"
+    r"which|that|of\s+(?:termination|disclosure|receipt))|receipt|disclosure|completion|closing|"
+    r"last|[A-Z]\w*\s+ceases)", re.IGNORECASE)
 
 
 _ENTITY_DESCRIPTION = re.compile(
