@@ -101,14 +101,16 @@ def test_jit_scans_find_exactly_what_re_finds():
     from extract.fields.rules import candidates, parties
     from extract.fields.rules.patterns import JitScan, lowered
 
-    scans = [(parties._COMPANY, False), (candidates._STATE, True), (candidates._DURATION, True),
+    scans = [(parties._COMPANY, False), (parties._DESCRIBED, False), (candidates._STATE, True),
+             (candidates._DURATION, True),
              *((pattern, False) for _, pattern, _ in parties._PERSON_CONTEXTS)]
     assert all(isinstance(scan, JitScan) for scan, _ in scans)  # PCRE2 is installed: not vacuous
     pieces = ["Acme", "ACME", "Nike", "Inc", "Inc.", "Corp", "L.L.C.", "GmbH", "Co", "Company",
               "and", "of", "the", "x.com", "&", "3M", "John", "Smith", "J.", "Mr. ", "Dear ",
               "/s/", "Name:", "I, ", "individual", "(the “", "\"", "(", ")", ",", ", ", " ", "  ",
               "\n", "\t", "\u00a0", "\u2028", "\x1c", "\x1f", "\u180e", "e\u0301", "\U00010d41",
-              "É", "Łódź", "½", "_", "New York", "two (2)", "years", "months", "Jr.", "between "]
+              "É", "Łódź", "½", "_", "New York", "two (2)", "years", "months", "Jr.", "between ",
+              "nStor", "a ", "an ", "Delaware ", "corporation", "J.H. ", "A "]
 
     def found(matches, groups: int):
         return [(m.span(), " ".join(m.group(1).split()) if groups and m.group(1) else None)

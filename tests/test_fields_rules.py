@@ -120,6 +120,75 @@ def test_duration_spellings(text, value):
     assert [c.value for c in term_candidates(text)] == [value]
 
 
+@pytest.mark.parametrize(("text", "wanted", "unwanted"), [
+    # a signature block: one name a line, never "Christine Beauchamp Mark"
+    ("BY: /s/ Mark G. Morrison /s/ Christine Beauchamp\nMark G. Morrison Christine Beauchamp\n"
+     "Executive Vice President", {"Christine Beauchamp", "Mark G. Morrison"},
+     {"Christine Beauchamp Mark"}),
+    ("IN WITNESS WHEREOF\nJ.H. Cromarty\nEMPLOYEE", {"J.H. Cromarty"}, set()),
+    ("by and between Steven A Ross (“Employee”) and", {"Steven A Ross"}, set()),
+    ("ORWELL HOLDINGS, INC. (hereinafter referred to as “ORWELL”) and J. PATRICK MULCAHY "
+     "(hereinafter referred to as “MR. MULCAHY”).", {"J. PATRICK MULCAHY"}, set()),
+    # two names in a row, split at the legal form between them
+    ("ENDO PHARMACEUTICALS INC. HEALTHTRONICS, INC.\nBy:",
+     {"ENDO PHARMACEUTICALS INC.", "HEALTHTRONICS, INC."}, set()),
+    ("the undersigned Yu Zhou and GENEXOSOME\nTECHNOLOGIES INC., a Nevada corporation",
+     {"GENEXOSOME TECHNOLOGIES INC."}, set()),
+    # a legal form on the next line, a name in camel case, a place after the legal form
+    ("by and between DigiPath,\nInc., located at", {"DigiPath, Inc."}, set()),
+    ("by and between nStor Corporation, Inc. (“nStor”)", {"nStor Corporation, Inc."},
+     {"Corporation, Inc."}),
+    ("and between The Citizens Bank of Logan, an Ohio banking corporation",
+     {"The Citizens Bank of Logan", "The Citizens Bank"}, set()),
+    # no legal form, but described as an organisation
+    ("by and\nbetween IXIA, a California corporation, with", {"IXIA"}, set()),
+    # headings, street numbers and addresses are no parties
+    ("MUTUAL NON-DISCLOSURE AGREEMENT\nThis agreement", set(), {"MUTUAL NON-DISCLOSURE AGREEMENT"}),
+    ("Suite 200, Aliso Viejo, California, 92656, and OTSUKA PHARMACEUTICAL CO. LTD. a Japanese",
+     {"OTSUKA PHARMACEUTICAL CO. LTD."}, {"92656, and OTSUKA PHARMACEUTICAL CO. LTD."}),
+    ("offices at 9 Inverness Parkway, Suite 350, Englewood, CO 80112", set(),
+     {"Inverness Parkway, Suite 350, Englewood, CO"}),
+])
+def test_party_candidates_from_lines_the_rules_used_to_skip(text, wanted, unwanted):
+    from extract.fields.rules.parties import party_candidates
+
+    values = {c.value for c in party_candidates(text)}
+    assert wanted <= values, values
+    assert not unwanted & values, values
+
+
+def test_a_duration_under_a_term_heading_said_of_the_agreement_is_told_apart():
+    from extract.fields.rules.features import featurise
+
+    text = ("1. Confidential Information. The recipient returns it within thirty (30) days.\n"
+            "4. Term. This Agreement shall remain in effect for two (2) years from the Effective "
+            "Date, unless ended earlier. The obligations survive termination for one (1) year.")
+    candidates = term_candidates(text)
+    cues = {c.value: {k for k in ("term_heading", "agreement_lasts", "survives_or_notice")
+                      if f.get(k)} for c, f in zip(candidates, featurise(candidates, text),
+                                                   strict=True)}
+    assert cues == {"30 days": {"survives_or_notice"},  # "within": a notice period
+                    "2 years": {"term_heading", "agreement_lasts"},
+                    "1 year": {"term_heading", "survives_or_notice"}}
+
+
+@pytest.mark.parametrize(("text", "cue"), [
+    ("This Agreement shall expire two (2) years from the date hereof.", "from_signing"),
+    ("for a period of three years after the Effective Date", "from_signing"),
+    ("shall expire two years from the date on which the Designee ceases to serve", "from_event"),
+    ("shall terminate one (1) year after the Director ceases to be a director", "from_event"),
+    ("for one (1) year following termination of employment", "from_event"),
+    ("for a period of two (2) years.", None),
+])
+def test_what_a_duration_runs_from(text, cue):
+    from extract.fields.rules.features import featurise
+
+    candidates = term_candidates(text)
+    features = featurise(candidates, text)[0]
+    assert {k for k in ("from_signing", "from_event") if features.get(k)} == (
+        {cue} if cue else set())
+
+
 def test_shipped_model_is_small_json_scored_without_scikit_learn():
     assert MODEL_PATH.exists()
     assert MODEL_PATH.stat().st_size < 5_000_000
@@ -146,8 +215,11 @@ def test_cross_validated_f1_on_the_train_split(kleister):
 
     predictions = cross_validate(kleister, folds=5, seed=0)
     report = score(predictions, [d.gold for d in kleister])
-    assert report.overall.f1 > 0.865, report.to_dict()  # 0.8726 on 2026-12-03 (0.8692 before the ranker)
-    assert report.fields["party"].f1 > 0.81
+    # 2026-12-05: 0.8918, party 0.8596, term 0.8199 (0.8726, 0.81 and 0.73 on 2026-12-03,
+    # before the party candidates from skipped lines and the term ranker)
+    assert report.overall.f1 > 0.885, report.to_dict()
+    assert report.fields["party"].f1 > 0.855
+    assert report.fields["term"].f1 > 0.80
     assert report.fields["jurisdiction"].f1 > 0.95
 
 

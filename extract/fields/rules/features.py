@@ -178,7 +178,58 @@ def _shape(candidate: Candidate, text: str, lowercase_words: _LowercaseWords | s
         number, unit = value.split()
         feats[f"unit={unit.rstrip('s')}"] = 1.0
         feats["number_log"] = math.log1p(float(number))
+        for start, end in sorted(candidate.mentions)[:_MAX_MENTIONS]:
+            feats.update(_term_clause(text, start, end))
     return feats
+
+
+# A clause headed "Term" ("4. Term.", "TERM AND TERMINATION:", "Term; Return of Material.",
+# "Duration of Agreement"): the duration in it is the agreement's, not a notice period's.
+_TERM_HEADING = re.compile(r"(?:^|\n|[.;]\s)\s*(?:(?:section\s+)?\d+(?:\.\d+)*\.?\s*|\([a-z0-9]+\)\s*)?"
+                           r"(?:term|duration)(?:\s+(?:of|and)\s+[a-z]+(?:\s+[a-z]+)?)?\s*[.:;]",
+                           re.IGNORECASE)
+# The agreement itself lasting: "this Agreement shall expire", "shall continue for", "remain in
+# effect", "the Term shall be"; against an obligation surviving it or a notice period.
+_AGREEMENT_LASTS = re.compile(
+    r"\b(?:this|the)\s+(?:letter\s+)?(?:agreement|nda|undertaking)\b[^.;]{0,80}?\b(?:expire|"
+    r"terminate|continue|remain|be\s+effective|be\s+in\s+effect|have\s+a\s+term)"
+    r"|\bthe\s+[“\"]?term[”\"]?\s+(?:of\s+this\s+agreement\s+)?(?:shall|will|is|means)",
+    re.IGNORECASE)
+_SURVIVES = re.compile(r"\bsurviv|\bnotice\b|\bwithin\b", re.IGNORECASE)
+
+
+def _term_clause(text: str, start: int, end: int) -> dict[str, float]:
+    """Where a duration sits: under a "Term" heading, in a sentence about the agreement
+    lasting, or in one about surviving it or giving notice."""
+    feats: dict[str, float] = {}
+    paragraph = text.rfind("\n\n", max(0, start - 400), start)
+    before = text[max(paragraph, start - 300, 0):start]
+    if _TERM_HEADING.search(before):
+        feats["term_heading"] = 1.0
+    cut = [m.end() for m in _SENTENCE_END.finditer(text, max(0, start - 250), start)]
+    sentence = text[cut[-1] if cut else max(0, start - 250):start]
+    if _AGREEMENT_LASTS.search(sentence):
+        feats["agreement_lasts"] = 1.0
+    if _SURVIVES.search(sentence + text[end:end + 40]):
+        feats["survives_or_notice"] = 1.0
+    after = text[end:end + 70]
+    if _FROM_SIGNING.match(after):
+        feats["from_signing"] = 1.0
+    elif _FROM_EVENT.match(after):
+        feats["from_event"] = 1.0
+    return feats
+
+
+# What a duration runs from: the agreement's own date ("from the date hereof", "after the
+# Effective Date") or a later event ("after the Director ceases", "following termination").
+_FROM_SIGNING = re.compile(
+    r"\W{0,3}\s*(?:from|after|following|of)\s+(?:the\s+)?(?:date\s+(?:hereof|of\s+th(?:is|e)\s+"
+    r"(?:letter\s+)?agreement|first\s+(?:above\s+)?written)|effective\s+date|execution|"
+    r"commencement)", re.IGNORECASE)
+_FROM_EVENT = re.compile(
+    r"\W{0,3}\s*(?:from|after|following|of)\s+(?:the\s+)?(?:termination|expiration|date\s+(?:on\s+"
+    r"which|that|of\s+(?:termination|disclosure|receipt))|receipt|disclosure|completion|closing|"
+    r"last|[A-Z]\w*\s+ceases)", re.IGNORECASE)
 
 
 _ENTITY_DESCRIPTION = re.compile(

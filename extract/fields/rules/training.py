@@ -24,8 +24,9 @@ from extract.fields.rules.scored import Scored
 from extract.fields.rules.strategy import GENERATORS, Proposals, RulesStrategy, propose
 from extract.fields.schemas import kleister_value
 
-__all__ = ["MIN_DOCUMENT_FREQUENCY", "SELECTION", "Evaluation", "common_words", "cross_validate",
-           "evaluate", "fit", "fit_model", "held_out_split", "honest", "prepare_documents"]
+__all__ = ["FIELD_REGULARISATION", "MIN_DOCUMENT_FREQUENCY", "SELECTION", "Evaluation",
+           "common_words", "cross_validate", "evaluate", "fit", "fit_model", "held_out_split",
+           "honest", "prepare_documents"]
 
 # Per field: (decision threshold, most values, least values). Jurisdiction is always stated in
 # an NDA, and so is a party. Chosen by grouped cross-validation on the development part only
@@ -35,13 +36,17 @@ SELECTION: dict[str, tuple[float, int, int]] = {
     "term": (0.35, 1, 0),
 }
 REGULARISATION = 0.3  # scikit-learn's C: smaller is simpler; chosen by cross-validation
+FIELD_REGULARISATION: dict[str, float] = {"term": 1.0}
+"""A field's own C where it differs (grouped cross-validation on the development part)."""
 RANKER_REGULARISATION = 1.0  # the second stage's C (a dozen features)
 # The last check: whole near-duplicate groups, one part in HELD_OUT_PARTS, never used to choose.
 HELD_OUT_PARTS, HELD_OUT_SEED = 5, 2026
 RANKER_FOLDS = 3
-# The fields a second stage ranks (grouped cross-validation on the development part: it helps
-# parties, where a document's candidates compete; dates and terms do as well on their own).
-RANKED_FIELDS = frozenset({"party"})  # inner grouped folds giving the ranker out-of-fold first-stage scores
+# The fields a second stage ranks, with inner grouped folds giving it out-of-fold first-stage
+# scores (grouped cross-validation on the development part: it helps parties, where a
+# document's candidates compete, and terms, a duration against the document's other durations;
+# dates do as well on their own).
+RANKED_FIELDS = frozenset({"party", "term"})
 # A context word becomes a feature only if this many training documents use it in lower case,
 # as an ordinary word: a surname or a company's name never does, so no name is learnt.
 MIN_DOCUMENT_FREQUENCY = 5
@@ -169,7 +174,8 @@ def _fit_first_stage(prepared: Sequence[_Prepared], c: float,
     for name, (features, labels) in _examples(prepared).items():
         if only is not None and name not in only or len(set(labels)) < 2:
             continue
-        weights, intercept = _logistic_regression(features, labels, c)
+        weights, intercept = _logistic_regression(features, labels,
+                                                  FIELD_REGULARISATION.get(name, c))
         fields[name] = FieldModel(weights, intercept)
     return fields
 
