@@ -157,3 +157,17 @@ def test_lowercase_words_answers_as_the_set_of_every_lowercase_word_would():
         every = set(re.findall(r"\b[a-z]+\b", text))
         asked = _LowercaseWords(text)
         assert {w for w in words if w in asked} == {w for w in words if w in every}, text
+
+
+def test_a_words_uses_are_counted_as_re_counts_them_standing_alone():
+    """``features._uses`` counts a word with ``str.find`` and a look either side; ``re`` with a
+    lookbehind and a lookahead is the reference, on random texts of word characters, accented
+    letters, digits, punctuation and line breaks (a word may itself hold punctuation)."""
+    from extract.fields.rules.features import _uses
+
+    rng = random.Random(11)
+    for _ in range(5000):
+        text = "".join(rng.choice("ab_ é1.&-’\n") for _ in range(rng.randint(0, 40)))
+        word = "".join(rng.choice("ab_1é.&-") for _ in range(rng.randint(1, 3)))
+        expected = len(re.findall(rf"(?<![\w]){re.escape(word)}(?![\w])", text))
+        assert _uses.__wrapped__(text, word) == expected, (text, word)

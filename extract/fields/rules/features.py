@@ -147,8 +147,20 @@ def _name_in_use(words: list[str], text: str,
 @lru_cache(maxsize=4096)
 def _uses(text: str, word: str) -> int:
     """How often ``word`` stands on its own in ``text``: asked once per document and word (the
-    deciding mention re-scores a value's mentions one by one)."""
-    return len(re.findall(rf"(?<![\w]){re.escape(word)}(?![\w])", text))
+    deciding mention re-scores a value's mentions one by one). Counted as
+    ``re.findall(r"(?<![\\w])WORD(?![\\w])", text)`` counts (non-overlapping, left to right),
+    but with ``str.find`` and a look at the character on each side: ``re`` tried the lookbehind
+    at every position, 24 ms a word on a 363-page document (7 of its 10 s)."""
+    count, at = 0, text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or not _is_word(text[at - 1])) and (end == len(text)
+                                                        or not _is_word(text[end])):
+            count += 1
+            at = text.find(word, end)
+        else:
+            at = text.find(word, at + 1)
+    return count
 
 
 _COMMON_FIRST = frozenset({"the", "and", "new", "first", "american", "national", "united",

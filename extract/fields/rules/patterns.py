@@ -3,11 +3,12 @@ they match (the rules run once per document inside the pipeline's fields stage).
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 
-__all__ = ["alternation", "compile_scan", "lowered", "matches_at"]
+__all__ = ["alternation", "compile_scan", "lowered", "matches_at", "JitScan", "CharMatch"]
 
 
 def compile_scan(pattern: str) -> re.Pattern[str] | JitScan:
@@ -23,7 +24,8 @@ def compile_scan(pattern: str) -> re.Pattern[str] | JitScan:
         import pcre2
     except ImportError:  # no wheel for this platform: the same matches, slower
         return re.compile(pattern)
-    return JitScan(pattern, pcre2.compile(pattern, flags=pcre2.UNICODE, jit=True))
+    return JitScan(pattern, pcre2.compile(pattern.encode("utf-8"), flags=pcre2.UNICODE,
+                                          jit=True))
 
 
 class JitScan:
@@ -39,10 +41,69 @@ class JitScan:
         self.groups = compiled.groups
         self._compiled = compiled
 
-    def finditer(self, text: str):
-        return self._compiled.finditer(_agreed(text))
+    def finditer(self, text: str) -> Iterator[CharMatch]:
+        """The matches over ``text``'s UTF-8 bytes, offsets given back in characters. The
+        binding turns a ``str`` match's byte offset into a character offset by walking the text
+        from its start, once per offset: quadratic, 10 s of a 363-page document's rules. Here
+        the bytes are scanned, and each offset is mapped through the text's multi-byte
+        characters (``_utf8``, once per text): none in ASCII text."""
+        agreed = _agreed(text)
+        data, to_char = _utf8(agreed)
+        for match in self._compiled.finditer(data):
+            yield CharMatch(match, agreed, to_char)
 
 
+class CharMatch:
+    """A match over a text's UTF-8 bytes, read as ``re.Match`` reads one over the text."""
+
+    __slots__ = ("_match", "_text", "_to_char")
+
+    def __init__(self, match, text: str, to_char: Callable[[int], int]) -> None:
+        self._match, self._text, self._to_char = match, text, to_char
+
+    def start(self, group: int | str = 0) -> int:
+        offset = self._match.start(group)
+        return -1 if offset < 0 else self._to_char(offset)
+
+    def end(self, group: int | str = 0) -> int:
+        offset = self._match.end(group)
+        return -1 if offset < 0 else self._to_char(offset)
+
+    def span(self, group: int | str = 0) -> tuple[int, int]:
+        return self.start(group), self.end(group)
+
+    def group(self, group: int | str = 0) -> str | None:
+        start, end = self.span(group)
+        return None if start < 0 else self._text[start:end]
+
+
+def _same(offset: int) -> int:
+    return offset
+
+
+@lru_cache(maxsize=8)
+def _utf8(text: str) -> tuple[bytes, Callable[[int], int]]:
+    """``text`` in UTF-8, and the map from a byte offset (at a character's start) to its
+    character offset: the bytes each multi-byte character adds, summed up to the offset."""
+    data = text.encode("utf-8")
+    if len(data) == len(text):
+        return data, _same
+    starts: list[int] = []  # byte offset of each multi-byte character
+    added: list[int] = []  # bytes added by it and every one before it
+    extra = 0
+    for found in _NON_ASCII.finditer(text):
+        starts.append(found.start() + extra)
+        extra += len(found.group().encode("utf-8")) - 1
+        added.append(extra)
+
+    def to_char(offset: int) -> int:
+        before = bisect.bisect_left(starts, offset)
+        return offset - (added[before - 1] if before else 0)
+
+    return data, to_char
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 # Characters outside printable ASCII: the only ones the engines may class differently.
 _UNUSUAL = re.compile(r"[^\x00-\x1b\x20-\x7e]")
 _CLASSES = (r"\s", r"\w", r"\d")  # what the scans' patterns lean on: whitespace, word, digit
