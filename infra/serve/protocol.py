@@ -78,6 +78,7 @@ _HEAD_END = re.compile(rb"\n\r?\n")  # the blank line h11 ends a head at
 _FOLDED = re.compile(rb"\n[ \t]")  # a line that begins with whitespace: obs-fold
 _LENGTH_LIST = re.compile(rb"(?im)^content-length[ \t]*:[^\r\n]*,")
 _DIGITS_ONLY = "Content-Length must be one number of bytes (digits only)"
+_NO_TRANSFER_ENCODING = "Transfer-Encoding is not accepted; send the body with a Content-Length"
 
 
 class BadRequest(Exception):
@@ -161,8 +162,7 @@ def _refusal(error: h11.RemoteProtocolError, buffered: bytes) -> tuple[int, str]
             return HTTPStatus.REQUEST_URI_TOO_LONG, "the request line is too long"
         return error.error_status_hint, "the request's headers are too long"
     if "Transfer-Encoding" in message:
-        return (error.error_status_hint,
-                "Transfer-Encoding is not accepted; send the body with a Content-Length")
+        return error.error_status_hint, _NO_TRANSFER_ENCODING
     if "Content-Length" in message:
         return HTTPStatus.BAD_REQUEST, _DIGITS_ONLY
     return error.error_status_hint, f"malformed request: {message[:200]}"
@@ -181,8 +181,7 @@ def _check(event: h11.Request) -> None:
         raise BadRequest("a header line is too long", HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
     names = {name for name, _ in event.headers}
     if b"transfer-encoding" in names:
-        raise BadRequest("Transfer-Encoding is not accepted; send the body with a Content-Length",
-                         HTTPStatus.BAD_REQUEST if b"content-length" in names
+        raise BadRequest(_NO_TRANSFER_ENCODING, HTTPStatus.BAD_REQUEST if b"content-length" in names
                          else HTTPStatus.NOT_IMPLEMENTED)
 
 

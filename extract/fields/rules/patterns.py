@@ -103,7 +103,7 @@ def _utf8(text: str) -> tuple[bytes, Callable[[int], int]]:
     return data, to_char
 
 
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")  # the characters UTF-8 writes in more than a byte
 # Characters outside printable ASCII: the only ones the engines may class differently.
 _UNUSUAL = re.compile(r"[^\x00-\x1b\x20-\x7e]")
 _CLASSES = (r"\s", r"\w", r"\d")  # what the scans' patterns lean on: whitespace, word, digit
