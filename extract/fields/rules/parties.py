@@ -176,7 +176,7 @@ def _described_mentions(text: str) -> list[tuple[str, int, int, str]]:
         words = match.group(1).split()
         while words and words[0].strip(",").lower() in _LEADING_NOISE:
             words.pop(0)
-        if not words or words[-1].lower().strip(".,") in _ENDS_A_NAME | _ALSO_LEGAL:
+        if not words or words[-1].lower().strip(".,") in _LEGAL_ENDINGS:
             continue
         name = " ".join(words)
         if _PERSON_STOP.search(name.title()) or len(name) < 3:
@@ -188,6 +188,8 @@ def _described_mentions(text: str) -> list[tuple[str, int, int, str]]:
 
 _ALSO_LEGAL = frozenset({"bank", "trust", "holdings", "group", "partners", "associates", "fund",
                          "bancorp"})
+# A word that ends a legal name: a name described as an organisation never ends in one.
+_LEGAL_ENDINGS = _ENDS_A_NAME | _ALSO_LEGAL
 
 
 def _person_mentions(text: str) -> list[tuple[str, int, int, str]]:
