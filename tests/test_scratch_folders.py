@@ -8,6 +8,7 @@ of the document and no later run removed it; two conversions starting together l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
@@ -108,3 +109,48 @@ def test_a_kill_during_a_conversion_then_a_resume_leaves_no_scratch_folder(tmp_p
         assert db.execute("SELECT status FROM jobs").fetchall() == [("succeeded",)]
     # The worker has exited: its own folders went with it, the killed run's were swept.
     assert [p.name for p in scratch.iterdir() if p.name.startswith("doclake-")] == []
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie waiting for a reaper counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux)")
+def test_the_sweep_ends_a_converter_whose_first_process_is_gone(tmp_path, monkeypatch):
+    """A ``kill -9`` while bwrap sets its sandbox up leaves bwrap's init (no parent-death
+    signal yet) and the converter under it running, the group's first process gone: the next
+    start's sweep ends the group's processes that name the folder, and only those."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    owned = tmp_path / f"doclake-convert-{_dead_pid()}-abc"
+    owned.mkdir()
+    sleeper = "import time; time.sleep(600)"
+    quiet = "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL"
+    # A first process, leader of its own group, that starts two more in it and exits: one
+    # names the folder on its command line (as bwrap's init and soffice do), one does not.
+    leader = subprocess.run(
+        [sys.executable, "-c",
+         "import subprocess, sys\n"
+         f"a = subprocess.Popen([sys.executable, '-c', {sleeper!r}, sys.argv[1]], {quiet})\n"
+         f"b = subprocess.Popen([sys.executable, '-c', {sleeper!r}, 'elsewhere'], {quiet})\n"
+         "print(a.pid, b.pid)",
+         str(owned)],
+        capture_output=True, text=True, start_new_session=True, timeout=60)
+    naming, other = (int(pid) for pid in leader.stdout.split())
+    try:
+        group = os.getpgid(naming)
+        assert group == os.getpgid(other) != os.getpgrp() and _gone(group)
+        (owned / "converter.pid").write_text(str(group))
+        assert sweep_orphans() == [str(owned)]
+        deadline = time.monotonic() + 10
+        while not _gone(naming) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _gone(naming), "the converter left under a dead first process still runs"
+        assert not _gone(other), "a process of the group that does not name the folder was killed"
+    finally:
+        for pid in (naming, other):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -16,6 +16,9 @@ In order of strength, each tried (never assumed) once per process:
 Whatever holds, the converter's environment is a handful of fixed variables (no credentials
 from the caller's), and its first process has a parent-death signal (``PR_SET_PDEATHSIG``): a
 ``kill -9`` of the run ends it at once, and with it (PID namespace) everything it started.
+One moment escapes: a kill while bwrap still sets its sandbox up, before its init has its own
+parent-death signal; that init and its converter are then ended by the next start's sweep
+(``extract.formats.scratch``), which kills the group's processes that name the work folder.
 Where nothing holds (macOS, a kernel without Landlock and no namespaces), ``boundary()`` says
 ``none`` and the links check and the output check stand alone; docs/security.md has the table.
 """

@@ -43,17 +43,46 @@ def scratch_prefix(kind: str) -> str:
 
 
 def _end_converter(folder: Path) -> None:
-    """Kill the converter a dead process left running in ``folder`` (its process group, named
-    in ``converter.pid``), where the parent-death signal could not (no PID namespace here): only
-    when that process still names the folder on its command line (a reused id is left alone)."""
+    """Kill what a dead process's converter left running in ``folder``: every process of its
+    process group (the id in ``converter.pid``) that still names the folder on its command line.
+
+    The group, not only its first process: a ``kill -9`` in the moment bwrap sets its sandbox
+    up (before its init has a parent-death signal) leaves that init, and the converter under
+    it, running with the first process gone. A process that does not name the folder (a reused
+    id) is left alone."""
     try:
-        pid = int((folder / "converter.pid").read_text() or 0)
-        command = Path(f"/proc/{pid}/cmdline").read_bytes() if pid > 1 else b""
+        group = int((folder / "converter.pid").read_text() or 0)
     except (OSError, ValueError):
         return
-    if str(folder).encode() in command:
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
+    if group <= 1:
+        return
+    for pid in _group_members(group):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(folder).encode() in command:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _group_members(group: int) -> list[int]:
+    """The processes of process group ``group`` (from ``/proc``; none where there is no /proc)."""
+    members = []
+    try:
+        entries = [entry for entry in os.scandir("/proc") if entry.name.isdigit()]
+    except OSError:
+        return members
+    for entry in entries:
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: the name may hold spaces and parentheses
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[2] == str(group):
+            members.append(int(entry.name))
+    return members
 
 
 def sweep_orphans(folder: str | os.PathLike[str] | None = None) -> list[str]:
