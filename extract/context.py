@@ -21,7 +21,8 @@ from extract.config import ExtractConfig
 from extract.ports import CpuRunner, EventSink, JobStore, ObjectStore, Queue, SearchIndex
 from lake.events import Event
 
-__all__ = ["E", "default_worker_name", "worker_process", "SLOT_RELEASE", "release_slot", "HandlerContext",
+__all__ = ["E", "default_worker_name", "worker_process", "SLOT_RELEASE", "release_slot",
+           "HAND_BACK", "hand_back", "HandlerContext",
            "ReadScope", "Delivery", "commit_together"]
 
 if TYPE_CHECKING:
@@ -56,6 +57,23 @@ def release_slot() -> None:
     release = SLOT_RELEASE.get()
     if release is not None:
         release()
+
+
+HAND_BACK: ContextVar[Callable[[Sequence[Any]], list[Any]] | None] = ContextVar(
+    "doclake_hand_back", default=None)
+"""Set by ``extract.handling.settle_together`` around a batch's handling: hands messages of
+the batch back to the runtime at once, each to be handled alone by a worker of its own."""
+
+
+def hand_back(messages: Sequence[Any]) -> list[Any]:
+    """A batch's handler will not take ``messages``: hand them back now rather than when the
+    batch ends, so that a one-page Office file in a batch of PDFs starts its conversion while
+    the PDFs are read. Returns the messages not handed back (all of them where nothing takes
+    them early), which the handler returns as it would have."""
+    give = HAND_BACK.get()
+    if give is None or not messages:
+        return list(messages)
+    return give(messages)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from extract.context import Delivery, HandlerContext
+from extract.context import HAND_BACK, Delivery, HandlerContext
 from extract.delivery_limits import stage_time_limit
 from extract.errors import (
     StageTimeLimit,
@@ -34,6 +34,7 @@ from extract.errors import (
 )
 from extract.fields.claim import ClaimHeld, settle_failed_unclaimed
 from extract.handlers.convert import handle_convert
+from extract.handlers.convert_together import convert_together
 from extract.handlers.fields import handle_fields
 from extract.handlers.index import handle_index, index_together
 from extract.handlers.read import handle_read
@@ -108,17 +109,22 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
 
 _TOGETHER: dict[type[Message], Callable[[HandlerContext, Sequence[tuple[Any, Delivery]]],
                                         Awaitable[Sequence[Message]]]] = {
-    IndexMessage: index_together, SplitMessage: split_together}
+    IndexMessage: index_together, SplitMessage: split_together,
+    ConvertMessage: convert_together}
 """The stages whose messages may be handled together, and how (each returns what it left)."""
 
 
-async def settle_together(ctx: HandlerContext, received: Sequence[ReceivedMessage]
+async def settle_together(ctx: HandlerContext, received: Sequence[ReceivedMessage],
+                          hand_back: Callable[[int], None] | None = None
                           ) -> tuple[dict[int, Outcome], list[int]]:
     """Messages of one queue received together, handled together where their stage allows
-    (``index_together``, ``split_together``: one worker call, one commit). Returns the outcomes
-    of those it settled, by position, and the positions it left (every one, when the batch
-    fails): each of those must go through ``handle_message`` on its own, where its errors are
-    sorted as for any message. A batch never decides a message's failure."""
+    (``index_together``, ``split_together``, ``convert_together``: one worker call, one
+    commit). Returns the outcomes of those it settled, by position, and the positions it left
+    (every one, when the batch fails): each of those must go through ``handle_message`` on its
+    own, where its errors are sorted as for any message. A batch never decides a message's
+    failure. ``hand_back`` (a position) takes a message the batch gives up early
+    (``extract.context.hand_back``) to be handled alone at once; it is then neither settled nor
+    left."""
     parsed: list[tuple[int, Message, Delivery]] = []
     for position, one in enumerate(received):
         with contextlib.suppress(ValidationError):
@@ -127,17 +133,31 @@ async def settle_together(ctx: HandlerContext, received: Sequence[ReceivedMessag
     kinds = {type(message) for _, message, _ in parsed}
     together = _TOGETHER.get(kinds.pop()) if len(kinds) == 1 else None
     settled: dict[int, Outcome] = {}
+    early: set[int] = set()
+    positions = {id(message): position for position, message, _ in parsed}
+
+    def give_back(messages: Sequence[Message]) -> list[Message]:
+        if hand_back is None:
+            return list(messages)
+        for message in messages:
+            early.add(positions[id(message)])
+            hand_back(positions[id(message)])
+        return []
+
     if together is not None and len(parsed) > 1:
+        token = HAND_BACK.set(give_back)
         try:
             async with asyncio.timeout(stage_time_limit(received[0].queue, ctx.config)):
                 left = await together(ctx, [(m, d) for _, m, d in parsed])
             kept = {id(message) for message in left}
             settled = {position: Outcome.ACK for position, message, _ in parsed
-                       if id(message) not in kept}
+                       if id(message) not in kept and position not in early}
         except Exception as error:  # each one again on its own, with its own error sorting
             log.warning("handling %d %s messages together failed; one at a time now: %r",
                         len(parsed), parsed[0][1].type, error)
-    return settled, [p for p in range(len(received)) if p not in settled]
+        finally:
+            HAND_BACK.reset(token)
+    return settled, [p for p in range(len(received)) if p not in settled and p not in early]
 
 
 def _delivery(ctx: HandlerContext, received: ReceivedMessage, message: Message) -> Delivery:

@@ -96,12 +96,12 @@ def test_a_kill_during_a_conversion_then_a_resume_leaves_no_scratch_folder(tmp_p
                                env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while not list(scratch.glob("doclake-convert-*/in/document.docx")):
+    while not list(scratch.glob("doclake-convert-*/in/document-*.docx")):
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.01)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    assert list(scratch.glob("doclake-convert-*/in/document.docx"))  # what the kill left
+    assert list(scratch.glob("doclake-convert-*/in/document-*.docx"))  # what the kill left
     resumed = subprocess.run(_doclake("worker", "--until-idle", home=home), env=env,
                              capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr

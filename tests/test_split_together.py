@@ -208,3 +208,25 @@ def test_a_batch_whose_store_fails_reports_no_page_stored(tmp_path, pdf_factory)
     documents = [(pdf_factory("a.pdf", 2), None, 20, 100, "da", "ja")]
     with pytest.raises(OSError, match="No space"):
         text_module.count_and_read_first_pages_of_each(documents, Full(tmp_path / "objects"))
+
+
+async def test_what_the_batch_cannot_take_is_handed_back_before_the_pdfs_are_read(
+        tmp_path, pdf_factory):
+    """A one-page Office file (here a CSV) received with PDFs starts at once, not after the
+    PDFs' read: the runtime's ``hand_back`` gets it before the batch's call."""
+    from extract.handling import settle_together
+
+    harness = _harness(tmp_path)
+    pdfs = [pdf_factory(f"{name}.pdf", 3, word=name) for name in ("ant", "bee")]
+    (pdfs[0].parent / "table.csv").write_text("name,amount\nalpha,1\n")
+    ingested, received = _received(harness, [*pdfs, pdfs[0].parent / "table.csv"])
+    csv_position = next(p for p, r in enumerate(received)
+                        if ingested["table.csv"].job_id in r.body)
+    handed: list[tuple[int, int]] = []  # (position, batch calls made by then)
+
+    settled, left = await settle_together(harness.ctx, received, hand_back=lambda p: handed.append(
+        (p, [name for name, _ in harness.cpu.calls].count(BATCH_CALL))))
+
+    assert handed == [(csv_position, 0)]
+    assert csv_position not in settled and csv_position not in left
+    assert sorted(settled) == sorted(set(range(3)) - {csv_position}) and left == []

@@ -17,7 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from extract.context import Delivery, HandlerContext, commit_together, release_slot
+from extract.context import (
+    Delivery,
+    HandlerContext,
+    commit_together,
+    hand_back,
+    release_slot,
+)
 from extract.formats.sniff import Format, Sniffed, read_head, sniff_head
 from extract.handlers.split import (
     emit_pdf_plan,
@@ -65,6 +71,9 @@ async def split_together(ctx: HandlerContext,
                 alone.append(message)
             else:
                 candidates.append(candidate)
+        # An Office file, a sheet, a redelivery: not this batch's work, and nothing of it waits
+        # for the PDFs' read (a one-page letter's conversion starts now).
+        alone = hand_back(alone)
         if not candidates:
             return alone
         results = await ctx.cpu.run(

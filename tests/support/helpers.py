@@ -73,9 +73,9 @@ def watch_batches(monkeypatch) -> list[int]:
     sizes: list[int] = []
     real = runtime_module.settle_together
 
-    async def watched(ctx, batch):
+    async def watched(ctx, batch, **options):
         sizes.append(len(batch))
-        return await real(ctx, batch)
+        return await real(ctx, batch, **options)
 
     monkeypatch.setattr(runtime_module, "settle_together", watched)
     return sizes

@@ -1,0 +1,85 @@
+"""Convert messages received together: one LibreOffice process converts their Office files,
+each stored and split as alone; a file the batch cannot take is converted alone.
+
+The probe (2026-12-05, the mixed room of ``doclake bench mixed-room``): eight one-page Office
+files waited 4 to 9 s for one of two converters, each paying LibreOffice's 1.3 s start; eight in
+one process take 1.7 s.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.helpers import Harness, handle_together
+
+import extract.formats.office as office
+import extract.handlers.convert_together as together_module
+from extract.formats.office import find_soffice
+from extract.handling import Outcome
+from extract.messages import CONVERT_QUEUE, SPLIT_QUEUE
+from lake.layout import converted_key
+from tests.support.officegen import make_docx
+
+pytestmark = pytest.mark.skipif(find_soffice() is None, reason="needs LibreOffice")
+
+
+def _count_conversions(monkeypatch) -> list[int]:
+    """The number of documents of each LibreOffice conversion process started, in order."""
+    started: list[int] = []
+    real = office._run
+
+    async def counted(argv, *args, **kwargs):
+        if "--convert-to" in argv:
+            started.append(sum(1 for a in argv if "/in/document-" in a))
+        return await real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(office, "_run", counted)
+    return started
+
+
+async def _convert_messages(harness: Harness, tmp_path, names: list[str]):
+    room = tmp_path / "room"
+    room.mkdir()
+    ingested = {}
+    for name in names:  # a "big" one has more to say
+        lines = [f"Memo {name} says hello."] * (40 if name.startswith("big") else 1)
+        ingested[name] = harness.planner.ingest(make_docx(room / name, lines))
+    await harness.drain(SPLIT_QUEUE)
+    return ingested, harness.receive(CONVERT_QUEUE)
+
+
+async def test_office_files_received_together_share_one_libreoffice(tmp_path, monkeypatch):
+    harness = Harness(tmp_path)
+    ingested, received = await _convert_messages(harness, tmp_path,
+                                                 ["a.docx", "b.docx", "c.docx"])
+    assert len(received) == 3
+    processes = _count_conversions(monkeypatch)
+
+    assert await handle_together(harness.ctx, received) == [Outcome.ACK] * 3
+
+    assert processes == [3]
+    jobs = harness.store.list_jobs([i.job_id for i in ingested.values()])
+    assert [(j.pages, j.units, j.error) for j in jobs] == [(1, 1, None)] * 3
+    timings = {harness.objects.head(converted_key(j.document_id, j.job_id))["conversion_ms"]
+               for j in jobs}
+    assert len(timings) == 1  # each waited for the one process
+    # Each document's own PDF, not a neighbour's: its text is its own.
+    await harness.drain("read")
+    for job in jobs:
+        (page,) = harness.objects.list(f"pages/{job.document_id}/{job.job_id}/")
+        assert f"Memo {job.source_name} says hello." in harness.objects.get(page).decode()
+
+
+async def test_a_file_over_the_batch_size_is_converted_alone(tmp_path, monkeypatch):
+    harness = Harness(tmp_path)
+    ingested, received = await _convert_messages(harness, tmp_path,
+                                                 ["a.docx", "b.docx", "big.docx"])
+    sizes = {name: (tmp_path / "room" / name).stat().st_size for name in ingested}
+    monkeypatch.setattr(together_module, "TOGETHER_MAX_BYTES", max(sizes.values()) - 1)
+    assert sizes["big.docx"] > max(sizes["a.docx"], sizes["b.docx"])
+    processes = _count_conversions(monkeypatch)
+
+    assert await handle_together(harness.ctx, received) == [Outcome.ACK] * 3
+
+    assert sorted(processes) == [1, 2]
+    jobs = harness.store.list_jobs([i.job_id for i in ingested.values()])
+    assert [(j.pages, j.units, j.error) for j in jobs] == [(1, 1, None)] * 3
