@@ -8,6 +8,8 @@ one process take 1.7 s.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from support.helpers import Harness, handle_together
 
@@ -81,5 +83,28 @@ async def test_a_file_over_the_batch_size_is_converted_alone(tmp_path, monkeypat
     assert await handle_together(harness.ctx, received) == [Outcome.ACK] * 3
 
     assert sorted(processes) == [1, 2]
+    jobs = harness.store.list_jobs([i.job_id for i in ingested.values()])
+    assert [(j.pages, j.units, j.error) for j in jobs] == [(1, 1, None)] * 3
+
+
+async def test_a_file_the_shared_process_made_no_pdf_of_is_converted_alone(tmp_path, monkeypatch):
+    """LibreOffice refused one file of the batch, or the time limit ended the process before
+    it: that file gets a process and a time limit of its own, the others are kept."""
+    harness = Harness(tmp_path)
+    ingested, received = await _convert_messages(harness, tmp_path,
+                                                 ["a.docx", "b.docx", "c.docx"])
+    processes = _count_conversions(monkeypatch)
+    real = together_module.convert_many_to_pdf
+
+    @contextlib.asynccontextmanager
+    async def losing_the_second(sources, limits):
+        async with real(sources, limits) as conversions:
+            yield [conversions[0], None, *conversions[2:]]
+
+    monkeypatch.setattr(together_module, "convert_many_to_pdf", losing_the_second)
+
+    assert await handle_together(harness.ctx, received) == [Outcome.ACK] * 3
+
+    assert processes == [3, 1]
     jobs = harness.store.list_jobs([i.job_id for i in ingested.values()])
     assert [(j.pages, j.units, j.error) for j in jobs] == [(1, 1, None)] * 3

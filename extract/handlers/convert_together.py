@@ -16,6 +16,7 @@ stored before an error is found by that redelivery, which only splits it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ async def convert_together(ctx: HandlerContext,
     each; returns the messages to handle alone."""
     jobs = {job.job_id: job for job in ctx.store.list_jobs([m.job_id for m, _ in deliveries])}
     alone: list[ConvertMessage] = []
-    candidates: list[_Candidate] = []
+    waiting: list[tuple[ConvertMessage, Delivery, HandlerContext, Job]] = []
     for message, delivery in deliveries:
         job = jobs.get(message.job_id)
         # A first delivery of a job still to convert; anything else (a redelivery, a job
@@ -69,13 +70,17 @@ async def convert_together(ctx: HandlerContext,
                 or ctx.objects.head(converted_key(job.document_id, job.job_id)) is not None):
             alone.append(message)
             continue
-        job_ctx = job_context(ctx, job)
-        try:
-            sniffed = await checked_format(job_ctx, job)
-        except Exception:  # refused or unreadable: alone, its error sorted as for any message
+        waiting.append((message, delivery, job_context(ctx, job), job))
+    # The checks of every file at once: each call waits for a CPU process, so one after
+    # another they waited for one each (the documents lane is busy with a room's text layers).
+    checked = await asyncio.gather(*(checked_format(job_ctx, job)
+                                     for _, _, job_ctx, job in waiting), return_exceptions=True)
+    candidates: list[_Candidate] = []
+    for (message, delivery, job_ctx, job), sniffed in zip(waiting, checked, strict=True):
+        if isinstance(sniffed, BaseException):  # alone, its error sorted as for any message
             alone.append(message)
-            continue
-        candidates.append(_Candidate(message, delivery, job_ctx, job, sniffed))
+        else:
+            candidates.append(_Candidate(message, delivery, job_ctx, job, sniffed))
     if not candidates:
         return alone
     async with contextlib.AsyncExitStack() as files:
@@ -91,22 +96,29 @@ async def convert_together(ctx: HandlerContext,
             kept.append(candidate)
         if len(kept) < 2:  # nothing to share a process with: the usual path
             return alone + [candidate.message for candidate in kept]
-        done = []
         async with convert_many_to_pdf([(path, c.sniffed.format) for path, c in
                                         zip(sources, kept, strict=True)],
                                        convert_limits(ctx)) as conversions:
-            for candidate, path, conversion in zip(kept, sources, conversions, strict=True):
-                if conversion is None:
-                    alone.append(candidate.message)
-                    continue
-                try:
-                    stored = await store_conversion(candidate.ctx, candidate.job, conversion,
-                                                    path, candidate.sniffed)
-                except Exception:  # e.g. the output check: alone, which says so
-                    alone.append(candidate.message)
-                    continue
-                done.append((candidate, stored))
-    for candidate, stored in done:
-        await plan_converted(candidate.ctx, candidate.job, candidate.delivery, candidate.sniffed,
-                             stored)
+            made = [(candidate, path, conversion) for candidate, path, conversion
+                    in zip(kept, sources, conversions, strict=True) if conversion is not None]
+            alone += [candidate.message for candidate, conversion
+                      in zip(kept, conversions, strict=True) if conversion is None]
+            stored = await asyncio.gather(*(
+                store_conversion(candidate.ctx, candidate.job, conversion, path,
+                                 candidate.sniffed)
+                for candidate, path, conversion in made), return_exceptions=True)
+    done = []
+    for (candidate, _, _), metadata in zip(made, stored, strict=True):
+        if isinstance(metadata, BaseException):  # e.g. the output check: alone, which says so
+            alone.append(candidate.message)
+        else:
+            done.append((candidate, metadata))
+    # Each split as alone, all at once (their page counts and text layers are CPU calls too);
+    # one that fails is handled alone, where its stored PDF is found and split again.
+    planned = await asyncio.gather(*(plan_converted(candidate.ctx, candidate.job,
+                                                    candidate.delivery, candidate.sniffed,
+                                                    metadata)
+                                     for candidate, metadata in done), return_exceptions=True)
+    alone += [candidate.message for (candidate, _), outcome in zip(done, planned, strict=True)
+              if isinstance(outcome, BaseException)]
     return alone
