@@ -43,3 +43,18 @@ def test_only_the_scans_lane_is_lowered():
     assert cpu.documents.nice == cpu.short.nice == cpu.uploads.nice == 0
     cpu.close()
 
+
+
+def test_only_the_ocr_of_a_page_runs_in_the_scans_lane():
+    """The glance that finds a page with no picture, or a blank one, takes milliseconds: it
+    does not wait behind OCR pages of seconds (a one-page file with no text layer did, 2.5 s)."""
+    from extract.readers.ocr import _ocr_one, look_at_pages
+    from extract.readers.text import count_pages
+
+    cpu = LanedCpu(1)
+    try:
+        assert cpu.lane(_ocr_one) is cpu.scans
+        assert cpu.lane(look_at_pages) is cpu.documents
+        assert cpu.lane(count_pages) is cpu.short
+    finally:
+        cpu.close()

@@ -62,9 +62,13 @@ SCANS_NICE = 10
 """Niceness added to the scans lane's processes: a weight of about a tenth of a normal process's
 under Linux's scheduler, so short work beside a scan drop runs nearly as fast as alone."""
 
-SCAN_CALLS = frozenset({"look_at_pages", "_ocr_one"})
-"""Calls of the OCR reader (``extract.readers.ocr``), by function name: the glance that finds
-blank pages and the OCR of one page (1.5 s a page alone on a core, 5 to 10 s under load)."""
+SCAN_CALLS = frozenset({"_ocr_one"})
+"""The OCR of one page (``extract.readers.ocr``; 1.5 s a page alone on a core, 5 to 10 s under
+load), by function name. The glance before it (``look_at_pages``: a page's largest image, and
+a low-resolution look for ink; milliseconds a page, five pages a unit at most) runs in the
+documents lane, ordered by its document like any call there: in the scans lane a one-page
+``.pptx`` whose page has no text layer waited 2.5 s behind a scan's OCR pages to learn that it
+holds no picture either."""
 
 
 def warm_short_lane() -> None:
