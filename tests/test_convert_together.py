@@ -108,3 +108,31 @@ async def test_a_file_the_shared_process_made_no_pdf_of_is_converted_alone(tmp_p
     assert processes == [3, 1]
     jobs = harness.store.list_jobs([i.job_id for i in ingested.values()])
     assert [(j.pages, j.units, j.error) for j in jobs] == [(1, 1, None)] * 3
+
+
+def test_a_drop_of_office_files_waits_for_its_splits_and_shares_the_converters(
+        settings, tmp_path, monkeypatch):
+    """Four one-page files dropped together: the first convert message waits while the others'
+    splits are under way (``CONVERT_GATHER_S``, long here so that a loaded machine decides
+    nothing), then the four are shared among the two converters, one LibreOffice start each."""
+    import asyncio
+
+    import infra.local.runtime as runtime_module
+    from extract.state import JobStatus
+    from infra.local.runtime import LocalRuntime
+
+    monkeypatch.setattr(runtime_module, "CONVERT_GATHER_S", 30.0)
+    room = tmp_path / "room"
+    room.mkdir()
+    paths = [make_docx(room / f"memo{n}.docx", [f"Memo {n} says hello."]) for n in range(4)]
+    runtime = LocalRuntime(settings)
+    ids = [i.job_id for i in runtime.planner().ingest_many(paths)]
+    processes = _count_conversions(monkeypatch)
+
+    def finished():
+        return all(j.status.terminal for j in runtime.store.list_jobs(ids))
+
+    asyncio.run(asyncio.wait_for(runtime.process(finished), timeout=240))
+
+    assert [j.status for j in runtime.store.list_jobs(ids)] == [JobStatus.SUCCEEDED] * 4
+    assert sorted(processes) == [2, 2]

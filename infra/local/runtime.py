@@ -65,7 +65,7 @@ from lake.schema import convert_lists_without_pandas
 from lake.writer import RELAXED_COMMIT, GroupCommitter, ParquetEventWriter
 
 __all__ = ["log", "RECEIVE_ORDER", "IDLE_SLEEP_S", "DEAD_LETTER_CHECK_S", "INDEX_TOGETHER",
-           "SPLIT_TOGETHER", "CONVERT_TOGETHER", "COMPACT_HERE_BELOW_FILES", "Batch",
+           "SPLIT_TOGETHER", "CONVERT_TOGETHER", "CONVERT_GATHER_S", "COMPACT_HERE_BELOW_FILES", "Batch",
            "RuntimeStats", "RuntimeFailure", "LocalRuntime", "POLLER_LEASE", "STOP_SIGNALS"]
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,10 @@ CONVERT_TOGETHER = 8
 """The most Office files one LibreOffice process converts together; the files waiting are
 shared among the free converters (eight one-page files: 1.7 s in one process, 1.3 s each
 alone)."""
+CONVERT_GATHER_S = 0.3
+"""How long the first Office files of a drop wait for the rest while splits that may send more
+are waiting or under way (never when none are: a lone file does not wait). Without it the first
+one or two took the converters alone, and the other five of the room's waited 4 s for them."""
 SPLIT_TOGETHER = 16
 """The most split messages one worker takes together; fewer when the queue holds less than that
 for every free worker, so a few documents still spread over every worker."""
@@ -195,6 +199,8 @@ class LocalRuntime:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cursor = PollCursor()
         self._splits_together = True  # decided again by each ``process`` from its readers
+        self._splitting = 0  # split batches being handled: they may send convert messages
+        self._convert_gather_since: float | None = None  # see ``_together``
         # What is being worked on, in words, for the live progress (``infra.local.activity``).
         self.activity = ActivityBoard(self._job_name, self._waiting_documents, self.cpu.waiting)
 
@@ -490,6 +496,8 @@ class LocalRuntime:
                     if wanted <= 0:
                         continue
                 together = self._together(queue, room - got)
+                if together == 0:  # not yet (``_together``)
+                    continue
                 if together > 1:  # handled together: a batch takes one worker
                     taken = self.queue.receive(queue, max_messages=together,
                                                visibility_timeout_s=timeout)
@@ -544,6 +552,15 @@ class LocalRuntime:
             if converters <= 0:
                 return 1
             backlog = self.queue.visible_count(queue, at_most=CONVERT_TOGETHER * converters)
+            now = time.monotonic()
+            if backlog < CONVERT_TOGETHER * converters and self._drop_being_split():
+                # More of the drop's Office files are on their way: the first waits for them a
+                # moment rather than taking a converter alone while they queue behind it.
+                if self._convert_gather_since is None:
+                    self._convert_gather_since = now
+                if now - self._convert_gather_since < CONVERT_GATHER_S:
+                    return 0
+            self._convert_gather_since = None
             return min(CONVERT_TOGETHER, -(-backlog // converters))
         if queue == SPLIT_QUEUE and free > 0 and self._splits_together:
             backlog = self.queue.visible_count(queue, at_most=SPLIT_TOGETHER * free)
@@ -559,11 +576,17 @@ class LocalRuntime:
                 inbox.task_done()
                 self._worker_done.set()
 
+    def _drop_being_split(self) -> bool:
+        """Whether splits are waiting or under way: each may yet send a convert message."""
+        return self._splitting > 0 or self.queue.visible_count(SPLIT_QUEUE, at_most=1) > 0
+
     async def _handle_holding_a_slot(self, ctx: HandlerContext, batch: Batch,
                                      inbox: asyncio.Queue[Batch]) -> None:
         queue = batch[0].queue
         self._busy += 1
         self._handling += 1
+        splitting = queue == SPLIT_QUEUE
+        self._splitting += splitting
         held = True
 
         def release() -> None:  # once: when the handler says so, or when it ends
@@ -598,6 +621,7 @@ class LocalRuntime:
             release()
             RELAXED_COMMIT.reset(relaxed)
             self._handling -= 1
+            self._splitting -= splitting
 
     async def _handle(self, ctx: HandlerContext, batch: Batch,
                       inbox: asyncio.Queue[Batch]) -> None:
