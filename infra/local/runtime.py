@@ -496,7 +496,7 @@ class LocalRuntime:
                     if wanted <= 0:
                         continue
                 together = self._together(queue, room - got)
-                if together == 0:  # not yet (``_together``)
+                if together is None:  # not yet (``_together``)
                     continue
                 if together > 1:  # handled together: a batch takes one worker
                     taken = self.queue.receive(queue, max_messages=together,
@@ -539,10 +539,10 @@ class LocalRuntime:
         self._committer.set_relaxed_delay(settings.event_saturated_flush_s if saturated
                                           else settings.event_relaxed_flush_s)
 
-    def _together(self, queue: str, free: int) -> int:
-        """How many messages of ``queue`` one worker takes together (1: one at a time). Splits
-        only when the queue holds at least two for every free worker: a batch is handled by
-        one worker, and a short queue is better spread."""
+    def _together(self, queue: str, free: int) -> int | None:
+        """How many messages of ``queue`` one worker takes together (1 or less: one at a time;
+        None: none yet). Splits only when the queue holds at least two for every free worker: a
+        batch is handled by one worker, and a short queue is better spread."""
         if queue == INDEX_QUEUE:
             return INDEX_TOGETHER
         if queue == CONVERT_QUEUE:
@@ -559,7 +559,7 @@ class LocalRuntime:
                 if self._convert_gather_since is None:
                     self._convert_gather_since = now
                 if now - self._convert_gather_since < CONVERT_GATHER_S:
-                    return 0
+                    return None
             self._convert_gather_since = None
             return min(CONVERT_TOGETHER, -(-backlog // converters))
         if queue == SPLIT_QUEUE and free > 0 and self._splits_together:
