@@ -136,3 +136,19 @@ def test_a_drop_of_office_files_waits_for_its_splits_and_shares_the_converters(
 
     assert [j.status for j in runtime.store.list_jobs(ids)] == [JobStatus.SUCCEEDED] * 4
     assert sorted(processes) == [2, 2]
+
+
+async def test_a_shared_process_ended_by_the_time_limit_gives_no_pdf_at_all(tmp_path):
+    """A process the time limit ends may leave the PDF it was writing cut short, and the exit
+    says nothing of which: none of its PDFs is taken (each file is converted again alone). The
+    short memo first, converted long before the limit; the long one after it, not (LibreOffice
+    needs 20 s and more for it alone)."""
+    from extract.formats.office import ConvertLimits, convert_many_to_pdf
+    from extract.formats.sniff import Format
+
+    memo = make_docx(tmp_path / "memo.docx", ["A short memo."])
+    long = make_docx(tmp_path / "long.docx", [f"Paragraph {i} of a long memo." for i in
+                                              range(120_000)])
+    async with convert_many_to_pdf([(memo, Format.DOCX), (long, Format.DOCX)],
+                                   ConvertLimits(timeout_s=8)) as conversions:
+        assert conversions == [None, None]

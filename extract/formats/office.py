@@ -286,8 +286,9 @@ async def convert_to_pdf(source: Path, fmt: Format, limits: ConvertLimits
 async def convert_many_to_pdf(sources: Sequence[tuple[Path, Format]], limits: ConvertLimits
                               ) -> AsyncIterator[list[Conversion | None]]:
     """The PDFs one LibreOffice process makes of several files, in the order given; None for a
-    file it made no PDF of (it refused the file, or the time limit ended the process first) or
-    one over the size limit. For those the caller converts the file alone with
+    file it made no PDF of (it refused the file) or one over the size limit, and for every file
+    when the process did not end cleanly (the time limit, a crash, the size limit): a PDF being
+    written then may be cut short. For those the caller converts the file alone with
     ``convert_to_pdf``, which says why it fails. Every file's ``duration_ms`` is the whole
     process's: each waited for it.
 
@@ -300,13 +301,13 @@ async def convert_many_to_pdf(sources: Sequence[tuple[Path, Format]], limits: Co
     work = scratch_folder("convert")
     try:
         started = time.perf_counter()
-        await _convert_in(work, soffice, sources, limits, started)
+        code, _ = await _convert_in(work, soffice, sources, limits, started)
         duration_ms = (time.perf_counter() - started) * 1000
         isolated = bool(find_bwrap() or network_isolation())
         results: list[Conversion | None] = []
         for position in range(len(sources)):
             pdf = _output(work, position)
-            size = pdf.stat().st_size if pdf.is_file() else 0
+            size = pdf.stat().st_size if code == 0 and pdf.is_file() else 0
             results.append(Conversion(pdf, duration_ms, CONVERTER, isolated)
                            if 0 < size <= limits.max_output_bytes else None)
         yield results
