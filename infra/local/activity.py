@@ -82,6 +82,10 @@ class ActivityBoard:
     def end(self, entry: int) -> None:
         self._work.pop(entry, None)
 
+    def in_hand(self, queue: str) -> int:
+        """How many deliveries of ``queue`` are being handled now."""
+        return sum(1 for work in self._work.values() if work.stage == queue)
+
     def calling(self, entry: int | None, name: str, args: tuple) -> None:
         """A CPU call of the work ``entry``: an OCR page's number is noted."""
         work = self._work.get(entry) if entry is not None else None

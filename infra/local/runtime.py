@@ -199,7 +199,6 @@ class LocalRuntime:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cursor = PollCursor()
         self._splits_together = True  # decided again by each ``process`` from its readers
-        self._splitting = 0  # split batches being handled: they may send convert messages
         self._convert_gather_since: float | None = None  # see ``_together``
         # What is being worked on, in words, for the live progress (``infra.local.activity``).
         self.activity = ActivityBoard(self._job_name, self._waiting_documents, self.cpu.waiting)
@@ -578,15 +577,14 @@ class LocalRuntime:
 
     def _drop_being_split(self) -> bool:
         """Whether splits are waiting or under way: each may yet send a convert message."""
-        return self._splitting > 0 or self.queue.visible_count(SPLIT_QUEUE, at_most=1) > 0
+        return (self.activity.in_hand(SPLIT_QUEUE) > 0
+                or self.queue.visible_count(SPLIT_QUEUE, at_most=1) > 0)
 
     async def _handle_holding_a_slot(self, ctx: HandlerContext, batch: Batch,
                                      inbox: asyncio.Queue[Batch]) -> None:
         queue = batch[0].queue
         self._busy += 1
         self._handling += 1
-        splitting = queue == SPLIT_QUEUE
-        self._splitting += splitting
         held = True
 
         def release() -> None:  # once: when the handler says so, or when it ends
@@ -621,7 +619,6 @@ class LocalRuntime:
             release()
             RELAXED_COMMIT.reset(relaxed)
             self._handling -= 1
-            self._splitting -= splitting
 
     async def _handle(self, ctx: HandlerContext, batch: Batch,
                       inbox: asyncio.Queue[Batch]) -> None:
