@@ -32,7 +32,7 @@ from extract.handlers.convert import (
     store_conversion,
 )
 from extract.handlers.sources import local_copy, readable_key
-from extract.handlers.split import job_context
+from extract.handlers.split import job_context, plain_first_plan
 from extract.messages import ConvertMessage
 from extract.state import Job
 from lake.layout import converted_key
@@ -63,10 +63,8 @@ async def convert_together(ctx: HandlerContext,
     waiting: list[tuple[ConvertMessage, Delivery, HandlerContext, Job]] = []
     for message, delivery in deliveries:
         job = jobs.get(message.job_id)
-        # A first delivery of a job still to convert; anything else (a redelivery, a job
-        # planned, failed or gone) goes through the usual path, which knows what to do.
-        if (delivery.attempt != 1 or job is None or job.status.terminal or job.error
-                or job.units is not None
+        # A PDF already stored (an earlier delivery's) is only split: the usual path does it.
+        if (job is None or not plain_first_plan(job, delivery)
                 or ctx.objects.head(converted_key(job.document_id, job.job_id)) is not None):
             alone.append(message)
             continue

@@ -76,9 +76,9 @@ from lake.events import FormatDetected, JobSplit, PageRead, UnitDone, UnitPlanne
 from lake.layout import page_key
 
 __all__ = ["SHEET_KIND", "PDF_KIND", "CSV_READER", "TEXT_DOCUMENT_READER", "SEND_BATCH", "plan_pdf_units",
-           "send_unit_messages", "job_context", "job_to_plan", "handle_split", "plan_pdf", "PdfPlan",
-           "emit_pdf_plan", "record_pdf_plan", "pages_read_at_split", "sheet_limits", "sheet_unit_id",
-           "plan_sheets"]
+           "send_unit_messages", "job_context", "plain_first_plan", "job_to_plan", "handle_split",
+           "plan_pdf", "PdfPlan", "emit_pdf_plan", "record_pdf_plan", "pages_read_at_split",
+           "sheet_limits", "sheet_unit_id", "plan_sheets"]
 
 SHEET_KIND = "sheet"
 PDF_KIND = "pdf_pages"  # a run of a PDF's pages (units.kind)
@@ -145,6 +145,14 @@ def _claims_binary(job: Job) -> bool:
 def _hint(job: Job) -> str:
     suffix = PurePath(job.source_name).suffix.lower()
     return f" (the name says {suffix})" if suffix else ""
+
+
+def plain_first_plan(job: Job | None, delivery: Delivery) -> bool:
+    """A first delivery for a job still to plan (not planned, failed or gone): the only one a
+    batch (``split_together``, ``convert_together``) takes; any other goes through
+    ``job_to_plan`` alone, which knows what a redelivery or a planned job still needs."""
+    return (job is not None and delivery.attempt <= 1 and not job.status.terminal
+            and not job.error and job.units is None)
 
 
 async def job_to_plan(ctx: HandlerContext, job_id: str) -> Job | None:

@@ -29,6 +29,7 @@ from extract.handlers.split import (
     emit_pdf_plan,
     job_context,
     pages_read_at_split,
+    plain_first_plan,
     record_pdf_plan,
 )
 from extract.messages import SplitMessage
@@ -105,8 +106,7 @@ async def split_together(ctx: HandlerContext,
 def _candidate(ctx: HandlerContext, message: SplitMessage, delivery: Delivery,
                job: Job | None, files: contextlib.ExitStack) -> _Candidate | None:
     """The message's document when it takes the common path, else None (handled alone)."""
-    if job is None or job.status.terminal or job.error or job.units is not None or \
-            delivery.attempt > 1:  # a redelivery may find pages stored: ``plan_pdf`` handles it
+    if not plain_first_plan(job, delivery):  # a redelivery may find pages stored: ``plan_pdf``
         return None
     job_ctx = job_context(ctx, job)
     first_pages = pages_read_at_split(job_ctx)
