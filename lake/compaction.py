@@ -28,19 +28,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from lake.compaction_files import (
-    IO_THREADS,
     OUTPUT_PREFIX,
     ROW_GROUP_ROWS,
     TMP_PREFIX,
     basename,
     delete,
+    io_pool,
     is_data_file,
     load,
     partitions,
@@ -271,6 +270,5 @@ def _compact_partition(
     )
     if before_delete is not None:
         before_delete(result)
-    with ThreadPoolExecutor(IO_THREADS) as pool:
-        list(pool.map(lambda path: delete(filesystem, path), result.inputs))
+    list(io_pool().map(lambda path: delete(filesystem, path), result.inputs))
     return result

@@ -472,3 +472,50 @@ def test_compaction_after_a_run_tidies_up_and_never_raises(tmp_path: Path) -> No
     blocked.write_text("not a folder")
     assert compact_after_run(str(blocked), log=messages.append) is None
     assert messages[-1].startswith("lake compaction skipped:")
+
+
+# --- the file work's threads ------------------------------------------------------------------
+
+
+def test_compacting_many_partitions_starts_no_more_threads_than_one_pool(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool a step (footers, reads, deletes) a partition started threads three times a
+    partition: 175 thread starts at the end of an 84-document run, each waiting for the busy
+    process's interpreter lock. The file work now shares one pool for the process's life."""
+    import threading
+
+    write_lake(tmp_path / "first", days=3, jobs=4, units=2)  # 12 partitions, several files each
+    write_lake(tmp_path / "again", days=2, jobs=3, units=2)
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counting_start(self: threading.Thread) -> None:
+        started.append(self.name)
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", counting_start)
+    report = compact(str(tmp_path / "first"))
+    again = compact(str(tmp_path / "again"))
+
+    assert len(report.partitions) == 12 and len(again.partitions) == 8
+    assert len(started) <= compaction_files.IO_THREADS, started
+
+
+def test_a_forked_child_gets_a_pool_of_its_own(tmp_path: Path) -> None:
+    """Threads do not survive a fork: a child that used the parent's pool would wait forever
+    for work no thread takes. The child here compacts a lake after the parent used its pool."""
+    import multiprocessing
+
+    write_lake(tmp_path / "parent", days=1)
+    compact(str(tmp_path / "parent"))  # the parent's pool exists, its threads started
+    write_lake(tmp_path / "child", days=1)
+    child = multiprocessing.get_context("fork").Process(
+        target=compact, args=(str(tmp_path / "child"),))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the forked child's compaction never ended (the parent's pool has no threads)")
+    assert child.exitcode == 0
+    assert all(p.name.startswith("compacted-") for p in data_files(tmp_path / "child"))
