@@ -34,7 +34,8 @@ class Settings(BaseSettings, ModelConfig):
     cpu_workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1,
                              description="Processes for CPU work (parsing) in each of the "
                              "two long lanes, OCR and documents (infra.local.cpu_lanes); "
-                             "one more for short calls.")
+                             "one more for short calls, and one for a small document's OCR "
+                             "page that would wait behind a larger scan's.")
     poll_interval_s: float = Field(5.0, gt=0, description="Poller period.")
     no_progress_timeout_s: float = Field(1800.0, gt=0,
                                          description="A job with no progress this long fails.")

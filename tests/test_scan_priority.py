@@ -58,3 +58,72 @@ def test_only_the_ocr_of_a_page_runs_in_the_scans_lane():
         assert cpu.lane(count_pages) is cpu.short
     finally:
         cpu.close()
+
+
+def _ocr_one(seconds: float) -> int:
+    """Named as the OCR of a page (the lanes route by name): sleeps, returns its process."""
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_a_page_that_goes_first_does_not_wait_for_a_running_scan_page():
+    """A one-page document's OCR page, while every scans process runs a larger scan's page, is
+    taken at once by the express lane: it ends while the scan's page still runs (it waited for
+    that page before: 3.5 s in a room)."""
+    import asyncio
+
+    from infra.local.cpu_priority import CALL_KEY
+
+    async def scenario() -> tuple[int, int, bool]:
+        cpu = LanedCpu(1)
+        try:
+            token = CALL_KEY.set(100.0)  # the scan: more pages left, a larger key
+            scan_page = asyncio.create_task(cpu.run(_ocr_one, 60.0, timeout_s=120))
+            CALL_KEY.reset(token)
+            while cpu.scans.gate.admitted < 1:
+                await asyncio.sleep(0.01)
+            token = CALL_KEY.set(1.0)  # the letter
+            letter = await cpu.run(_ocr_one, 0.0, timeout_s=120)
+            CALL_KEY.reset(token)
+            scan_still_running = not scan_page.done()
+            scan_page.cancel()
+            return letter, cpu.express.gate.admitted, scan_still_running
+        finally:
+            cpu.close()
+
+    letter_process, express_busy_after, scan_still_running = asyncio.run(scenario())
+    assert scan_still_running
+    assert letter_process > 0 and express_busy_after == 0
+
+
+def test_only_a_page_that_goes_before_every_scans_page_takes_the_express_lane():
+    """The express lane adds preemption, not a second queue: a page with a larger key than a
+    running one, or with one as small waiting, waits in the scans lane's order; so does any
+    page while the express lane is busy."""
+    import asyncio
+
+    async def scenario() -> list[str]:
+        cpu = LanedCpu(1)
+        names = {id(cpu.scans): "scans", id(cpu.express): "express"}
+        seen: list[str] = []
+        try:
+            seen.append(names[id(cpu.lane_now(_ocr_one, 1.0))])  # the scans lane has room
+            await cpu.scans.gate.acquire(50.0)  # a page of key 50 runs there: the lane is full
+            seen.append(names[id(cpu.lane_now(_ocr_one, 60.0))])  # goes after it
+            seen.append(names[id(cpu.lane_now(_ocr_one, 50.0))])  # a tie: arrival order
+            seen.append(names[id(cpu.lane_now(_ocr_one, 1.0))])  # goes before it
+            waiter = asyncio.create_task(cpu.scans.gate.acquire(2.0))
+            await asyncio.sleep(0)
+            seen.append(names[id(cpu.lane_now(_ocr_one, 3.0))])  # a page of key 2 waits first
+            seen.append(names[id(cpu.lane_now(_ocr_one, 1.0))])  # before that one too
+            await cpu.express.gate.acquire(0.5)  # the express lane is busy
+            seen.append(names[id(cpu.lane_now(_ocr_one, 1.0))])
+            waiter.cancel()
+            return seen
+        finally:
+            cpu.close()
+
+    assert asyncio.run(scenario()) == ["scans", "scans", "scans", "express", "scans", "express",
+                                       "scans"]

@@ -121,12 +121,12 @@ def test_the_gate_admits_waiting_calls_by_key_not_by_arrival():
         async def call(name: str, key: float) -> None:
             await gate.acquire(key)
             order.append(name)
-            gate.release()
+            gate.release(key)
 
         tasks = [asyncio.create_task(call(name, key))
                  for name, key in (("book", 50.0), ("nda", 10.0), ("letter", 1.0))]
         await asyncio.sleep(0)
-        gate.release()
+        gate.release(0.0)
         await asyncio.gather(*tasks)
         return order
 
@@ -143,13 +143,13 @@ def test_a_cancelled_waiter_does_not_keep_its_place_or_a_slot():
         async def call() -> None:
             await gate.acquire(5.0)
             order.append("next")
-            gate.release()
+            gate.release(5.0)
 
         waiting = asyncio.create_task(call())
         await asyncio.sleep(0)
         gone.cancel()
         await asyncio.sleep(0)
-        gate.release()
+        gate.release(0.0)
         await waiting
         return gate.admitted, order
 

@@ -160,12 +160,13 @@ class ProcessPoolRunner:
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         self.in_flight += 1
+        key = call_key()
         try:
-            await self.gate.acquire(call_key())
+            await self.gate.acquire(key)
             try:
                 return await self._run(fn, *args, timeout_s=timeout_s)
             finally:
-                self.gate.release()
+                self.gate.release(key)
         finally:
             self.in_flight -= 1
 
