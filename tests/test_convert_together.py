@@ -110,11 +110,12 @@ async def test_a_file_the_shared_process_made_no_pdf_of_is_converted_alone(tmp_p
     assert [(j.pages, j.units, j.error) for j in jobs] == [(1, 1, None)] * 3
 
 
-def test_a_drop_of_office_files_waits_for_its_splits_and_shares_the_converters(
+def test_a_drop_of_office_files_waits_for_its_splits_and_shares_one_libreoffice(
         settings, tmp_path, monkeypatch):
     """Four one-page files dropped together: the first convert message waits while the others'
     splits are under way (``CONVERT_GATHER_S``, long here so that a loaded machine decides
-    nothing), then the four are shared among the two converters, one LibreOffice start each."""
+    nothing), then the four go to one LibreOffice process (``CONVERT_SHARED_FROM``), the other
+    converter left free for files that come next."""
     import asyncio
 
     import infra.local.runtime as runtime_module
@@ -135,7 +136,7 @@ def test_a_drop_of_office_files_waits_for_its_splits_and_shares_the_converters(
     asyncio.run(asyncio.wait_for(runtime.process(finished), timeout=240))
 
     assert [j.status for j in runtime.store.list_jobs(ids)] == [JobStatus.SUCCEEDED] * 4
-    assert sorted(processes) == [2, 2]
+    assert processes == [4]
 
 
 async def test_a_shared_process_ended_by_the_time_limit_gives_no_pdf_at_all(tmp_path):
@@ -152,3 +153,21 @@ async def test_a_shared_process_ended_by_the_time_limit_gives_no_pdf_at_all(tmp_
     async with convert_many_to_pdf([(memo, Format.DOCX), (long, Format.DOCX)],
                                    ConvertLimits(timeout_s=8)) as conversions:
         assert conversions == [None, None]
+
+
+@pytest.mark.parametrize(("waiting", "taken"), [(1, 1), (3, 3), (4, 4), (6, 4), (8, 4), (12, 6),
+                                                 (20, 8)])
+def test_a_converter_takes_a_few_files_before_they_are_shared_and_at_most_a_batch(
+        settings, waiting, taken):
+    """Two converters free and no split under way: a converter takes every file while they are
+    few (up to ``CONVERT_SHARED_FROM``), half of them when more wait, and never more than
+    ``CONVERT_TOGETHER``: with two of two, a second drop of four waited 3.3 s for a converter."""
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings.model_copy(update={"convert_concurrency": 2}))
+    try:
+        for n in range(waiting):
+            runtime.queue.send(CONVERT_QUEUE, f"file {n}")
+        assert runtime._together(CONVERT_QUEUE, free=2) == taken
+    finally:
+        runtime.close()

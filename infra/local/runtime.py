@@ -65,7 +65,8 @@ from lake.schema import convert_lists_without_pandas
 from lake.writer import RELAXED_COMMIT, GroupCommitter, ParquetEventWriter
 
 __all__ = ["log", "RECEIVE_ORDER", "IDLE_SLEEP_S", "DEAD_LETTER_CHECK_S", "INDEX_TOGETHER",
-           "SPLIT_TOGETHER", "CONVERT_TOGETHER", "CONVERT_GATHER_S", "COMPACT_HERE_BELOW_FILES", "Batch",
+           "SPLIT_TOGETHER", "CONVERT_TOGETHER", "CONVERT_SHARED_FROM", "CONVERT_GATHER_S",
+           "COMPACT_HERE_BELOW_FILES", "Batch",
            "RuntimeStats", "RuntimeFailure", "LocalRuntime", "POLLER_LEASE", "STOP_SIGNALS"]
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,12 @@ CONVERT_TOGETHER = 8
 """The most Office files one LibreOffice process converts together; the files waiting are
 shared among the free converters (eight one-page files: 1.7 s in one process, 1.3 s each
 alone)."""
+CONVERT_SHARED_FROM = 4
+"""The fewest Office files a LibreOffice process takes while more wait: a few files are shared
+among the free converters no further. A process's start is nearly all of its time (one one-page
+file 1.3 s, eight 1.7 s), so four in one cost about what two in each of two do, and the other
+converter stays free for the files that come next: in a room the drop's splits sent four, then
+four more 0.6 s later, and with two processes of two busy the second four waited 3.3 s."""
 CONVERT_GATHER_S = 0.3
 """How long the first Office files of a drop wait for the rest while splits that may send more
 are waiting or under way (never when none are: a lone file does not wait). Without it the first
@@ -545,8 +552,8 @@ class LocalRuntime:
         if queue == INDEX_QUEUE:
             return INDEX_TOGETHER
         if queue == CONVERT_QUEUE:
-            # The Office files waiting share the free converters: one LibreOffice start each
-            # (``extract.handlers.convert_together``).
+            # The Office files waiting share the free converters, at least
+            # ``CONVERT_SHARED_FROM`` a process (``extract.handlers.convert_together``).
             converters = self._queue_limits[queue] - self._queue_busy[queue]
             if converters <= 0:
                 return 1
@@ -560,7 +567,8 @@ class LocalRuntime:
                 if now - self._convert_gather_since < CONVERT_GATHER_S:
                     return None
             self._convert_gather_since = None
-            return min(CONVERT_TOGETHER, -(-backlog // converters))
+            return min(backlog, CONVERT_TOGETHER,
+                       max(CONVERT_SHARED_FROM, -(-backlog // converters)))
         if queue == SPLIT_QUEUE and free > 0 and self._splits_together:
             backlog = self.queue.visible_count(queue, at_most=SPLIT_TOGETHER * free)
             return min(SPLIT_TOGETHER, backlog // free)
