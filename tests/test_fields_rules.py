@@ -230,3 +230,21 @@ def test_shipped_model_is_what_train_rebuilds(kleister):
 
     assert fit(kleister).to_json() + "\n" == MODEL_PATH.read_text(), \
         "the shipped model is stale: run `doclake fields train`"
+
+
+def test_a_term_is_read_from_its_sentence_and_the_title_of_its_clause():
+    from extract.fields.rules.features import featurise
+
+    text = ("Each party keeps the information secret. 7. Term and Termination. This Agreement "
+            "will terminate two (2) years after the Effective Date. 12. Employment Solicitation. "
+            "During the term of this Agreement and for a period of one (1) year thereafter, "
+            "neither party shall solicit the other's employees.")
+    candidates = term_candidates(text)
+    features = {c.value: f for c, f in zip(candidates, featurise(candidates, text), strict=True)}
+    titles = {value: {k for k in f if k.startswith("H:")} for value, f in features.items()}
+    assert titles == {"2 years": {"H:term", "H:and", "H:termination"},
+                      "1 year": {"H:employment", "H:solicitation"}}
+    two = features["2 years"]
+    assert {"S:agreement", "S:terminate", "LB:will_terminate", "RB:after_the"} <= set(two)
+    # the sentence and the word pairs only: no single words from wider windows
+    assert not [k for k in two if k.startswith(("L:", "R:", "L1:", "R1:", "first_L:"))]
