@@ -178,6 +178,7 @@ def test_a_duration_under_a_term_heading_said_of_the_agreement_is_told_apart():
     ("shall expire two years from the date on which the Designee ceases to serve", "from_event"),
     ("shall terminate one (1) year after the Director ceases to be a director", "from_event"),
     ("for one (1) year following termination of employment", "from_event"),
+    ("shall terminate upon the two-year anniversary of this Agreement.", "from_signing"),
     ("for a period of two (2) years.", None),
 ])
 def test_what_a_duration_runs_from(text, cue):
@@ -248,3 +249,27 @@ def test_a_term_is_read_from_its_sentence_and_the_title_of_its_clause():
     assert {"S:agreement", "S:terminate", "LB:will_terminate", "RB:after_the"} <= set(two)
     # the sentence and the word pairs only: no single words from wider windows
     assert not [k for k in two if k.startswith(("L:", "R:", "L1:", "R1:", "first_L:"))]
+
+
+@pytest.mark.parametrize(("text", "cues"), [
+    ("The Agreement is valid and effective for a period of two (2) years from the effective "
+     "date hereof.", {"agreement_lasts", "from_signing", "agreement_lasts&from_signing"}),
+    ("This Agreement covers information disclosed until the first anniversary of the Effective "
+     "Date.", {"agreement_lasts", "from_signing", "agreement_lasts&from_signing"}),
+    ("Your obligations hereunder shall terminate two (2) years from the date of this Agreement.",
+     {"obligations_last", "from_signing", "from_signing&obligations_last"}),
+    ("The secrecy obligations shall survive for three (3) years from the date of termination.",
+     {"obligations_last", "survives_or_notice", "from_event", "from_event&obligations_last",
+      "from_event&survives_or_notice", "obligations_last&survives_or_notice"}),
+])
+def test_the_cues_of_a_durations_clause_and_their_pairs(text, cues):
+    """Whose duration it is (the agreement's, the obligations'), what it runs from, and each
+    pair of those: a term is the agreement lasting from signing, rarely either alone."""
+    from extract.fields.rules.features import featurise
+
+    candidates = term_candidates(text)
+    names = {"term_heading", "agreement_lasts", "survives_or_notice", "obligations_last",
+             "from_signing", "from_event"}
+    found = {k for k in featurise(candidates, text)[0]
+             if k in names or "&" in k}
+    assert found == cues

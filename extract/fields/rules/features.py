@@ -222,10 +222,16 @@ _TERM_HEADING = re.compile(r"(?:^|\n|[.;]\s)\s*(?:(?:section\s+)?\d+(?:\.\d+)*\.
 # effect", "the Term shall be"; against an obligation surviving it or a notice period.
 _AGREEMENT_LASTS = re.compile(
     r"\b(?:this|the)\s+(?:letter\s+)?(?:agreement|nda|undertaking)\b[^.;]{0,80}?\b(?:expire|"
-    r"terminate|continue|remain|be\s+effective|be\s+in\s+effect|have\s+a\s+term)"
+    r"terminate|continue|remain|(?:be|is)\s+(?:valid|effective|in\s+effect)|have\s+a\s+term|"
+    r"govern|cover)"
     r"|\bthe\s+[“\"]?term[”\"]?\s+(?:of\s+this\s+agreement\s+)?(?:shall|will|is|means)",
     re.IGNORECASE)
 _SURVIVES = re.compile(r"\bsurviv|\bnotice\b|\bwithin\b", re.IGNORECASE)
+# The parties' obligations lasting ("your obligations hereunder shall terminate", "bound by their
+# obligations of confidentiality for"): a term when counted from signing, survival when from an
+# event; the model learns which from the cues beside it.
+_OBLIGATIONS = re.compile(r"\b(?:obligations?|undertakings?|covenants|restrictions)\b",
+                          re.IGNORECASE)
 
 
 def _term_clause(text: str, start: int, end: int) -> dict[str, float]:
@@ -242,13 +248,25 @@ def _term_clause(text: str, start: int, end: int) -> dict[str, float]:
         feats["agreement_lasts"] = 1.0
     if _SURVIVES.search(sentence + text[end:end + 40]):
         feats["survives_or_notice"] = 1.0
+    if _OBLIGATIONS.search(sentence):
+        feats["obligations_last"] = 1.0
     feats.update(_heading(text, start))
     after = text[end:end + 70]
     if _FROM_SIGNING.match(after):
         feats["from_signing"] = 1.0
     elif _FROM_EVENT.match(after):
         feats["from_event"] = 1.0
-    return feats
+    return _with_pairs(feats)
+
+
+def _with_pairs(cues: dict[str, float]) -> dict[str, float]:
+    """The cues with each pair of them ("agreement_lasts&from_signing"): a term is the
+    agreement lasting from its signing, which either cue alone says far less often (in the
+    development part 38 of the 42 durations with both are the gold term, 4 of the 80 with
+    "from_signing" alone), a conjunction a linear model cannot add up from the two."""
+    names = sorted(k for k in cues if not k.startswith("H:"))
+    pairs = {f"{a}&{b}": 1.0 for i, a in enumerate(names) for b in names[i + 1:]}
+    return {**cues, **pairs}
 
 
 # A numbered clause's title: "7. Term and Termination.", "12. Employment Solicitation:",
@@ -270,13 +288,14 @@ def _heading(text: str, start: int) -> dict[str, float]:
 
 
 # What a duration runs from: the agreement's own date ("from the date hereof", "after the
-# Effective Date") or a later event ("after the Director ceases", "following termination").
+# Effective Date", "the two-year anniversary of this Agreement") or a later event ("after the
+# Director ceases", "following termination").
 _FROM_SIGNING = re.compile(
-    r"\W{0,3}\s*(?:from|after|following|of)\s+(?:the\s+)?(?:date\s+(?:hereof|of\s+th(?:is|e)\s+"
+    r"\W{0,3}\s*(?:anniversary\s+)?(?:from|after|following|of)\s+(?:the\s+)?(?:date\s+(?:hereof|of\s+th(?:is|e)\s+"
     r"(?:letter\s+)?agreement|first\s+(?:above\s+)?written)|effective\s+date|execution|"
-    r"commencement)", re.IGNORECASE)
+    r"commencement|this\s+(?:letter\s+)?agreement\b)", re.IGNORECASE)
 _FROM_EVENT = re.compile(
-    r"\W{0,3}\s*(?:from|after|following|of)\s+(?:the\s+)?(?:termination|expiration|date\s+(?:on\s+"
+    r"\W{0,3}\s*(?:anniversary\s+)?(?:from|after|following|of)\s+(?:the\s+)?(?:termination|expiration|date\s+(?:on\s+"
     r"which|that|of\s+(?:termination|disclosure|receipt))|receipt|disclosure|completion|closing|"
     r"last|[A-Z]\w*\s+ceases)", re.IGNORECASE)
 
