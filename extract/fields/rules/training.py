@@ -119,7 +119,11 @@ def fit_model(prepared: Sequence[_Prepared], *, c: float,
          selection: dict[str, tuple[float, int, int]] | None) -> LinearModel:
     """The first stage fitted on every candidate of ``prepared``, then the ranker on the
     first stage's out-of-fold scores (inner grouped folds), so the ranker learns how a score
-    a model gives a document it never saw compares with the document's other candidates."""
+    a model gives a document it never saw compares with the document's other candidates.
+    A field in ``LEARNT_THRESHOLDS`` takes its threshold from those same scores
+    (``chosen_threshold``) unless ``selection`` is given, which then decides every field.
+    (A third, document-level model of whether to emit a term at all, fitted on nested folds,
+    did no better: mean term F1 83.2 against 83.2 over fold seeds 0-2, AUROC no higher.)"""
     selection = selection or SELECTION
     names = sorted(p.document.name for p in prepared)
     digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:8]
