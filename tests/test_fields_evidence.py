@@ -155,3 +155,13 @@ def test_result_fields_offsets_point_into_the_stored_pages(tmp_path):
         pages = dict(read(row["document_id"], row["job_id"]))
         text = pages[row["page_number"]]
         assert text[row["evidence_start"]:row["evidence_end"]] == row["evidence"], row
+
+
+def test_a_few_values_never_make_a_calibrated_confidence_of_zero_or_one():
+    # 8 values: the lowest 3 wrong, the rest right. Isotonic regression alone maps the low
+    # ones to 0 and the high ones to 1; with 8 values the bounds are 1/10 and 9/10.
+    pairs = [Scored(i, i % 2, "term", p, p > 0.5)
+             for i, p in enumerate([0.1, 0.2, 0.3, 0.6, 0.7, 0.8, 0.9, 0.95])]
+    calibration = calibrate(pairs, expected=8, model_version="m")
+    assert calibration.apply("term", 0.15) == pytest.approx(0.1)
+    assert calibration.apply("term", 0.9) == pytest.approx(0.9)

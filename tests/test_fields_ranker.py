@@ -100,3 +100,16 @@ def test_fields_cv_finds_the_split_from_the_installation_not_the_current_folder(
     monkeypatch.setenv("DOCLAKE_SHARED_DIR", str(tmp_path))
     assert fields._split(None) == tmp_path / fields.SPLIT  # the variable comes first
     assert fields._split(tmp_path / "mine") == tmp_path / "mine"  # and --data before it
+
+
+def test_the_term_threshold_is_half_the_best_f1_its_training_documents_reach():
+    pytest.importorskip("sklearn", reason="scikit-learn is a dev dependency")
+    from extract.fields.rules.training import chosen_threshold
+
+    # five documents' best candidates, four gold values among the documents. Taking the top
+    # k: k=1 -> 2*1/(1+4)=0.4, k=2 -> 2*2/(2+4)=0.667, k=3 -> 2*2/7=0.571, k=4 -> 2*3/8=0.75,
+    # k=5 -> 2*3/9=0.667: the best F1 is 0.75, the threshold 0.375.
+    best = [(0.9, True), (0.8, True), (0.6, False), (0.3, True), (0.1, False)]
+    assert chosen_threshold(best, 4) == pytest.approx(0.375)
+    assert chosen_threshold(list(reversed(best)), 4) == pytest.approx(0.375)  # order-free
+    assert chosen_threshold([(0.7, False)], 2) == 1.0  # nothing right: nothing emitted

@@ -76,11 +76,17 @@ def ece(confidences: Sequence[float], rights: Sequence[bool], bins: int = BINS) 
 
 
 def _isotonic(pairs: Sequence[Scored]) -> tuple[list[float], list[float]]:
+    """The field's curve, kept within 1/(n+2) and (n+1)/(n+2) for its n values (Laplace's rule
+    of succession): a handful of values all wrong at the low end (the term's, out of fold,
+    2026-12-05) would otherwise report a value the model chose at confidence 0, a certainty
+    that so few values cannot show."""
     from sklearn.isotonic import IsotonicRegression
 
     if len({p.right for p in pairs}) < 2:
         return [], []
-    fitted = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip", increasing=True)
+    n = len(pairs)
+    fitted = IsotonicRegression(y_min=1 / (n + 2), y_max=(n + 1) / (n + 2),
+                                out_of_bounds="clip", increasing=True)
     fitted.fit([p.probability for p in pairs], [float(p.right) for p in pairs])
     return ([round(float(x), 6) for x in fitted.X_thresholds_],
             [round(float(y), 6) for y in fitted.y_thresholds_])

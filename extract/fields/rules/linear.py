@@ -90,9 +90,15 @@ class FieldModel:
         logits = [self.logit(f) for f in features]
         if not self.ranker:
             return [_logistic(z) for z in logits]
-        return [_logistic(self.ranker_intercept + sum(self.ranker.get(k, 0.0) * v
-                                                      for k, v in row.items()))
-                for row in relative_features(candidates, logits)]
+        return [self.rank(row) for row in relative_features(candidates, logits)]
+
+    def rank(self, row: dict[str, float]) -> float:
+        """A candidate's probability from its ``relative_features`` row (the second stage;
+        the first stage's own score when there is none)."""
+        if not self.ranker:
+            return _logistic(row["z"])
+        return _logistic(self.ranker_intercept + sum(self.ranker.get(k, 0.0) * v
+                                                     for k, v in row.items()))
 
 
 @dataclass
