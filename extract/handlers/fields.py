@@ -27,7 +27,7 @@ from extract.delivery_limits import stage_time_limit
 from extract.errors import TerminalError, TransientError, error_type_of
 from extract.fields.base import PageText
 from extract.fields.claim import claim, settle, settle_failed_unclaimed
-from extract.fields.kinds import applicability
+from extract.fields.kinds import applicability_in_worker
 from extract.fields.result import (
     FieldResult,
     failed_result,
@@ -112,7 +112,7 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
         raise TerminalError("the fields message names no schema (none)",
                             error_type="schema_unavailable")
     pages = await asyncio.to_thread(read_pages, ctx, job)  # file reads, off the event loop
-    applies = applicability(schema, pages)
+    applies = await applicability_in_worker(schema, pages, ctx.cpu, ctx.config.read_timeout_s)
     if not applies.applies:  # not the schema's kind of document: no strategy runs, no values
         return not_applicable_result(
             document_id=job.document_id, job_id=job.job_id, strategy=message.strategy,
