@@ -137,6 +137,22 @@ async def test_the_document_kind_is_scored_by_a_cpu_worker_not_on_the_event_loop
     assert harness.store.get_field_claim(doc.job_id, "fake").status is ClaimStatus.DONE
 
 
+async def test_a_runner_that_starts_a_process_a_call_is_not_used_for_the_kind_score(tmp_path):
+    """Lambda's runner starts a Python a call: the score (milliseconds) stays in the handler's
+    process there, off its event loop."""
+    harness = Harness(tmp_path)
+    harness.cpu.process_per_call = True
+    doc = finished_job(harness, tmp_path / "docs", ["Acme Beta", "page two"])
+    harness.store.request_fields([doc.job_id], "nda", "fake")
+    send_fields_messages(harness.ctx)
+    (message,) = fields_messages(harness)
+    assert await handle_message(harness.ctx, message) is Outcome.ACK
+
+    assert "kind_score" not in [name for name, _ in harness.cpu.calls]
+    row = harness.store.get_field_claim(doc.job_id, "fake")
+    assert row.status is ClaimStatus.DONE and fields_fakes.CALLS == [1]
+
+
 async def test_a_claim_left_by_a_dead_worker_is_not_seized_and_ends_in_the_dead_letter_queue(
         tmp_path):
     harness = Harness(tmp_path)  # three deliveries allowed

@@ -15,6 +15,7 @@ Milliseconds a document, no network.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -88,9 +89,13 @@ async def applicability_in_worker(schema: type[BaseModel], pages: Sequence[PageT
     """``applicability`` with the scoring in ``cpu``'s worker, not on the caller's event loop:
     there it held a run's main process 2.6 ms an NDA (a fifth of the fields stage's cost on 83
     of them) and 160 ms on a 363-page book, every other message waiting meanwhile. Only the
-    kind's name and the pages travel (a schema may not pickle)."""
+    kind's name and the pages travel (a schema may not pickle). A runner that starts a process
+    a call (``process_per_call``: Lambda's, where one message has the function to itself) is
+    not used: its start costs more than the score; a thread keeps the loop free there."""
     kind = document_kind(schema)
     if kind is None:
         return Applicability(None, True, None)
     _scorer(schema, kind)
+    if getattr(cpu, "process_per_call", False):  # Lambda's: a child's start costs more than this
+        return _decided(kind, await asyncio.to_thread(kind_score, kind, tuple(pages)))
     return _decided(kind, await cpu.run(kind_score, kind, tuple(pages), timeout_s=timeout_s))

@@ -45,6 +45,10 @@ class SubprocessRunner:
     ``timeout_s`` counts from the moment the call's child starts, not while the call waits for
     one of the ``workers`` slots."""
 
+    process_per_call = True
+    """Each call pays a Python start and its imports: work of a few milliseconds is better done
+    in the handler's own process (``extract.fields.kinds.applicability_in_worker``)."""
+
     def __init__(self, workers: int | None = None, *, python: str = sys.executable):
         self.workers = workers or default_workers()
         self.python = python
