@@ -56,13 +56,15 @@ def document_kind(schema: type[BaseModel]) -> str | None:
     return kind if isinstance(kind, str) and kind else None
 
 
-def _scorer(schema: type[BaseModel], kind: str) -> Callable[[str], float]:
-    scorer = KINDS.get(kind)
-    if scorer is None:
+def _scored_kind(schema: type[BaseModel]) -> str | None:
+    """The kind of document ``schema`` is for (None: it names none); a kind with no scorer is
+    refused, before any score is asked for."""
+    kind = document_kind(schema)
+    if kind is not None and kind not in KINDS:
         raise TerminalError(f"{schema.__name__} is for documents of kind {kind!r}, which has no "
                             f"scorer; the kinds are {', '.join(sorted(KINDS))}",
                             error_type="schema_unavailable")
-    return scorer
+    return kind
 
 
 def kind_score(kind: str, pages: Sequence[PageText]) -> float:
@@ -77,10 +79,9 @@ def _decided(kind: str, score: float) -> Applicability:
 
 def applicability(schema: type[BaseModel], pages: Sequence[PageText]) -> Applicability:
     """Whether ``schema`` applies to the document of ``pages``, and the score behind it."""
-    kind = document_kind(schema)
+    kind = _scored_kind(schema)
     if kind is None:
         return Applicability(None, True, None)
-    _scorer(schema, kind)
     return _decided(kind, kind_score(kind, pages))
 
 
@@ -92,10 +93,9 @@ async def applicability_in_worker(schema: type[BaseModel], pages: Sequence[PageT
     kind's name and the pages travel (a schema may not pickle). A runner that starts a process
     a call (``process_per_call``: Lambda's, where one message has the function to itself) is
     not used: its start costs more than the score; a thread keeps the loop free there."""
-    kind = document_kind(schema)
+    kind = _scored_kind(schema)
     if kind is None:
         return Applicability(None, True, None)
-    _scorer(schema, kind)
     if getattr(cpu, "process_per_call", False):  # Lambda's: a child's start costs more than this
         return _decided(kind, await asyncio.to_thread(kind_score, kind, tuple(pages)))
     return _decided(kind, await cpu.run(kind_score, kind, tuple(pages), timeout_s=timeout_s))

@@ -15,7 +15,6 @@ arrived when the call was made.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import heapq
 import itertools
 import time
@@ -41,10 +40,14 @@ class PriorityGate:
 
     def __init__(self, slots: int):
         self.slots = max(1, slots)
-        self.admitted = 0
         self._admitted_keys: list[float] = []  # one a call admitted (``outranks_every_call``)
         self._waiting: list[tuple[float, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
+
+    @property
+    def admitted(self) -> int:
+        """Calls admitted and not yet released."""
+        return len(self._admitted_keys)
 
     @property
     def waiting(self) -> int:
@@ -54,14 +57,13 @@ class PriorityGate:
         """Whether a call of ``key`` would wait although it goes before every call here: the
         gate is full, each admitted call's key is larger, and no call waiting has a key as
         small (``infra.local.cpu_lanes``'s express lane takes such a call at once)."""
-        return (self.admitted >= self.slots and len(self._admitted_keys) == self.admitted
+        return (self.admitted >= self.slots
                 and all(key < running for running in self._admitted_keys)
                 and not any(waiting <= key for waiting, _, future in self._waiting
                             if not future.done()))
 
     async def acquire(self, key: float) -> None:
         if self.admitted < self.slots:  # then nobody live waits (``release`` admits them)
-            self.admitted += 1
             self._admitted_keys.append(key)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -75,15 +77,12 @@ class PriorityGate:
 
     def release(self, key: float) -> None:
         """The call admitted with ``key`` is done: admit the next."""
-        self.admitted -= 1
-        with contextlib.suppress(ValueError):
-            self._admitted_keys.remove(key)
+        self._admitted_keys.remove(key)
         while self._waiting and self.admitted < self.slots:
             waiting_key, _, future = heapq.heappop(self._waiting)
             if future.done():  # cancelled while waiting
                 continue
             if future.get_loop().is_closed():
                 continue
-            self.admitted += 1
             self._admitted_keys.append(waiting_key)
             future.set_result(None)

@@ -81,9 +81,9 @@ INDEX_TOGETHER = 32
 """Index messages taken in one receive and handled together, by one worker
 (``extract.handling.settle_together``): indexing a few documents takes milliseconds."""
 CONVERT_TOGETHER = 8
-"""The most Office files one LibreOffice process converts together; the files waiting are
-shared among the free converters (eight one-page files: 1.7 s in one process, 1.3 s each
-alone)."""
+"""The most Office files one LibreOffice process converts together; more waiting are shared
+among the free converters, ``CONVERT_SHARED_FROM`` at least each (eight one-page files: 1.7 s in
+one process, 1.3 s each alone)."""
 CONVERT_SHARED_FROM = 4
 """The fewest Office files a LibreOffice process takes while more wait: a few files are shared
 among the free converters no further. A process's start is nearly all of its time (one one-page
