@@ -173,6 +173,29 @@ def test_the_shipped_model_is_scored_without_scikit_learn():
     assert float(out.stdout) == pytest.approx(nda_score(LETTER_NDA))
 
 
+def test_the_score_is_the_logistic_of_the_weights_on_every_named_feature():
+    """The scorer reads only the weighted words' counts (2.6 ms an NDA when it named every
+    feature); its score is the one the named features give, which training fitted: the head's
+    words, the body's scaled counts and their norm over every word and pair, both title cues."""
+    import math
+
+    from extract.fields.applicability.features import BODY_LENGTH, features
+
+    model = KindModel.load(NDA_MODEL_PATH)
+    texts = [LETTER_NDA, MERGER, "", "NON-DISCLOSURE AGREEMENT\nThe parties agree.",
+             "MERGER AGREEMENT " * 40 + "confidential information " * 3,
+             "Confidential information, trade secrets. " * 30 + LETTER_NDA[:300]]
+    for text in texts:
+        z = model.intercept + sum(model.weights.get(k, 0.0) * v
+                                  for k, v in features(text).items())
+        expected = 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
+        assert model.score(text) == pytest.approx(expected, abs=1e-12), text[:40]
+        body = [v for k, v in features(text).items() if k.startswith("w:")]
+        if body:  # the body's vector is scaled to its fixed length, whatever the document's
+            assert math.sqrt(sum(v * v for v in body)) == pytest.approx(BODY_LENGTH)
+    assert len({round(model.score(t), 6) for t in texts}) >= 4  # the texts score apart
+
+
 def test_a_word_only_written_documents_use_is_never_learnt():
     """Honesty: a feature must be used by real and by written documents alike."""
     from training.applicability.classifier import KindExample, fit

@@ -273,3 +273,43 @@ def test_the_cues_of_a_durations_clause_and_their_pairs(text, cues):
     found = {k for k in featurise(candidates, text)[0]
              if k in names or "&" in k}
     assert found == cues
+
+
+def test_the_shipped_version_changes_with_the_model_file_and_the_calibration(tmp_path,
+                                                                            monkeypatch):
+    """The version a result records is read from the shipped files, not from a built model (the
+    handler's process builds none): a weight changed in the model's JSON, or a calibration curve
+    changed, is a new version; the same files are the same version, and the built strategy
+    carries it."""
+    import json
+
+    from extract.fields.rules import strategy
+
+    shipped = strategy.shipped_version()
+    assert RulesStrategy().model_version == shipped
+
+    def version_with(model_path, calibration_path):
+        monkeypatch.setattr(strategy, "MODEL_PATH", model_path)
+        monkeypatch.setattr(strategy, "CALIBRATION_PATH", calibration_path)
+        strategy.shipped_version.cache_clear()
+        try:
+            return strategy.shipped_version()
+        finally:
+            strategy.shipped_version.cache_clear()
+
+    same_model, changed_model = tmp_path / "same.json", tmp_path / "changed.json"
+    same_model.write_bytes(MODEL_PATH.read_bytes())
+    data = json.loads(MODEL_PATH.read_text(encoding="utf-8"))
+    weights = data["fields"]["party"]["weights"]
+    first = next(iter(weights))
+    weights[first] += 0.5
+    changed_model.write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
+    calibration = strategy.CALIBRATION_PATH
+    changed_calibration = tmp_path / "calibration.json"
+    curves = json.loads(calibration.read_text(encoding="utf-8"))
+    curves["threshold"] = curves.get("threshold", 0.0) + 0.01
+    changed_calibration.write_text(json.dumps(curves, indent=0) + "\n", encoding="utf-8")
+
+    assert version_with(same_model, calibration) == shipped
+    assert version_with(changed_model, calibration) != shipped
+    assert version_with(same_model, changed_calibration) != shipped

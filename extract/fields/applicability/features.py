@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from itertools import filterfalse
+from typing import NamedTuple
 
-__all__ = ["HEAD_CHARS", "NDA_TITLE", "features"]
+__all__ = ["HEAD_CHARS", "NDA_TITLE", "Counted", "counted", "features"]
 
 HEAD_CHARS = 400
 HEAD_VALUE = 1.0  # a head word's value (0.5 and 0.3 lowered grouped-fold recall)
@@ -33,22 +35,44 @@ OTHER_TITLE = re.compile(r"\b(?:merger|purchase|credit|loan|employment|lease|lic
 
 
 def _words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text) if w not in _IGNORED]
+    return list(filterfalse(_IGNORED.__contains__, _WORD.findall(text)))
+
+
+class Counted(NamedTuple):
+    """A document as the classifier reads it, before the features are named: the head's words,
+    the body's word and word-pair counts, and the head's two title cues."""
+
+    head_words: set[str]
+    counts: Counter[str]
+    title: bool
+    other_title: bool
+
+    def body_norm(self) -> float:
+        """The length of the body's (1 + log count) vector, counts of a value taken together."""
+        return math.sqrt(sum(times * (1.0 + math.log(count)) ** 2
+                             for count, times in Counter(self.counts.values()).items())) or 1.0
+
+
+def counted(text: str) -> Counted:
+    """What ``features`` names, counted once: the scorer reads the counts of its weighted words
+    only instead of naming every feature of the document."""
+    folded = " ".join(text.lower().split())
+    head = folded[:HEAD_CHARS]
+    words = _words(folded)
+    counts = Counter(words)
+    counts.update(map("_".join, zip(words, words[1:], strict=False)))
+    return Counted(set(_words(head)), counts, NDA_TITLE.search(head) is not None,
+                   OTHER_TITLE.search(head) is not None)
 
 
 def features(text: str) -> dict[str, float]:
     """Feature name -> value: ``h:WORD`` (1 when the head has it), ``w:WORD`` and
     ``w:WORD_WORD`` (1 + log count, the body's vector scaled to ``BODY_LENGTH``), ``title``
     and ``other_title`` (1 when the head has such a title)."""
-    folded = " ".join(text.lower().split())
-    head = folded[:HEAD_CHARS]
-    found: dict[str, float] = {f"h:{w}": HEAD_VALUE for w in set(_words(head))}
-    words = _words(folded)
-    counts = Counter(words)
-    counts.update(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))
-    body = {f"w:{k}": 1.0 + math.log(c) for k, c in counts.items()}
-    norm = math.sqrt(sum(v * v for v in body.values())) or 1.0
-    found.update({k: BODY_LENGTH * v / norm for k, v in body.items()})
-    found["title"] = 1.0 if NDA_TITLE.search(head) else 0.0
-    found["other_title"] = 1.0 if OTHER_TITLE.search(head) else 0.0
+    document = counted(text)
+    found: dict[str, float] = {f"h:{w}": HEAD_VALUE for w in document.head_words}
+    scale = BODY_LENGTH / document.body_norm()
+    found.update({f"w:{k}": scale * (1.0 + math.log(c)) for k, c in document.counts.items()})
+    found["title"] = 1.0 if document.title else 0.0
+    found["other_title"] = 1.0 if document.other_title else 0.0
     return found

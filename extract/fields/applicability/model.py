@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from extract.fields.applicability.features import features
+from extract.fields.applicability.features import BODY_LENGTH, HEAD_VALUE, counted
 
 __all__ = ["KindModel", "NDA_MODEL_PATH", "nda_model"]
 
@@ -27,8 +27,21 @@ class KindModel:
     details: dict = field(default_factory=dict)
     """How it was fitted and measured (written by ``training``, read by people)."""
 
+    def __post_init__(self) -> None:
+        self._head = {k[2:]: w for k, w in self.weights.items() if k.startswith("h:")}
+        self._body = {k[2:]: w for k, w in self.weights.items() if k.startswith("w:")}
+
     def score(self, text: str) -> float:
-        z = self.intercept + sum(self.weights.get(k, 0.0) * v for k, v in features(text).items())
+        """The logistic of the weights' dot product with ``features(text)``, summed over the
+        weighted features the document has only (a document names thousands of word pairs,
+        the model weighs 2,500 features: 2.6 ms an NDA when every feature was named)."""
+        document = counted(text)
+        head = sum(self._head.get(word, 0.0) for word in document.head_words) * HEAD_VALUE
+        counts, body = document.counts, self._body
+        weighted = sum(body[k] * (1.0 + math.log(counts[k])) for k in body.keys() & counts.keys())
+        z = (self.intercept + head + weighted * BODY_LENGTH / document.body_norm()
+             + self.weights.get("title", 0.0) * document.title
+             + self.weights.get("other_title", 0.0) * document.other_title)
         return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
     def to_json(self) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import mul
 from pathlib import Path
 
 from extract.fields.rules.candidates import Candidate
@@ -77,7 +79,10 @@ class FieldModel:
     ranker_intercept: float = 0.0
 
     def logit(self, features: dict[str, float]) -> float:
-        return self.intercept + sum(self.weights.get(k, 0.0) * v for k, v in features.items())
+        """The intercept and each feature's weight times its value (the products summed in
+        the features' order, in C: a generator was most of the rules' scoring time)."""
+        weights = map(self.weights.get, features, repeat(0.0))
+        return self.intercept + sum(map(mul, weights, features.values()))
 
     def probability(self, features: dict[str, float]) -> float:
         """A candidate scored on its own (the first stage)."""

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText
-from extract.fields.rules.strategy import RulesStrategy
+from extract.fields.rules.strategy import RulesStrategy, shipped_version
 from extract.fields.schemas import NdaFields
 from extract.ports import CpuRunner
 
@@ -27,10 +27,11 @@ __all__ = ["OffloadedRules", "build", "run_rules", "shipped_rules"]
 
 @cache
 def shipped_rules() -> RulesStrategy:
-    """The shipped model's strategy, built once a process. Building one loads the model and
-    hashes it and the generators' code for its version: about 30 ms, six times what extracting
-    an NDA takes (5 ms). Built per document, that was most of the short lane's work and 30 ms of
-    the main process's event loop for every fields message, on the way to every result."""
+    """The shipped model's strategy, built once a process, in the process that runs the rules
+    (the short lane's; the handler's own on Lambda). Building one loads the model: about 30 ms,
+    several times what extracting an NDA takes. Built per document, that was most of the short
+    lane's work; the handler's process needs only the version (``shipped_version``), from the
+    files' bytes, and builds nothing."""
     return RulesStrategy()
 
 
@@ -47,7 +48,7 @@ class OffloadedRules:
     def __init__(self, cpu: CpuRunner, timeout_s: float):
         self.cpu = cpu
         self.timeout_s = timeout_s
-        self.model_version = shipped_rules().model_version
+        self.model_version = shipped_version()  # the model itself is built where it runs
 
     def version(self, schema: type[BaseModel] | None = None) -> str:
         return self.model_version
