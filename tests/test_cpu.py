@@ -154,6 +154,52 @@ async def test_the_offline_fields_rules_do_not_wait_behind_long_calls():
         cpu.close()
 
 
+async def test_a_long_documents_fields_calls_leave_the_short_lane_to_the_others():
+    """A data room's 363-page book took 4 s of rules in the short lane, and four one-page
+    Office files waited 2.95 s behind it for their document-kind score. A long text's rules
+    go to the documents lane (``extract.fields.long_text``): a letter's score, asked while the
+    book's rules run, answers before they end."""
+    import asyncio
+
+    from extract.fields.base import PageText
+    from extract.fields.kinds import kind_score
+    from extract.fields.long_text import LONG_TEXT_CHARS
+    from extract.fields.rules.offline import OffloadedRules
+    from extract.fields.schemas import NdaFields
+    from infra.local.cpu_lanes import LanedCpu
+
+    clause = ("Section {n}. The Recipient shall hold the Confidential Information of Acme "
+              "Widgets, Inc. in confidence for a period of two (2) years from March 3, 2015, "
+              "under the laws of the State of New York. ")
+    book = [PageText(i + 1, "".join(clause.format(n=i * 20 + j) for j in range(20)))
+            for i in range(80)]
+    assert sum(len(page.text) for page in book) > 3 * LONG_TEXT_CHARS
+    letter = (PageText(1, "MUTUAL NON-DISCLOSURE AGREEMENT between Acme, Inc. and Beta LLC."),)
+    cpu = LanedCpu(1)
+    try:
+        cpu.warm().join()
+        rules = asyncio.ensure_future(OffloadedRules(cpu, 120).extract(book, NdaFields))
+        await asyncio.sleep(0.3)  # the book's rules have started
+        score = await cpu.run(kind_score, "nda", letter, timeout_s=60)
+        assert 0.0 <= score <= 1.0
+        assert not rules.done()  # the letter did not wait for the book
+        rules.cancel()
+        await asyncio.gather(rules, return_exceptions=True)
+    finally:
+        cpu.close()
+
+
+def test_the_lanes_send_a_long_texts_fields_calls_with_its_other_work():
+    from extract.fields.kinds import kind_score, kind_score_long_text
+    from extract.fields.rules.offline import run_rules, run_rules_long_text
+    from infra.local.cpu_lanes import LanedCpu
+
+    cpu = LanedCpu(1)
+    assert cpu.lane(run_rules) is cpu.short and cpu.lane(kind_score) is cpu.short
+    assert cpu.lane(run_rules_long_text) is cpu.documents
+    assert cpu.lane(kind_score_long_text) is cpu.documents
+
+
 def test_closing_while_the_lanes_warm_leaves_no_lane_running():
     """A run stopped (SIGTERM) while its lanes are still being started: the warm-up is
     cancelled and waited for, so no pool it starts outlives the close (its workers are not

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText
+from extract.fields.long_text import is_long_text
 from extract.fields.rules.strategy import RulesStrategy, shipped_version
 from extract.fields.schemas import NdaFields
 from extract.ports import CpuRunner
@@ -22,7 +23,7 @@ from extract.ports import CpuRunner
 if TYPE_CHECKING:
     from extract.context import Delivery, HandlerContext
 
-__all__ = ["OffloadedRules", "build", "run_rules", "shipped_rules"]
+__all__ = ["OffloadedRules", "build", "run_rules", "run_rules_long_text", "shipped_rules"]
 
 
 @cache
@@ -38,6 +39,12 @@ def shipped_rules() -> RulesStrategy:
 def run_rules(pages: tuple[PageText, ...]) -> Extraction:
     """The CPU-pool entry point (module level, so it pickles)."""
     return shipped_rules().run(pages)
+
+
+def run_rules_long_text(pages: tuple[PageText, ...]) -> Extraction:
+    """``run_rules`` for a long text (``extract.fields.long_text``: seconds, not milliseconds),
+    under a name the runtime's short lane does not take."""
+    return run_rules(pages)
 
 
 class OffloadedRules:
@@ -58,7 +65,8 @@ class OffloadedRules:
             raise TerminalError(f"the rules strategy extracts only the NDA schema, not "
                                 f"{schema.__name__}; use single-pass or agentic",
                                 error_type="unsupported_schema")
-        return await self.cpu.run(run_rules, tuple(pages), timeout_s=self.timeout_s)
+        entry = run_rules_long_text if is_long_text(pages) else run_rules
+        return await self.cpu.run(entry, tuple(pages), timeout_s=self.timeout_s)
 
 
 def build(ctx: HandlerContext, delivery: Delivery) -> OffloadedRules:
