@@ -73,3 +73,25 @@ def test_run_command_reads_the_exited_process_not_its_children(tmp_path):
     assert spins.cpu_s >= 0.5
     assert waits.cpu_s < 0.4  # its child's 0.6 s are not its own
     assert waits.wall_s >= 0.6
+
+
+def test_bench_fields_prints_the_fields_share_of_the_run_its_walls_give(pdf_factory, tmp_path):
+    """``doclake bench fields`` on two one-page files, one round: the walls it prints are two
+    real runs (each a fresh ``doclake run``, each over a second), and the fields' share of the
+    run with them is what those walls give, ``1 - without / with``, as a reader would work it
+    out from the printed medians."""
+    import statistics
+
+    pdf_factory("letter.pdf", 1)
+    pdf_factory("memo.pdf", 1, word="agreement")
+    folder = tmp_path / "docs"
+    result = CliRunner().invoke(app, ["bench", "fields", str(folder), "--rounds", "1",
+                                      "--format", "json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    assert figures["documents"] == 2
+    without = statistics.median(figures["walls_without"])
+    with_fields = statistics.median(figures["walls_with"])
+    assert min(without, with_fields) > 0.3  # a command's start alone takes that
+    assert figures["fields_share_of_run_pct"] == pytest.approx(100 * (1 - without / with_fields))
+    assert figures["fields_added_wall_pct"] == pytest.approx(100 * (with_fields / without - 1))
