@@ -191,13 +191,20 @@ async def test_a_long_documents_fields_calls_leave_the_short_lane_to_the_others(
 
 def test_the_lanes_send_a_long_texts_fields_calls_with_its_other_work():
     from extract.fields.kinds import kind_score, kind_score_long_text
-    from extract.fields.rules.offline import run_rules, run_rules_long_text
+    from extract.fields.rules.offline import (
+        run_rules,
+        run_rules_long_text,
+        run_rules_of_kind,
+        run_rules_of_kind_long_text,
+    )
     from infra.local.cpu_lanes import LanedCpu
 
     cpu = LanedCpu(1)
     assert cpu.lane(run_rules) is cpu.short and cpu.lane(kind_score) is cpu.short
+    assert cpu.lane(run_rules_of_kind) is cpu.short
     assert cpu.lane(run_rules_long_text) is cpu.documents
     assert cpu.lane(kind_score_long_text) is cpu.documents
+    assert cpu.lane(run_rules_of_kind_long_text) is cpu.documents
 
 
 def test_closing_while_the_lanes_warm_leaves_no_lane_running():

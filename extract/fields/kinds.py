@@ -18,17 +18,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.applicability.model import nda_model
 from extract.fields.base import PageText
-from extract.fields.long_text import is_long_text
+from extract.fields.long_text import by_length
 from extract.ports import CpuRunner
 
 __all__ = ["KINDS", "THRESHOLD", "Applicability", "applicability", "applicability_in_worker",
-           "document_kind", "kind_score", "kind_score_long_text", "nda_score"]
+           "decided", "document_kind", "is_of_kind", "kind_score", "kind_score_long_text",
+           "kind_score_then", "nda_score", "scored_kind"]
+
+T = TypeVar("T")
 
 THRESHOLD = 0.5
 
@@ -57,7 +61,7 @@ def document_kind(schema: type[BaseModel]) -> str | None:
     return kind if isinstance(kind, str) and kind else None
 
 
-def _scored_kind(schema: type[BaseModel]) -> str | None:
+def scored_kind(schema: type[BaseModel]) -> str | None:
     """The kind of document ``schema`` is for (None: it names none); a kind with no scorer is
     refused, before any score is asked for."""
     kind = document_kind(schema)
@@ -81,20 +85,31 @@ def kind_score_long_text(kind: str, pages: Sequence[PageText]) -> float:
     return kind_score(kind, pages)
 
 
-def _scorer(pages: Sequence[PageText]) -> Callable[[str, Sequence[PageText]], float]:
-    return kind_score_long_text if is_long_text(pages) else kind_score
+def is_of_kind(score: float) -> bool:
+    """The decision a score stands for: of the kind at ``THRESHOLD`` or above."""
+    return score >= THRESHOLD
 
 
-def _decided(kind: str, score: float) -> Applicability:
-    return Applicability(kind, score >= THRESHOLD, round(score, 4))
+def decided(kind: str, score: float) -> Applicability:
+    return Applicability(kind, is_of_kind(score), round(score, 4))
+
+
+def kind_score_then(kind: str, pages: Sequence[PageText],
+                    work: Callable[[tuple[PageText, ...]], T]) -> tuple[float, T | None]:
+    """The kind's score and, for a document of the kind only, ``work(pages)``: for a strategy
+    whose extraction is itself a CPU call (the offline rules), the check and the extraction in
+    one call, one trip to a worker instead of two (``KindChecking`` in ``extract.fields.base``).
+    ``work`` must pickle (a module-level function)."""
+    score = kind_score(kind, pages)
+    return score, (work(tuple(pages)) if is_of_kind(score) else None)
 
 
 def applicability(schema: type[BaseModel], pages: Sequence[PageText]) -> Applicability:
     """Whether ``schema`` applies to the document of ``pages``, and the score behind it."""
-    kind = _scored_kind(schema)
+    kind = scored_kind(schema)
     if kind is None:
         return Applicability(None, True, None)
-    return _decided(kind, kind_score(kind, pages))
+    return decided(kind, kind_score(kind, pages))
 
 
 async def applicability_in_worker(schema: type[BaseModel], pages: Sequence[PageText],
@@ -105,9 +120,10 @@ async def applicability_in_worker(schema: type[BaseModel], pages: Sequence[PageT
     kind's name and the pages travel (a schema may not pickle). A runner that starts a process
     a call (``process_per_call``: Lambda's, where one message has the function to itself) is
     not used: its start costs more than the score; a thread keeps the loop free there."""
-    kind = _scored_kind(schema)
+    kind = scored_kind(schema)
     if kind is None:
         return Applicability(None, True, None)
     if getattr(cpu, "process_per_call", False):  # Lambda's: a child's start costs more than this
-        return _decided(kind, await asyncio.to_thread(kind_score, kind, tuple(pages)))
-    return _decided(kind, await cpu.run(_scorer(pages), kind, tuple(pages), timeout_s=timeout_s))
+        return decided(kind, await asyncio.to_thread(kind_score, kind, tuple(pages)))
+    scorer = by_length(pages, kind_score, kind_score_long_text)
+    return decided(kind, await cpu.run(scorer, kind, tuple(pages), timeout_s=timeout_s))

@@ -6,17 +6,21 @@ every document's sniff and page count, because on a contract they take milliseco
 longest Kleister NDA, 73,000 characters: about 30 ms). On a long text they do not: a 363-page
 book of 1.1 million characters takes 0.17 s to score and 4 s of rules, and in a data room four
 one-page Office files waited 2.95 s behind it for their kind score. So a long document's calls
-go under names of their own (``kind_score_long_text``, ``run_rules_long_text``), which the
-lanes send with its other work, ordered by its pages left like every call there.
+go under names of their own (``kind_score_long_text``, ``run_rules_long_text``,
+``run_rules_of_kind_long_text``), which the lanes send with its other work, ordered by its pages
+left like every call there. ``by_length`` makes that choice, in one place for every such call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from extract.fields.base import PageText
 
-__all__ = ["LONG_TEXT_CHARS", "is_long_text"]
+__all__ = ["LONG_TEXT_CHARS", "by_length", "is_long_text"]
+
+F = TypeVar("F", bound=Callable)
 
 LONG_TEXT_CHARS = 100_000
 """Characters above which a document's fields calls are long (about 30 pages of a contract;
@@ -25,3 +29,8 @@ every one of the 254 Kleister NDAs is under it)."""
 
 def is_long_text(pages: Sequence[PageText]) -> bool:
     return sum(len(page.text) for page in pages) > LONG_TEXT_CHARS
+
+
+def by_length(pages: Sequence[PageText], short: F, long: F) -> F:
+    """``long`` (the same work under its long-text name) for a long text, else ``short``."""
+    return long if is_long_text(pages) else short

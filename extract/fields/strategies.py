@@ -22,7 +22,8 @@ from extract.fields.base import Strategy
 if TYPE_CHECKING:
     from extract.context import Delivery, HandlerContext
 
-__all__ = ["STRATEGIES", "StrategyUnavailable", "available", "build_strategy", "factory"]
+__all__ = ["OFFLINE", "STRATEGIES", "StrategyUnavailable", "available", "build_strategy",
+           "factory"]
 
 StrategyFactory = Callable[["HandlerContext", "Delivery"], Strategy]
 
@@ -31,6 +32,12 @@ STRATEGIES: dict[str, str] = {
     "single-pass": "extract.fields.llm.single_pass:build",
     "agentic": "extract.fields.llm.agentic:build",
 }
+
+
+OFFLINE: frozenset[str] = frozenset({"rules"})
+"""Strategies that call no model: building one needs no key and pays nothing, so the handler
+builds it before the document's kind is checked, and one that checks the kind itself
+(``KindChecking``) does so in its own call. Any other is built only for a document of the kind."""
 
 
 class StrategyUnavailable(TerminalError):

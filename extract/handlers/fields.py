@@ -7,7 +7,9 @@ worker that dies after the write loses nothing, and the JSON is written by one w
 
 A schema that names a kind of document (the NDA schema does) runs only on documents of that kind
 (``extract.fields.kinds``): any other is settled ``not_applicable`` with the classifier's score,
-before any strategy is built or paid for.
+before any model strategy is built or paid for. An offline strategy (``strategies.OFFLINE``) is
+built first, and one that checks the kind itself (``KindChecking``: the rules) does the check
+and its extraction in one CPU call.
 
 Every way this can end gives a result: a strategy that is missing or refuses the schema, output
 that stayed invalid, a job that failed before its text was read, all settle a ``failed`` result
@@ -19,15 +21,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from extract.context import Delivery, HandlerContext
 from extract.delivery_limits import stage_time_limit
 from extract.errors import TerminalError, TransientError, error_type_of
-from extract.fields.base import PageText
+from extract.fields.base import Extraction, KindChecking, PageText, Strategy
 from extract.fields.claim import claim, settle, settle_failed_unclaimed
-from extract.fields.kinds import applicability_in_worker
+from extract.fields.kinds import applicability_in_worker, decided, scored_kind
 from extract.fields.result import (
     FieldResult,
     failed_result,
@@ -35,7 +39,7 @@ from extract.fields.result import (
     succeeded_result,
 )
 from extract.fields.schemas import SchemaLoadError, load_schema
-from extract.fields.strategies import build_strategy
+from extract.fields.strategies import OFFLINE, build_strategy
 from extract.handlers.split import job_context
 from extract.messages import FIELDS_QUEUE, FieldsMessage
 from extract.state import Job, JobStatus
@@ -45,6 +49,8 @@ from lake.layout import page_number_of, pages_prefix
 __all__ = ["handle_fields", "read_pages"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CLAIM_MARGIN_S = 30.0
 """A claim outlives its holder's stage time limit by this much before it may be taken over."""
@@ -112,20 +118,28 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
         raise TerminalError("the fields message names no schema (none)",
                             error_type="schema_unavailable")
     pages = await asyncio.to_thread(read_pages, ctx, job)  # file reads, off the event loop
-    applies = await applicability_in_worker(schema, pages, ctx.cpu, ctx.config.read_timeout_s)
+    kind = scored_kind(schema)
+    strategy: Strategy | None = None
+    extraction: Extraction | None = None
+    if message.strategy in OFFLINE:  # built before the check: it needs no key, pays nothing
+        strategy = _built(message.strategy, ctx, delivery, schema, built)
+    if kind is not None and isinstance(strategy, KindChecking):
+        # The check and the extraction in one CPU call (``KindChecking``).
+        score, extraction = await _validated(
+            message.strategy, schema, strategy.extract_of_kind(kind, pages, schema))
+        applies = decided(kind, score)
+    else:
+        applies = await applicability_in_worker(schema, pages, ctx.cpu,
+                                                ctx.config.read_timeout_s)
     if not applies.applies:  # not the schema's kind of document: no strategy runs, no values
         return not_applicable_result(
             document_id=job.document_id, job_id=job.job_id, strategy=message.strategy,
             schema_name=message.schema_name, applicability=applies,
             processing_ms=1000 * (time.perf_counter() - started))
-    strategy = build_strategy(message.strategy, ctx, delivery)
-    version = getattr(strategy, "version", None)  # a model's failures belong to its group
-    built["version"] = version(schema) if callable(version) else strategy.model_version
-    try:
-        extraction = await strategy.extract(pages, schema)
-    except ValidationError as error:
-        raise TerminalError(f"the {message.strategy} strategy's output does not fit "
-                            f"{schema.__name__}: {error}", error_type="invalid_output") from None
+    if extraction is None:
+        if strategy is None:
+            strategy = _built(message.strategy, ctx, delivery, schema, built)
+        extraction = await _validated(message.strategy, schema, strategy.extract(pages, schema))
     if not isinstance(extraction.fields, schema):
         raise TerminalError(f"the {message.strategy} strategy returned "
                             f"{type(extraction.fields).__name__}, not {schema.__name__}",
@@ -136,6 +150,24 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
                             processing_ms=1000 * (time.perf_counter() - started),
                             min_confidence=ctx.config.fields_min_confidence,
                             applicability=applies)
+
+
+def _built(name: str, ctx: HandlerContext, delivery: Delivery, schema: type[BaseModel],
+           built: dict[str, str]) -> Strategy:
+    """The strategy, its version noted in ``built`` (a model's failures belong to its group)."""
+    strategy = build_strategy(name, ctx, delivery)
+    version = getattr(strategy, "version", None)
+    built["version"] = version(schema) if callable(version) else strategy.model_version
+    return strategy
+
+
+async def _validated(name: str, schema: type[BaseModel], extracting: Awaitable[T]) -> T:
+    """A strategy's answer, its schema's validation error made a terminal one."""
+    try:
+        return await extracting
+    except ValidationError as error:
+        raise TerminalError(f"the {name} strategy's output does not fit {schema.__name__}: "
+                            f"{error}", error_type="invalid_output") from None
 
 
 def read_pages(ctx: HandlerContext, job: Job) -> list[PageText]:

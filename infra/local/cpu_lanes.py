@@ -58,13 +58,15 @@ __all__ = ["T", "SHORT_CALLS", "UPLOAD_CALLS", "SCANS_NICE", "SCAN_CALLS", "warm
 
 T = TypeVar("T")
 
-SHORT_CALLS = frozenset({"sniff_file", "count_pages", "run_rules", "kind_score"})
+SHORT_CALLS = frozenset({"sniff_file", "count_pages", "run_rules", "kind_score",
+                         "run_rules_of_kind"})
 """Calls that run in the short lane (by function name): the sniff and the page count are bounded
 by reading a header or a cross-reference table, never by the number of pages; the offline fields
 rules and the document-kind score before them take milliseconds a document (8 and 1.6 ms on the
-Kleister NDAs), and a document's result is published only after them, so they must not queue
-behind OCR either. A long document's rules and score take seconds (4 s of rules on a 363-page
-book) and come under other names (``extract.fields.long_text``): the documents lane's."""
+Kleister NDAs; ``run_rules_of_kind`` is both in one call), and a document's result is published
+only after them, so they must not queue behind OCR either. A long document's rules and score
+take seconds (4 s of rules on a 363-page book) and come under other names
+(``extract.fields.long_text``): the documents lane's."""
 
 UPLOAD_CALLS = frozenset({"fingerprint_files", "store_uploads"})
 """Ingest's file work (``ingest.fingerprint``), by function name: the ``uploads`` lane's."""

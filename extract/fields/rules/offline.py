@@ -7,6 +7,7 @@ runtime's process pool (inline on Lambda), like parsing does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING
@@ -15,7 +16,8 @@ from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText
-from extract.fields.long_text import is_long_text
+from extract.fields.kinds import is_of_kind, kind_score, kind_score_then
+from extract.fields.long_text import by_length
 from extract.fields.rules.strategy import RulesStrategy, shipped_version
 from extract.fields.schemas import NdaFields
 from extract.ports import CpuRunner
@@ -23,7 +25,8 @@ from extract.ports import CpuRunner
 if TYPE_CHECKING:
     from extract.context import Delivery, HandlerContext
 
-__all__ = ["OffloadedRules", "build", "run_rules", "run_rules_long_text", "shipped_rules"]
+__all__ = ["OffloadedRules", "build", "run_rules", "run_rules_long_text", "run_rules_of_kind",
+           "run_rules_of_kind_long_text", "shipped_rules"]
 
 
 @cache
@@ -47,6 +50,18 @@ def run_rules_long_text(pages: tuple[PageText, ...]) -> Extraction:
     return run_rules(pages)
 
 
+def run_rules_of_kind(kind: str, pages: tuple[PageText, ...]) -> tuple[float, Extraction | None]:
+    """The document's kind score and, for one of the kind, the rules: one CPU call
+    (``KindChecking``)."""
+    return kind_score_then(kind, pages, run_rules)
+
+
+def run_rules_of_kind_long_text(kind: str, pages: tuple[PageText, ...]
+                                ) -> tuple[float, Extraction | None]:
+    """``run_rules_of_kind`` for a long text, under a name the short lane does not take."""
+    return run_rules_of_kind(kind, pages)
+
+
 class OffloadedRules:
     """The rules strategy behind the ``Strategy`` port, its work sent to a ``CpuRunner``."""
 
@@ -61,12 +76,28 @@ class OffloadedRules:
         return self.model_version
 
     async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
-        if schema is not NdaFields:
-            raise TerminalError(f"the rules strategy extracts only the NDA schema, not "
-                                f"{schema.__name__}; use single-pass or agentic",
-                                error_type="unsupported_schema")
-        entry = run_rules_long_text if is_long_text(pages) else run_rules
+        _refuse_other_schemas(schema)
+        entry = by_length(pages, run_rules, run_rules_long_text)
         return await self.cpu.run(entry, tuple(pages), timeout_s=self.timeout_s)
+
+    async def extract_of_kind(self, kind: str, pages: Sequence[PageText],
+                              schema: type[BaseModel]) -> tuple[float, Extraction | None]:
+        """The kind check and the rules in one CPU call (``KindChecking``). A runner that starts
+        a process a call (Lambda's) gets only the rules, for a document of the kind: the score
+        stays in the handler's process there, off its loop (``applicability_in_worker``)."""
+        _refuse_other_schemas(schema)
+        if getattr(self.cpu, "process_per_call", False):
+            score = await asyncio.to_thread(kind_score, kind, tuple(pages))
+            return score, (await self.extract(pages, schema) if is_of_kind(score) else None)
+        entry = by_length(pages, run_rules_of_kind, run_rules_of_kind_long_text)
+        return await self.cpu.run(entry, kind, tuple(pages), timeout_s=self.timeout_s)
+
+
+def _refuse_other_schemas(schema: type[BaseModel]) -> None:
+    if schema is not NdaFields:
+        raise TerminalError(f"the rules strategy extracts only the NDA schema, not "
+                            f"{schema.__name__}; use single-pass or agentic",
+                            error_type="unsupported_schema")
 
 
 def build(ctx: HandlerContext, delivery: Delivery) -> OffloadedRules:
