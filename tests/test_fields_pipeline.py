@@ -220,6 +220,27 @@ async def test_a_document_not_of_the_kind_gets_no_rules_in_that_one_call(tmp_pat
         "not_applicable", {"kind": "nda", "applies": False, "score": 0.2})
 
 
+@pytest.mark.parametrize("score, status", [(1.0, "failed"), (0.2, "not_applicable")])
+async def test_a_schema_the_rules_refuse_is_refused_for_documents_of_its_kind_only(
+        tmp_path, monkeypatch, score, status):
+    """The check before the refusal, as for every strategy: a document not of the schema's kind
+    is ``not_applicable``, one of it fails ``unsupported_schema``."""
+    monkeypatch.setitem(KINDS, "nda", lambda text: score)
+    harness = Harness(tmp_path)
+    doc = finished_job(harness, tmp_path / "docs", ["Acme Beta", "page two"])
+    harness.store.request_fields([doc.job_id], "support.fields_fakes:NdaInvoice", "rules")
+    send_fields_messages(harness.ctx)
+    (message,) = fields_messages(harness)
+    await handle_message(harness.ctx, message)
+
+    await publish_pending(harness.ctx)
+    published = json.loads(harness.objects.get(result_key(doc.document_id)))
+    assert published["status"] == status
+    if status == "failed":
+        assert published["error"]["reason"] == "unsupported_schema"
+    assert [name for name, _ in harness.cpu.calls] == ["kind_score"]
+
+
 @pytest.mark.parametrize("score, rules_calls", [(1.0, ["run_rules"]), (0.2, [])])
 async def test_on_lambdas_runner_the_rules_score_the_kind_in_the_handlers_process(
         tmp_path, monkeypatch, score, rules_calls):

@@ -7,12 +7,22 @@ extractions it ran, so a test can prove a redelivery did no work.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 from pydantic import BaseModel, ValidationError
 
 from extract.fields.base import Extraction, PageText, Source, TokenUsage
 
 CALLS: list[int] = []
+
+
+class NdaInvoice(BaseModel):
+    """A user's schema for NDAs that the offline rules have no rules for (``--fields
+    support.fields_fakes:NdaInvoice``)."""
+
+    document_kind: ClassVar[str] = "nda"
+    number: str | None = None
+
 BEHAVIOUR: Callable[[Sequence[PageText], type[BaseModel]], Extraction] | None = None
 
 

@@ -16,7 +16,12 @@ from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText
-from extract.fields.kinds import is_of_kind, kind_score, kind_score_then
+from extract.fields.kinds import (
+    applicability_in_worker,
+    is_of_kind,
+    kind_score,
+    kind_score_then,
+)
 from extract.fields.long_text import by_length
 from extract.fields.rules.strategy import RulesStrategy, shipped_version
 from extract.fields.schemas import NdaFields
@@ -85,7 +90,13 @@ class OffloadedRules:
         """The kind check and the rules in one CPU call (``KindChecking``). A runner that starts
         a process a call (Lambda's) gets only the rules, for a document of the kind: the score
         stays in the handler's process there, off its loop (``applicability_in_worker``)."""
-        _refuse_other_schemas(schema)
+        if schema is not NdaFields:
+            # Refused as ``extract`` refuses, and only for a document of the kind: any other is
+            # ``not_applicable``, as it is for every strategy.
+            applies = await applicability_in_worker(schema, pages, self.cpu, self.timeout_s)
+            if applies.applies:
+                _refuse_other_schemas(schema)
+            return float(applies.score or 0.0), None
         if getattr(self.cpu, "process_per_call", False):
             score = await asyncio.to_thread(kind_score, kind, tuple(pages))
             return score, (await self.extract(pages, schema) if is_of_kind(score) else None)
