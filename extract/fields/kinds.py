@@ -29,8 +29,8 @@ from extract.fields.long_text import by_length
 from extract.ports import CpuRunner
 
 __all__ = ["KINDS", "THRESHOLD", "Applicability", "applicability", "applicability_in_worker",
-           "decided", "document_kind", "is_of_kind", "kind_score", "kind_score_long_text",
-           "kind_score_then", "nda_score", "scored_kind"]
+           "decided", "document_kind", "is_of_kind", "kind_score", "kind_score_in_worker",
+           "kind_score_long_text", "kind_score_then", "nda_score", "scored_kind"]
 
 T = TypeVar("T")
 
@@ -123,7 +123,13 @@ async def applicability_in_worker(schema: type[BaseModel], pages: Sequence[PageT
     kind = scored_kind(schema)
     if kind is None:
         return Applicability(None, True, None)
+    return decided(kind, await kind_score_in_worker(kind, pages, cpu, timeout_s))
+
+
+async def kind_score_in_worker(kind: str, pages: Sequence[PageText], cpu: CpuRunner,
+                               timeout_s: float) -> float:
+    """``kind_score`` where ``applicability_in_worker`` says, unrounded."""
     if getattr(cpu, "process_per_call", False):  # Lambda's: a child's start costs more than this
-        return decided(kind, await asyncio.to_thread(kind_score, kind, tuple(pages)))
+        return await asyncio.to_thread(kind_score, kind, tuple(pages))
     scorer = by_length(pages, kind_score, kind_score_long_text)
-    return decided(kind, await cpu.run(scorer, kind, tuple(pages), timeout_s=timeout_s))
+    return await cpu.run(scorer, kind, tuple(pages), timeout_s=timeout_s)

@@ -7,7 +7,6 @@ runtime's process pool (inline on Lambda), like parsing does.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING
@@ -16,12 +15,7 @@ from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText
-from extract.fields.kinds import (
-    applicability_in_worker,
-    is_of_kind,
-    kind_score,
-    kind_score_then,
-)
+from extract.fields.kinds import is_of_kind, kind_score_in_worker, kind_score_then
 from extract.fields.long_text import by_length
 from extract.fields.rules.strategy import RulesStrategy, shipped_version
 from extract.fields.schemas import NdaFields
@@ -87,18 +81,13 @@ class OffloadedRules:
 
     async def extract_of_kind(self, kind: str, pages: Sequence[PageText],
                               schema: type[BaseModel]) -> tuple[float, Extraction | None]:
-        """The kind check and the rules in one CPU call (``KindChecking``). A runner that starts
-        a process a call (Lambda's) gets only the rules, for a document of the kind: the score
-        stays in the handler's process there, off its loop (``applicability_in_worker``)."""
-        if schema is not NdaFields:
-            # Refused as ``extract`` refuses, and only for a document of the kind: any other is
-            # ``not_applicable``, as it is for every strategy.
-            applies = await applicability_in_worker(schema, pages, self.cpu, self.timeout_s)
-            if applies.applies:
-                _refuse_other_schemas(schema)
-            return float(applies.score or 0.0), None
-        if getattr(self.cpu, "process_per_call", False):
-            score = await asyncio.to_thread(kind_score, kind, tuple(pages))
+        """The kind check and the rules in one CPU call (``KindChecking``). Two calls where one
+        would not do: a runner that starts a process a call (Lambda's) scores in the handler's
+        process and starts one for an NDA's rules only (``kind_score_in_worker``); a schema
+        the rules have none for is refused as ``extract`` refuses it, for a document of its
+        kind only: any other is ``not_applicable``, as it is for every strategy."""
+        if schema is not NdaFields or getattr(self.cpu, "process_per_call", False):
+            score = await kind_score_in_worker(kind, pages, self.cpu, self.timeout_s)
             return score, (await self.extract(pages, schema) if is_of_kind(score) else None)
         entry = by_length(pages, run_rules_of_kind, run_rules_of_kind_long_text)
         return await self.cpu.run(entry, kind, tuple(pages), timeout_s=self.timeout_s)
