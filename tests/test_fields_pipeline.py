@@ -75,6 +75,23 @@ def fields_messages(harness: Harness, queue: str = FIELDS_QUEUE):
     return harness.queue.receive(queue, max_messages=10, visibility_timeout_s=60)
 
 
+async def handle_fields_of(harness: Harness, docs, strategy: str, schema: str = "nda"):
+    """Ask for ``docs``' fields, send their messages and handle each; returns the outcomes."""
+    harness.store.request_fields([doc.job_id for doc in docs], schema, strategy)
+    send_fields_messages(harness.ctx)
+    return [await handle_message(harness.ctx, message) for message in fields_messages(harness)]
+
+
+def short_and_long_docs(harness: Harness, tmp_path):
+    """A two-page letter and a document past the long-text limit; and the long one's page."""
+    from extract.fields.long_text import LONG_TEXT_CHARS
+
+    long_page = "Acme Beta confidential. " * (LONG_TEXT_CHARS // 20)
+    short_doc = finished_job(harness, tmp_path / "short", ["Acme Beta", "page two"])
+    long_doc = finished_job(harness, tmp_path / "long", [long_page, "page two"])
+    return short_doc, long_doc, long_page
+
+
 async def test_a_finished_job_gets_one_result_and_a_redelivery_does_no_work(tmp_path):
     harness = Harness(tmp_path)
     doc = finished_job(harness, tmp_path / "docs", ["Acme Beta", "page two"])
@@ -140,16 +157,9 @@ async def test_the_document_kind_is_scored_by_a_cpu_worker_not_on_the_event_loop
 async def test_a_long_documents_kind_is_scored_under_the_long_texts_name(tmp_path):
     """The runtime's lanes send a call by its name: a long text's score (0.17 s on a 363-page
     book) must not take the short lane, where every document's sniff and score wait."""
-    from extract.fields.long_text import LONG_TEXT_CHARS
-
     harness = Harness(tmp_path)
-    long_page = "Acme Beta confidential. " * (LONG_TEXT_CHARS // 20)
-    short_doc = finished_job(harness, tmp_path / "short", ["Acme Beta", "page two"])
-    long_doc = finished_job(harness, tmp_path / "long", [long_page, "page two"])
-    harness.store.request_fields([short_doc.job_id, long_doc.job_id], "nda", "fake")
-    send_fields_messages(harness.ctx)
-    for message in fields_messages(harness):
-        assert await handle_message(harness.ctx, message) is Outcome.ACK
+    short_doc, long_doc, long_page = short_and_long_docs(harness, tmp_path)
+    assert await handle_fields_of(harness, [short_doc, long_doc], "fake") == [Outcome.ACK] * 2
 
     names = {len(args[1][0].text): name for name, args in harness.cpu.calls
              if name.startswith("kind_score")}
@@ -162,10 +172,7 @@ async def test_a_runner_that_starts_a_process_a_call_is_not_used_for_the_kind_sc
     harness = Harness(tmp_path)
     harness.cpu.process_per_call = True
     doc = finished_job(harness, tmp_path / "docs", ["Acme Beta", "page two"])
-    harness.store.request_fields([doc.job_id], "nda", "fake")
-    send_fields_messages(harness.ctx)
-    (message,) = fields_messages(harness)
-    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    assert await handle_fields_of(harness, [doc], "fake") == [Outcome.ACK]
 
     assert "kind_score" not in [name for name, _ in harness.cpu.calls]
     row = harness.store.get_field_claim(doc.job_id, "fake")
@@ -176,16 +183,9 @@ async def test_the_rules_check_the_kind_and_extract_in_one_cpu_call(tmp_path):
     """An NDA's fields waited for the short lane twice (the kind score, then the rules: 0.35 and
     0.19 s at the median of 83 NDAs in a run): the offline rules take the check with them, one
     call a document, long texts under the long name."""
-    from extract.fields.long_text import LONG_TEXT_CHARS
-
     harness = Harness(tmp_path)
-    long_page = "Acme Beta confidential. " * (LONG_TEXT_CHARS // 20)
-    short_doc = finished_job(harness, tmp_path / "short", ["Acme Beta", "page two"])
-    long_doc = finished_job(harness, tmp_path / "long", [long_page, "page two"])
-    harness.store.request_fields([short_doc.job_id, long_doc.job_id], "nda", "rules")
-    send_fields_messages(harness.ctx)
-    for message in fields_messages(harness):
-        assert await handle_message(harness.ctx, message) is Outcome.ACK
+    short_doc, long_doc, long_page = short_and_long_docs(harness, tmp_path)
+    assert await handle_fields_of(harness, [short_doc, long_doc], "rules") == [Outcome.ACK] * 2
 
     calls = sorted((len(args[1][0].text), name, args[0]) for name, args in harness.cpu.calls)
     assert calls == [(len("Acme Beta"), "run_rules_of_kind", "nda"),
@@ -208,10 +208,7 @@ async def test_a_document_not_of_the_kind_gets_no_rules_in_that_one_call(tmp_pat
     monkeypatch.setitem(KINDS, "nda", lambda text: 0.2)
     harness = Harness(tmp_path)
     doc = finished_job(harness, tmp_path / "docs", ["Dear Sir, the invoice is attached."])
-    harness.store.request_fields([doc.job_id], "nda", "rules")
-    send_fields_messages(harness.ctx)
-    (message,) = fields_messages(harness)
-    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    assert await handle_fields_of(harness, [doc], "rules") == [Outcome.ACK]
 
     assert [name for name, _ in harness.cpu.calls] == ["run_rules_of_kind"]
     await publish_pending(harness.ctx)
@@ -228,10 +225,8 @@ async def test_a_schema_the_rules_refuse_is_refused_for_documents_of_its_kind_on
     monkeypatch.setitem(KINDS, "nda", lambda text: score)
     harness = Harness(tmp_path)
     doc = finished_job(harness, tmp_path / "docs", ["Acme Beta", "page two"])
-    harness.store.request_fields([doc.job_id], "support.fields_fakes:NdaInvoice", "rules")
-    send_fields_messages(harness.ctx)
-    (message,) = fields_messages(harness)
-    await handle_message(harness.ctx, message)
+    assert len(await handle_fields_of(harness, [doc], "rules",
+                                      "support.fields_fakes:NdaInvoice")) == 1
 
     await publish_pending(harness.ctx)
     published = json.loads(harness.objects.get(result_key(doc.document_id)))
@@ -250,10 +245,7 @@ async def test_on_lambdas_runner_the_rules_score_the_kind_in_the_handlers_proces
     harness = Harness(tmp_path)
     harness.cpu.process_per_call = True
     doc = finished_job(harness, tmp_path / "docs", ["Acme Beta", "page two"])
-    harness.store.request_fields([doc.job_id], "nda", "rules")
-    send_fields_messages(harness.ctx)
-    (message,) = fields_messages(harness)
-    assert await handle_message(harness.ctx, message) is Outcome.ACK
+    assert await handle_fields_of(harness, [doc], "rules") == [Outcome.ACK]
 
     assert [name for name, _ in harness.cpu.calls] == rules_calls
     assert harness.store.get_field_claim(doc.job_id, "rules").status is ClaimStatus.DONE
