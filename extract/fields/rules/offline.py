@@ -75,7 +75,10 @@ class OffloadedRules:
         return self.model_version
 
     async def extract(self, pages: Sequence[PageText], schema: type[BaseModel]) -> Extraction:
-        _refuse_other_schemas(schema)
+        if schema is not NdaFields:
+            raise TerminalError(f"the rules strategy extracts only the NDA schema, not "
+                                f"{schema.__name__}; use single-pass or agentic",
+                                error_type="unsupported_schema")
         entry = by_length(pages, run_rules, run_rules_long_text)
         return await self.cpu.run(entry, tuple(pages), timeout_s=self.timeout_s)
 
@@ -91,13 +94,6 @@ class OffloadedRules:
             return score, (await self.extract(pages, schema) if is_of_kind(score) else None)
         entry = by_length(pages, run_rules_of_kind, run_rules_of_kind_long_text)
         return await self.cpu.run(entry, kind, tuple(pages), timeout_s=self.timeout_s)
-
-
-def _refuse_other_schemas(schema: type[BaseModel]) -> None:
-    if schema is not NdaFields:
-        raise TerminalError(f"the rules strategy extracts only the NDA schema, not "
-                            f"{schema.__name__}; use single-pass or agentic",
-                            error_type="unsupported_schema")
 
 
 def build(ctx: HandlerContext, delivery: Delivery) -> OffloadedRules:
