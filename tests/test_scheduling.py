@@ -177,3 +177,62 @@ def test_a_documents_arrival_orders_its_later_messages(tmp_path):
     queue.send("read", "letter", group="letter", pages=1, arrived_at=letter_arrived)
     assert [m.body for m in queue.receive("read", max_messages=3)] == [
         "letter", "nda-1", "nda-2"]
+
+
+def test_a_call_that_would_wait_takes_an_idle_process_of_its_spare_gate():
+    """The short lane's process is busy and the documents lane has one idle: the call goes
+    there at once instead of queuing behind the running one."""
+    async def scenario() -> tuple[bool, bool, int]:
+        short, documents = PriorityGate(2, idle_below=1), PriorityGate(4, idle_below=2)
+        assert await short.acquire(1.0, spare=documents) is short  # the short process idle
+        admitted_by = await short.acquire(2.0, spare=documents)
+        return admitted_by is documents, short.admitted == 1, documents.admitted
+
+    assert asyncio.run(scenario()) == (True, True, 1)
+
+
+def test_a_spare_gate_takes_another_gates_call_only_with_nothing_of_its_own_waiting():
+    """The documents lane's own calls go first: a short call waiting in both gates is taken
+    by the documents gate only once none of its own waits and a process is idle; the short
+    gate then skips it."""
+    async def scenario() -> list[str]:
+        short, documents = PriorityGate(1, idle_below=1), PriorityGate(2, idle_below=2)
+        order: list[str] = []
+        await short.acquire(0.0)  # the short process runs a call
+        await documents.acquire(0.0)
+        await documents.acquire(0.5)  # the documents lane is full
+
+        async def call(name: str, gate: PriorityGate, key: float, spare=None) -> None:
+            admitted_by = await gate.acquire(key, spare=spare)
+            order.append(f"{name}@{'documents' if admitted_by is documents else 'short'}")
+            await asyncio.sleep(0)
+            admitted_by.release(key)
+
+        tasks = [asyncio.create_task(call("rules", short, 1.0, spare=documents)),
+                 asyncio.create_task(call("split", documents, 5.0))]
+        await asyncio.sleep(0)
+        documents.release(0.0)  # a documents slot frees: its own waiting split first
+        await asyncio.sleep(0)
+        documents.release(0.5)  # now one process idle and nothing of its own waiting
+        await asyncio.wait_for(asyncio.gather(*tasks), 5)
+        short.release(0.0)  # the rules were taken already: nothing is admitted twice
+        order.append(f"short admitted {short.admitted}, documents {documents.admitted}")
+        return order
+
+    assert asyncio.run(scenario()) == ["split@documents", "rules@documents",
+                                       "short admitted 0, documents 0"]
+
+
+def test_a_call_cancelled_as_the_spare_gate_admits_it_gives_that_gate_its_slot_back():
+    async def scenario() -> tuple[int, int]:
+        short, documents = PriorityGate(1, idle_below=1), PriorityGate(1, idle_below=1)
+        await short.acquire(0.0)
+        await documents.acquire(0.0)
+        waiter = asyncio.create_task(short.acquire(1.0, spare=documents))
+        await asyncio.sleep(0)
+        documents.release(0.0)  # admits the waiter...
+        waiter.cancel()  # ...which is cancelled before it runs
+        await asyncio.gather(waiter, return_exceptions=True)
+        return documents.admitted, short.admitted
+
+    assert asyncio.run(scenario()) == (0, 1)
