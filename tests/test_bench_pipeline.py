@@ -95,3 +95,7 @@ def test_bench_fields_prints_the_fields_share_of_the_run_its_walls_give(pdf_fact
     assert min(without, with_fields) > 0.3  # a command's start alone takes that
     assert figures["fields_share_of_run_pct"] == pytest.approx(100 * (1 - without / with_fields))
     assert figures["fields_added_wall_pct"] == pytest.approx(100 * (with_fields / without - 1))
+    # The fields of the folder read before: a real run that published a result a document.
+    later = figures["walls_fields_of_read_folder"]
+    assert figures["run_wall_s_fields_of_read_folder"] == statistics.median(later) > 0.3
+    assert figures["results_of_read_folder_run"] == 2

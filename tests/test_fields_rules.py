@@ -283,19 +283,19 @@ def test_the_shipped_version_changes_with_the_model_file_and_the_calibration(tmp
     carries it."""
     import json
 
-    from extract.fields.rules import strategy
+    from extract.fields.rules import shipped as files
 
-    shipped = strategy.shipped_version()
+    shipped = files.shipped_version()
     assert RulesStrategy().model_version == shipped
 
     def version_with(model_path, calibration_path):
-        monkeypatch.setattr(strategy, "MODEL_PATH", model_path)
-        monkeypatch.setattr(strategy, "CALIBRATION_PATH", calibration_path)
-        strategy.shipped_version.cache_clear()
+        monkeypatch.setattr(files, "MODEL_PATH", model_path)
+        monkeypatch.setattr(files, "CALIBRATION_PATH", calibration_path)
+        files.shipped_version.cache_clear()
         try:
-            return strategy.shipped_version()
+            return files.shipped_version()
         finally:
-            strategy.shipped_version.cache_clear()
+            files.shipped_version.cache_clear()
 
     same_model, changed_model = tmp_path / "same.json", tmp_path / "changed.json"
     same_model.write_bytes(MODEL_PATH.read_bytes())
@@ -304,7 +304,7 @@ def test_the_shipped_version_changes_with_the_model_file_and_the_calibration(tmp
     first = next(iter(weights))
     weights[first] += 0.5
     changed_model.write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
-    calibration = strategy.CALIBRATION_PATH
+    calibration = files.CALIBRATION_PATH
     changed_calibration = tmp_path / "calibration.json"
     curves = json.loads(calibration.read_text(encoding="utf-8"))
     curves["threshold"] = curves.get("threshold", 0.0) + 0.01
@@ -313,3 +313,27 @@ def test_the_shipped_version_changes_with_the_model_file_and_the_calibration(tmp
     assert version_with(same_model, calibration) == shipped
     assert version_with(changed_model, calibration) != shipped
     assert version_with(same_model, changed_calibration) != shipped
+
+
+def test_the_process_that_records_the_rules_version_imports_none_of_the_rules():
+    """The fields handler's process (the run's own, whose CPU is the run's ceiling) records the
+    rules' version and sends the work to a worker: it compiled the rules' patterns only to hash
+    their code (27 ms of every run with fields, before its first document). A fresh process
+    that builds the offloaded strategy, as the handler does, has the version and no rules."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from extract.fields.rules.offline import OffloadedRules\n"
+        "version = OffloadedRules(cpu=None, timeout_s=1).version()\n"
+        "rules = sorted(m for m in sys.modules if m.startswith('extract.fields.rules.') and\n"
+        "               m.rsplit('.', 1)[1] in ('strategy', 'candidates', 'parties', 'dates',\n"
+        "                                       'patterns', 'features', 'linear'))\n"
+        "print(version, rules)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split(" ", 1)
+    from extract.fields.rules.offline import shipped_rules
+
+    assert out[0] == shipped_rules().model_version  # the version the rules themselves carry
+    assert out[1].strip() == "[]"

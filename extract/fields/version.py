@@ -15,9 +15,8 @@ own group instead of a group of their own.
 from __future__ import annotations
 
 import hashlib
-import inspect
+import importlib.util
 import json
-import sys
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -38,11 +37,14 @@ def _digest(parts: Iterable[bytes]) -> str:
 
 @cache
 def code_digest(*modules: str) -> str:
-    """A hash of these modules' source files (a code change, a new version)."""
+    """A hash of these modules' source files (a code change, a new version), read from the
+    files, not imported: the rules' version is recorded in a process that never runs them."""
     sources = []
     for name in modules:
-        module = sys.modules.get(name) or __import__(name, fromlist=["_"])
-        sources.append(inspect.getsource(module).encode("utf-8"))
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ModuleNotFoundError(f"no source for {name}", name=name)
+        sources.append(Path(spec.origin).read_text(encoding="utf-8").encode("utf-8"))
     return _digest(sources)
 
 

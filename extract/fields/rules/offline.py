@@ -17,12 +17,13 @@ from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText
 from extract.fields.kinds import is_of_kind, kind_score_in_worker, kind_score_then
 from extract.fields.long_text import by_length
-from extract.fields.rules.strategy import RulesStrategy, shipped_version
+from extract.fields.rules.shipped import shipped_version
 from extract.fields.schemas import NdaFields
 from extract.ports import CpuRunner
 
 if TYPE_CHECKING:
     from extract.context import Delivery, HandlerContext
+    from extract.fields.rules.strategy import RulesStrategy
 
 __all__ = ["OffloadedRules", "build", "run_rules", "run_rules_long_text", "run_rules_of_kind",
            "run_rules_of_kind_long_text", "shipped_rules"]
@@ -34,7 +35,9 @@ def shipped_rules() -> RulesStrategy:
     (the short lane's; the handler's own on Lambda). Building one loads the model: about 30 ms,
     several times what extracting an NDA takes. Built per document, that was most of the short
     lane's work; the handler's process needs only the version (``shipped_version``), from the
-    files' bytes, and builds nothing."""
+    files' bytes, and imports none of the rules (``extract.fields.rules.shipped``)."""
+    from extract.fields.rules.strategy import RulesStrategy
+
     return RulesStrategy()
 
 

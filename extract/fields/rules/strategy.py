@@ -10,17 +10,15 @@ scores best on its own, with its page, character offset and the words around it.
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
 
 from pydantic import BaseModel
 
 from extract.errors import TerminalError
 from extract.fields.base import Extraction, PageText, Source
 from extract.fields.document import JoinedText
-from extract.fields.rules.calibration import CALIBRATION_PATH, shipped_calibration
+from extract.fields.rules.calibration import shipped_calibration
 from extract.fields.rules.candidates import (
     Candidate,
     date_candidates,
@@ -30,12 +28,17 @@ from extract.fields.rules.candidates import (
 from extract.fields.rules.features import featurise
 from extract.fields.rules.linear import FieldModel, LinearModel, select
 from extract.fields.rules.parties import party_candidates
+from extract.fields.rules.shipped import (
+    GENERATOR_MODULES,
+    MODEL_PATH,
+    shipped_model_bytes,
+    shipped_version,
+)
 from extract.fields.schemas import NdaFields
 from extract.fields.version import code_digest, rules_version
 
 __all__ = ["GENERATORS", "MODEL_PATH", "Proposals", "RulesStrategy", "propose", "shipped_version"]
 
-MODEL_PATH = Path(__file__).with_name("nda_model.json")
 MAX_SCORED_MENTIONS = 8  # mentions scored one by one to find the one that decided a value
 
 GENERATORS: dict[str, Callable[[str], list[Candidate]]] = {
@@ -45,11 +48,6 @@ GENERATORS: dict[str, Callable[[str], list[Candidate]]] = {
     "term": term_candidates,
 }
 
-
-GENERATOR_MODULES = ("extract.fields.rules.candidates", "extract.fields.rules.parties",
-                     "extract.fields.rules.dates", "extract.fields.rules.patterns",
-                     "extract.fields.rules.features", "extract.fields.rules.linear", __name__)
-"""The code that proposes and picks candidates: part of the rules version."""
 
 Proposals = dict[str, tuple[list[Candidate], list[dict[str, float]]]]
 
@@ -63,30 +61,9 @@ def propose(text: str) -> Proposals:
     return proposals
 
 
-def _shipped_model_bytes() -> bytes:
-    if not MODEL_PATH.exists():
-        raise TerminalError(f"the rules model {MODEL_PATH.name} is missing from the package; "
-                            "build it with `doclake fields train`", error_type="model_missing")
-    return MODEL_PATH.read_bytes()
-
-
 @cache
 def _shipped_model() -> LinearModel:
-    return LinearModel.from_json(_shipped_model_bytes().decode("utf-8"))
-
-
-@cache
-def shipped_version() -> str:
-    """The shipped model's version, from its files as shipped: the model's JSON, the calibration
-    fitted for it (when there is one) and the generators' code. What records a result's version
-    (the fields handler, on the run's event loop) needs no model built: loading the model and
-    encoding it again (Python's JSON encoder, with indentation) took 30 ms alone, and 0.4 to
-    0.7 s of the main process's event loop under a run's load, every message waiting."""
-    data = _shipped_model_bytes()
-    name = json.loads(data)["version"]
-    calibrated = shipped_calibration(name) is not None
-    return rules_version(name, data + (CALIBRATION_PATH.read_bytes() if calibrated else b""),
-                         code_digest(*GENERATOR_MODULES))
+    return LinearModel.from_json(shipped_model_bytes().decode("utf-8"))
 
 
 class RulesStrategy:
