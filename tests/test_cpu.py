@@ -239,37 +239,3 @@ def test_a_blocking_call_whose_pool_is_stopped_meanwhile_returns_an_error():
         runner.call(time.sleep, 30)
     assert time.monotonic() - started < 15
     runner.close()
-
-
-def sniff_file(seconds: float) -> int:
-    """Named as a short-lane call (the lanes route by name): sleeps, returns its process."""
-    import os
-    import time
-
-    time.sleep(seconds)
-    return os.getpid()
-
-
-async def test_a_short_call_takes_an_idle_documents_process_while_the_short_lane_is_busy():
-    """The short lane has one process: 83 NDAs' rules ran there one after the other while the
-    documents lane's processes sat idle (a run asking for the fields of a folder read before:
-    the fields took 1.0 to 1.35 s, 0.7 to 0.86 s with the idle processes taken). A short call
-    that would queue behind the running one runs in an idle documents process at once."""
-    import asyncio
-
-    from infra.local.cpu_lanes import LanedCpu
-
-    cpu = LanedCpu(1)
-    try:
-        cpu.warm().join()
-        busy = asyncio.ensure_future(cpu.run(sniff_file, 30, timeout_s=60))
-        while cpu.short.gate.admitted < 1:
-            await asyncio.sleep(0.01)
-        process = await asyncio.wait_for(cpu.run(sniff_file, 0, timeout_s=60), 15)
-        assert not busy.done()  # it did not wait for the running call
-        assert cpu.documents.gate.admitted == 0  # and gave the process back
-        assert process > 0
-        busy.cancel()
-        await asyncio.gather(busy, return_exceptions=True)
-    finally:
-        cpu.close()

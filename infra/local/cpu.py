@@ -73,8 +73,7 @@ class ProcessPoolRunner:
         ready beside it); the others wait in ``infra.local.cpu_priority``'s order, the work of
         the document with the least pages left first, not in the order they were made."""
         self.workers = max(1, workers)
-        # Fewer calls admitted than processes: one is idle (another lane's calls may use it).
-        self.gate = PriorityGate(admitted or 2 * self.workers, idle_below=self.workers)
+        self.gate = PriorityGate(admitted or 2 * self.workers)
         self.nice = nice
         self.warm_up = warm_up or _warm_up  # what ``warm`` runs in each process
         self._pool: ProcessPool | None = None
@@ -159,19 +158,15 @@ class ProcessPoolRunner:
                 raise  # no time limit was set: the call's own error
             raise self._failed(pool, fn, timeout_s, error) from None
 
-    async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float,
-                  spare: ProcessPoolRunner | None = None) -> T:
-        """``fn(*args)`` in a worker process; with ``spare``, in one of its processes instead
-        if one is idle first (``PriorityGate.acquire``)."""
+    async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         self.in_flight += 1
         key = call_key()
         try:
-            gate = await self.gate.acquire(key, spare.gate if spare is not None else None)
-            runner = self if gate is self.gate or spare is None else spare
+            await self.gate.acquire(key)
             try:
-                return await runner._run(fn, *args, timeout_s=timeout_s)
+                return await self._run(fn, *args, timeout_s=timeout_s)
             finally:
-                gate.release(key)
+                self.gate.release(key)
         finally:
             self.in_flight -= 1
 

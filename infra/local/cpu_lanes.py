@@ -8,9 +8,6 @@ pages in its queue at once, and any call behind them waits for all of them, howe
 So the pool is split by how long a call takes and how many of them can queue:
 
 - ``short`` (one process): calls of milliseconds that gate a whole document (``SHORT_CALLS``).
-  One that would queue behind the running call takes an idle process of the documents lane
-  instead, when one is idle and none of that lane's own calls waits (``PriorityGate``'s
-  ``spare``): 83 NDAs' rules queued in the one process while the documents lane's sat idle.
 - ``scans`` (``workers`` processes): OCR (``SCAN_CALLS``), seconds a page and hundreds queued
   by one scan drop. Started on its first call: a run without scans never pays for it. Its
   processes (and the tesseract each starts) run at a lower priority (``SCANS_NICE``): OCR takes
@@ -146,12 +143,7 @@ class LanedCpu:
         return lane
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
-        lane = self.lane_now(fn, call_key())
-        # A short call that would wait for the short lane's process takes an idle documents
-        # process (``PriorityGate``): the short lane's calls gate whole documents, and a core
-        # must not sit idle while they queue.
-        spare = self.documents if lane is self.short and self.documents.started else None
-        return await lane.run(fn, *args, timeout_s=timeout_s, spare=spare)
+        return await self.lane_now(fn, call_key()).run(fn, *args, timeout_s=timeout_s)
 
     def waiting(self) -> int:
         """The event loop's calls waiting for a process, every lane (``ProcessPoolRunner.gate``)."""
