@@ -42,9 +42,10 @@ def code_digest(*modules: str) -> str:
     sources = []
     for name in modules:
         spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
+        source = spec.loader.get_source(name) if spec and spec.loader else None
+        if source is None:
             raise ModuleNotFoundError(f"no source for {name}", name=name)
-        sources.append(Path(spec.origin).read_text(encoding="utf-8").encode("utf-8"))
+        sources.append(source.encode("utf-8"))
     return _digest(sources)
 
 
