@@ -135,7 +135,7 @@ def training_sets() -> list:
     """The shipped rules model's training documents (``nda_model.training.json``, written by
     `doclake fields train` beside the model): all 254 of the Kleister NDA train split."""
     from evals.score_run import TrainingSet
-    from extract.fields.rules.strategy import MODEL_PATH
+    from extract.fields.rules.shipped import MODEL_PATH
 
     path = MODEL_PATH.with_name(f"{MODEL_PATH.stem}.training.json")
     if not path.exists():

@@ -13,7 +13,7 @@ from extract.fields.document import JoinedText
 from extract.fields.rules.candidates import Candidate
 from extract.fields.rules.duplicates import fold_of_groups, near_duplicate_groups
 from extract.fields.rules.features import LEGAL_SUFFIXES, featurise
-from extract.fields.rules.strategy import MODEL_PATH
+from extract.fields.rules.shipped import MODEL_PATH
 from extract.fields.rules.training import CONTEXT_PREFIXES, common_words, honest
 
 SHIPPED = json.loads(MODEL_PATH.read_text())

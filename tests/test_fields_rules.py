@@ -11,7 +11,8 @@ from extract.errors import TerminalError
 from extract.fields.base import PageText
 from extract.fields.rules.candidates import date_candidates, term_candidates
 from extract.fields.rules.dates import find_dates
-from extract.fields.rules.strategy import MODEL_PATH, RulesStrategy
+from extract.fields.rules.shipped import MODEL_PATH
+from extract.fields.rules.strategy import RulesStrategy
 from extract.fields.schemas import NdaFields
 
 PREAMBLE = """EXHIBIT 10.7

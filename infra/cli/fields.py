@@ -127,7 +127,7 @@ def _calibration(data: Path | None, cache: Path, folds: int, seed: int, write: P
 
     from extract.fields.rules.calibrating import calibrate, out_of_fold_values
     from extract.fields.rules.linear import LinearModel
-    from extract.fields.rules.strategy import MODEL_PATH
+    from extract.fields.rules.shipped import MODEL_PATH
 
     documents, _ = _load(data, cache)
     pairs, expected = out_of_fold_values(documents, folds=folds, seed=seed)
@@ -331,7 +331,7 @@ def train(
     """Fit the rules model on the whole train split and write it as JSON (deterministic)."""
     from rich.console import Console
 
-    from extract.fields.rules.strategy import MODEL_PATH
+    from extract.fields.rules.shipped import MODEL_PATH
     from extract.fields.rules.training import fit
 
     if applicability:

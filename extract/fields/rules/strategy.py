@@ -28,16 +28,11 @@ from extract.fields.rules.candidates import (
 from extract.fields.rules.features import featurise
 from extract.fields.rules.linear import FieldModel, LinearModel, select
 from extract.fields.rules.parties import party_candidates
-from extract.fields.rules.shipped import (
-    GENERATOR_MODULES,
-    MODEL_PATH,
-    shipped_model_bytes,
-    shipped_version,
-)
+from extract.fields.rules.shipped import GENERATOR_MODULES, shipped_model_bytes, shipped_version
 from extract.fields.schemas import NdaFields
 from extract.fields.version import code_digest, rules_version
 
-__all__ = ["GENERATORS", "MODEL_PATH", "Proposals", "RulesStrategy", "propose", "shipped_version"]
+__all__ = ["GENERATORS", "Proposals", "RulesStrategy", "propose"]
 
 MAX_SCORED_MENTIONS = 8  # mentions scored one by one to find the one that decided a value
 
