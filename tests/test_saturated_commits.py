@@ -78,3 +78,51 @@ async def test_the_pool_counts_calls_in_flight_including_those_waiting_and_those
         assert runner.in_flight == 0
     finally:
         runner.close()
+
+
+def test_the_publishers_commits_are_relaxed_only_while_saturated(monkeypatch):
+    """The publisher's events ride the reads' flushes while the runtime is saturated; when it
+    is not (the run's last results) they flush at once, as a forced commit does."""
+    import infra.local.publisher as publisher
+
+    seen: list[bool] = []
+    states = iter([True, False, True])
+    stop = asyncio.Event()
+
+    async def publish_pending(ctx) -> int:
+        seen.append(RELAXED_COMMIT.get())
+        if len(seen) == 3:
+            stop.set()
+        return 0
+
+    monkeypatch.setattr(publisher, "publish_pending", publish_pending)
+
+    async def three_passes() -> bool:
+        wake = asyncio.Event()
+        wake.set()
+        await publisher.run_publisher(None, wake, stop, interval_s=0.01, gather_s=0.0,
+                                      saturated=lambda: next(states))
+        return RELAXED_COMMIT.get()
+
+    assert asyncio.run(three_passes()) is False  # the pass's own setting does not leak
+    assert seen == [True, False, True]
+
+
+def test_the_runtime_gives_its_publisher_its_saturation(settings, monkeypatch):
+    captured = {}
+
+    async def run_publisher(ctx, wake, stop, interval_s, **kwargs):
+        captured.update(kwargs)
+        await stop.wait()
+
+    monkeypatch.setattr(runtime_module, "run_publisher", run_publisher)
+    runtime = LocalRuntime(settings)
+    try:
+        asyncio.run(runtime.process(lambda: True))
+        saturated = captured["saturated"]
+        runtime._saturated = True
+        assert saturated() is True
+        runtime._saturated = False
+        assert saturated() is False
+    finally:
+        runtime.close()

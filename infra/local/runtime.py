@@ -341,7 +341,8 @@ class LocalRuntime:
         tasks.append(asyncio.create_task(supervisor.keep_running(
             "receiver", lambda: self._receiver(inbox, stop))))
         tasks.append(asyncio.create_task(supervisor.keep_running(
-            "publisher", lambda: run_publisher(ctx, publish, stop, settings.poll_interval_s))))
+            "publisher", lambda: run_publisher(ctx, publish, stop, settings.poll_interval_s,
+                                               saturated=lambda: self._saturated))))
         tasks.append(asyncio.create_task(_prepare_readers(ctx)))
         poller = _PollerClock(settings.poll_interval_s)
         pacer = PollPacer(settings.poll_interval_s)
