@@ -196,6 +196,38 @@ def test_the_score_is_the_logistic_of_the_weights_on_every_named_feature():
     assert len({round(model.score(t), 6) for t in texts}) >= 4  # the texts score apart
 
 
+def test_the_counts_and_head_are_those_of_the_whole_texts_folding():
+    """``counted`` folds only a prefix for the head and reads the words unfolded (for speed);
+    what it gives must be what folding the whole text gives: the head is the first
+    ``HEAD_CHARS`` of the folded text, the words and pairs those of the folded text. Texts where
+    the prefix cuts a word, where white space fills the prefix, and shorter than the head."""
+    import random
+    from collections import Counter
+
+    from extract.fields.applicability.features import HEAD_CHARS, NDA_TITLE, _words, counted
+
+    rng = random.Random(7)
+    words = ["Non-Disclosure", "AGREEMENT", "the", "Recipient", "merger", "confidential",
+             "of", "x", "Agreementlongword" * 3, "secrecy", "agreement"]
+    spaces = [" ", "  ", "\n", "\t \n", " " * 50, "\n" * 300, "\u2003", "\x1c"]
+    texts = [LETTER_NDA, MERGER, "", "   ", "word " * 10,
+             " " * 900 + "NON-DISCLOSURE AGREEMENT " * 30,
+             "a" * 790 + " Secrecy Agreement " + "b" * 900]
+    for _ in range(200):
+        texts.append("".join(rng.choice(words) + rng.choice(spaces)
+                             for _ in range(rng.randrange(0, 400))))
+    for text in texts:
+        folded = " ".join(text.lower().split())
+        head = folded[:HEAD_CHARS]
+        plain = _words(folded)
+        counts = Counter(plain)
+        counts.update("_".join(pair) for pair in zip(plain, plain[1:], strict=False))
+        document = counted(text)
+        assert document.head_words == set(_words(head)), text[:60]
+        assert document.title == (NDA_TITLE.search(head) is not None), text[:60]
+        assert document.counts == counts, text[:60]
+
+
 def test_a_word_only_written_documents_use_is_never_learnt():
     """Honesty: a feature must be used by real and by written documents alike."""
     from training.applicability.classifier import KindExample, fit

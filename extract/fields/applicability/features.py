@@ -53,12 +53,30 @@ class Counted(NamedTuple):
                              for count, times in Counter(self.counts.values()).items())) or 1.0
 
 
+def _folded_head(lowered: str) -> str:
+    """``" ".join(lowered.split())[:HEAD_CHARS]``, folding only as much of the text as it
+    needs: a prefix's folding is the start of the whole text's (its last word may be cut, but
+    only where the prefix ends), so once it is ``HEAD_CHARS`` long its first ``HEAD_CHARS``
+    are the head."""
+    size = 2 * HEAD_CHARS
+    while size < len(lowered):
+        folded = " ".join(lowered[:size].split())
+        if len(folded) >= HEAD_CHARS:
+            return folded[:HEAD_CHARS]
+        size *= 2
+    return " ".join(lowered.split())[:HEAD_CHARS]
+
+
 def counted(text: str) -> Counted:
     """What ``features`` names, counted once: the scorer reads the counts of its weighted words
-    only instead of naming every feature of the document."""
-    folded = " ".join(text.lower().split())
-    head = folded[:HEAD_CHARS]
-    words = _words(folded)
+    only instead of naming every feature of the document.
+
+    The words are read from the lower-cased text as it is: folding its white space (which the
+    head needs) never joins or splits a run of letters, and folding the whole text cost a fifth
+    of the score (0.3 of 1.6 ms an NDA). Only the head is folded, from a prefix."""
+    lowered = text.lower()
+    head = _folded_head(lowered)
+    words = _words(lowered)
     counts = Counter(words)
     counts.update(map("_".join, zip(words, words[1:], strict=False)))
     return Counted(set(_words(head)), counts, NDA_TITLE.search(head) is not None,
