@@ -26,6 +26,7 @@ from extract.errors import TerminalError
 from extract.fields.applicability.model import nda_model
 from extract.fields.base import PageText
 from extract.fields.long_text import by_length
+from extract.fields.stored_pages import portable
 from extract.ports import CpuRunner
 
 __all__ = ["KINDS", "THRESHOLD", "Applicability", "applicability", "applicability_in_worker",
@@ -130,6 +131,6 @@ async def kind_score_in_worker(kind: str, pages: Sequence[PageText], cpu: CpuRun
                                timeout_s: float) -> float:
     """``kind_score`` where ``applicability_in_worker`` says, unrounded."""
     if getattr(cpu, "process_per_call", False):  # Lambda's: a child's start costs more than this
-        return await asyncio.to_thread(kind_score, kind, tuple(pages))
+        return await asyncio.to_thread(kind_score, kind, pages)  # read in the thread, if on disk
     scorer = by_length(pages, kind_score, kind_score_long_text)
-    return await cpu.run(scorer, kind, tuple(pages), timeout_s=timeout_s)
+    return await cpu.run(scorer, kind, portable(pages), timeout_s=timeout_s)

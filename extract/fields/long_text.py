@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from extract.fields.base import PageText
+from extract.fields.stored_pages import stored_size
 
 __all__ = ["LONG_TEXT_CHARS", "by_length", "is_long_text"]
 
@@ -28,7 +29,9 @@ every one of the 254 Kleister NDAs is under it)."""
 
 
 def is_long_text(pages: Sequence[PageText]) -> bool:
-    return sum(len(page.text) for page in pages) > LONG_TEXT_CHARS
+    """Past ``LONG_TEXT_CHARS``; pages still on disk are measured by their files' bytes
+    (``stored_size``: a text with many characters beyond ASCII counts as a little longer)."""
+    return stored_size(pages) > LONG_TEXT_CHARS
 
 
 def by_length(pages: Sequence[PageText], short: F, long: F) -> F:

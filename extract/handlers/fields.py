@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -39,6 +39,7 @@ from extract.fields.result import (
     succeeded_result,
 )
 from extract.fields.schemas import SchemaLoadError, load_schema
+from extract.fields.stored_pages import PagesOnDisk, loaded
 from extract.fields.strategies import OFFLINE, build_strategy
 from extract.handlers.split import job_context
 from extract.messages import FIELDS_QUEUE, FieldsMessage
@@ -46,7 +47,7 @@ from extract.state import Job, JobStatus
 from lake.events import utc_now
 from lake.layout import page_number_of, pages_prefix
 
-__all__ = ["handle_fields", "read_pages"]
+__all__ = ["handle_fields", "pages_on_disk", "read_pages"]
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,10 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
     if schema is None:
         raise TerminalError("the fields message names no schema (none)",
                             error_type="schema_unavailable")
-    pages = await asyncio.to_thread(read_pages, ctx, job)  # file reads, off the event loop
+    if callable(getattr(ctx.objects, "file_path", None)):  # a listing: inline, no thread
+        pages: Sequence[PageText] = pages_on_disk(ctx, job)
+    else:
+        pages = await asyncio.to_thread(read_pages, ctx, job)  # file reads, off the event loop
     kind = scored_kind(schema)
     strategy: Strategy | None = None
     extraction: Extraction | None = None
@@ -129,6 +133,8 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
             message.strategy, schema, strategy.extract_of_kind(kind, pages, schema))
         applies = decided(kind, score)
     else:
+        # Used in this process from here (a model's prompt): read now, off the event loop.
+        pages = await asyncio.to_thread(loaded, pages)
         applies = await applicability_in_worker(schema, pages, ctx.cpu,
                                                 ctx.config.read_timeout_s)
     if not applies.applies:  # not the schema's kind of document: no strategy runs, no values
@@ -172,10 +178,23 @@ async def _validated(name: str, schema: type[BaseModel], extracting: Awaitable[T
 
 def read_pages(ctx: HandlerContext, job: Job) -> list[PageText]:
     """The job's stored page Markdown, in page order; every planned page must be there."""
+    keys = _page_keys(ctx, job)
+    pages = [PageText(page_number_of(key),
+                      ctx.objects.get(key).decode("utf-8")) for key in keys]
+    return sorted(pages, key=lambda page: page.number)
+
+
+def pages_on_disk(ctx: HandlerContext, job: Job) -> PagesOnDisk:
+    """``read_pages`` for a store that keeps objects as files here (``file_path``): the pages
+    listed and checked now, their texts read by whoever uses them (``extract.fields.
+    stored_pages``: the rules' worker process, not this one)."""
+    return PagesOnDisk.of([(page_number_of(key), ctx.objects.file_path(key))
+                           for key in _page_keys(ctx, job)])
+
+
+def _page_keys(ctx: HandlerContext, job: Job) -> list[str]:
     keys = ctx.objects.list(pages_prefix(job.document_id, job.job_id))
     if job.pages is not None and len(keys) != job.pages:
         raise TerminalError(f"{len(keys)} pages stored, {job.pages} expected",
                             error_type="missing_pages")
-    pages = [PageText(page_number_of(key),
-                      ctx.objects.get(key).decode("utf-8")) for key in keys]
-    return sorted(pages, key=lambda page: page.number)
+    return keys

@@ -94,6 +94,12 @@ class FolderObjectStore:
                           digests=None if digests is None else
                           {self._path(key): digests[key] for key, _ in files if key in digests})
 
+    def file_path(self, key: str) -> Path:
+        """The file that holds the object, for a reader in another process on this machine (a
+        CPU worker reads a job's pages itself: ``extract.fields.stored_pages``). The key is
+        checked as every other call checks it; the file is not opened here."""
+        return self._path(key)
+
     def get(self, key: str) -> bytes:
         try:
             return self._path(key).read_bytes()

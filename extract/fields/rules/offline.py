@@ -19,6 +19,7 @@ from extract.fields.kinds import is_of_kind, kind_score_in_worker, kind_score_th
 from extract.fields.long_text import by_length
 from extract.fields.rules.shipped import shipped_version
 from extract.fields.schemas import NdaFields
+from extract.fields.stored_pages import portable
 from extract.ports import CpuRunner
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class OffloadedRules:
                                 f"{schema.__name__}; use single-pass or agentic",
                                 error_type="unsupported_schema")
         entry = by_length(pages, run_rules, run_rules_long_text)
-        return await self.cpu.run(entry, tuple(pages), timeout_s=self.timeout_s)
+        return await self.cpu.run(entry, portable(pages), timeout_s=self.timeout_s)
 
     async def extract_of_kind(self, kind: str, pages: Sequence[PageText],
                               schema: type[BaseModel]) -> tuple[float, Extraction | None]:
@@ -96,7 +97,7 @@ class OffloadedRules:
             score = await kind_score_in_worker(kind, pages, self.cpu, self.timeout_s)
             return score, (await self.extract(pages, schema) if is_of_kind(score) else None)
         entry = by_length(pages, run_rules_of_kind, run_rules_of_kind_long_text)
-        return await self.cpu.run(entry, kind, tuple(pages), timeout_s=self.timeout_s)
+        return await self.cpu.run(entry, kind, portable(pages), timeout_s=self.timeout_s)
 
 
 def build(ctx: HandlerContext, delivery: Delivery) -> OffloadedRules:
