@@ -2,11 +2,13 @@
 
 ``decide`` is a pure function of one job's progress, so the rules are tested without a clock or a
 database. ``poll_once`` applies the decisions: the conditional transition first (the store is the
-truth), then its event, then the outbox flag that says the event is durable; then the index message
-of a succeeded job, then its flag; then the fields message of a finished job a run asked fields
-of, then its flag. A poller that dies anywhere in between finds the flag unset on
-its next pass and emits the same event again, built from the store, with the same id: the lake
-never keeps a decision the store did not take.
+truth); then the index message of a succeeded job, then its flag, and the fields message of a
+finished job a run asked fields of, then its flag (they follow the store, so they do not wait
+for the events' flush, which a saturated run makes wait up to 0.3 s); then the transition's
+event, then the outbox flag that says the event is durable. A poller that dies anywhere in
+between finds a flag unset on its next pass and sends the message or emits the same event
+again, built from the store, with the same id: the lake never keeps a decision the store did
+not take.
 
 The no-progress clock (``Job.stalled_s``) counts only time in which the job could have moved: the
 poller adds the time since its own previous pass (so time with no runtime running never counts),
@@ -206,9 +208,12 @@ async def poll_once(ctx: HandlerContext, *, now: datetime | None = None,
     for decision in applied:
         if decision.new.terminal:  # a decrypted copy is plaintext: it lives as long as its job
             remove_decrypted_copy(ctx, decision.document_id, decision.job_id)
-    await publish_status_events(ctx, [d.job_id for d in applied])
+    # The index and fields messages follow the store's transitions, not their events: sent
+    # before the events' flush is waited for (a relaxed commit, while a run is saturated,
+    # waits up to ``event_saturated_flush_s``: a finished job's index and fields waited with it).
     send_index_messages(ctx)
     send_fields_messages(ctx)
+    await publish_status_events(ctx, [d.job_id for d in applied])
     if cursor is not None and position is not None:  # only once the pass has done its work
         cursor.position = position
     return applied

@@ -8,7 +8,7 @@ from datetime import timedelta
 from support.helpers import Harness
 
 from extract.handling import Outcome, handle_message
-from extract.messages import INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE
+from extract.messages import FIELDS_QUEUE, INDEX_QUEUE, READ_QUEUE, SPLIT_QUEUE
 from extract.poller import NO_PROGRESS, decide, poll_once
 from extract.state import Job, JobProgress, JobStatus
 from lake.events import utc_now
@@ -317,3 +317,31 @@ async def test_a_full_pass_leaves_out_unplanned_jobs_that_cannot_have_a_decision
     harness.receive(SPLIT_QUEUE)  # taken by a worker that hangs: no backlog, the clock runs
     assert await poll_once(harness.ctx, cursor=cursor, full=True, elapsed_s=0.3) == []
     assert harness.store.get_job(quiet).stalled_s == 0.3
+
+
+async def test_a_finished_jobs_index_message_is_sent_before_its_events_flush(tmp_path,
+                                                                             pdf_factory):
+    """The messages follow the store's transition, not its event: a relaxed flush of a saturated
+    run waits up to 0.3 s, and a finished job's index and fields waited for it."""
+    import asyncio
+
+    harness = Harness(tmp_path)
+    ingested = harness.planner.ingest(pdf_factory("a.pdf", 3))
+    harness.store.request_fields([ingested.job_id], "nda", "rules")
+    await harness.drain(SPLIT_QUEUE, READ_QUEUE)
+    flushed = asyncio.Event()
+    real_commit = harness.sink.commit
+    queued_while_waiting = {}
+
+    async def slow_commit(events):
+        queued_while_waiting["index"] = harness.queue.visible_count(INDEX_QUEUE, at_most=5)
+        queued_while_waiting["fields"] = harness.queue.visible_count(FIELDS_QUEUE, at_most=5)
+        await asyncio.sleep(0.05)
+        await real_commit(events)
+        flushed.set()
+
+    harness.sink.commit = slow_commit
+    await poll_once(harness.ctx)
+    assert flushed.is_set()
+    assert queued_while_waiting == {"index": 1, "fields": 1}
+    assert len(harness.sink.of_type("job_succeeded")) == 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import signal
@@ -51,7 +52,7 @@ from infra.local.cpu_lanes import LanedCpu
 from infra.local.cpu_priority import CALL_KEY
 from infra.local.jobstore import SqliteJobStore
 from infra.local.objectstore import FolderObjectStore
-from infra.local.pacing import PollPacer
+from infra.local.pacing import CommitWaits, PollPacer
 from infra.local.pooled_uploads import PooledUploads
 from infra.local.private_home import make_private
 from infra.local.publisher import publish_once, run_publisher
@@ -346,12 +347,16 @@ class LocalRuntime:
         tasks.append(asyncio.create_task(_prepare_readers(ctx)))
         poller = _PollerClock(settings.poll_interval_s)
         pacer = PollPacer(settings.poll_interval_s)
+        # The poller's commits through a sink that notes the loop's CPU while they wait for a
+        # flush: other tasks' work, which the pacer does not count as the pass's.
+        waits = CommitWaits(ctx.sink)
+        poll_ctx = dataclasses.replace(ctx, sink=waits)
         compaction_prepared = False
         try:
             while supervisor.fatal is None:
                 pacer.started()
                 try:
-                    await self._poll(ctx, poller)
+                    await self._poll(poll_ctx, poller)
                 except Exception:  # the next pass decides again, from the store
                     log.exception("poll failed; retrying at the next interval")
                 # A pass may have sent index or fields messages: the receiver looks now, not
@@ -362,7 +367,7 @@ class LocalRuntime:
                     compaction_prepared = True  # the run's end compacts in the lane: import now
                     cpu.prepare_file_work()
                 finished = done()
-                pacer.finished()  # the stop test is part of a pass's cost
+                pacer.finished(waits.taken())  # the stop test is part of a pass's cost
                 if finished or shutdown.is_set() or supervisor.fatal:
                     break
                 with contextlib.suppress(TimeoutError):
