@@ -6,7 +6,7 @@ a document of the coordinator's 5 ms of fields work on the Kleister NDAs. Where 
 keeps objects as files on this machine (``FolderObjectStore.file_path``), the handler lists the
 pages and hands over their paths (``PagesOnDisk``); the worker reads the files itself, on first
 use. Anything that needs the text in the handler's process reads it there the same way
-(``loaded``, off the event loop). A store without files (S3) is read as before.
+(``PagesOnDisk.load``, off the event loop). A store without files (S3) is read as before.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import overload
 from extract.errors import TerminalError
 from extract.fields.base import PageText
 
-__all__ = ["PagesOnDisk", "loaded", "portable", "stored_size"]
+__all__ = ["PagesOnDisk", "portable", "stored_size"]
 
 
 class PagesOnDisk(Sequence[PageText]):
@@ -79,11 +79,6 @@ class PagesOnDisk(Sequence[PageText]):
 
     def __repr__(self) -> str:
         return f"PagesOnDisk({len(self.numbers)} pages, {sum(self.sizes)} bytes)"
-
-
-def loaded(pages: Sequence[PageText]) -> tuple[PageText, ...]:
-    """``pages`` with their texts in this process (a tuple: it pickles and does not change)."""
-    return pages.load() if isinstance(pages, PagesOnDisk) else tuple(pages)
 
 
 def portable(pages: Sequence[PageText]) -> Sequence[PageText]:

@@ -39,7 +39,7 @@ from extract.fields.result import (
     succeeded_result,
 )
 from extract.fields.schemas import SchemaLoadError, load_schema
-from extract.fields.stored_pages import PagesOnDisk, loaded
+from extract.fields.stored_pages import PagesOnDisk
 from extract.fields.strategies import OFFLINE, build_strategy
 from extract.handlers.split import job_context
 from extract.messages import FIELDS_QUEUE, FieldsMessage
@@ -133,8 +133,8 @@ async def _extract(ctx: HandlerContext, message: FieldsMessage, job: Job, delive
             message.strategy, schema, strategy.extract_of_kind(kind, pages, schema))
         applies = decided(kind, score)
     else:
-        # Used in this process from here (a model's prompt): read now, off the event loop.
-        pages = await asyncio.to_thread(loaded, pages)
+        if isinstance(pages, PagesOnDisk):  # used in this process from here (a model's
+            pages = await asyncio.to_thread(pages.load)  # prompt): read now, off the loop
         applies = await applicability_in_worker(schema, pages, ctx.cpu,
                                                 ctx.config.read_timeout_s)
     if not applies.applies:  # not the schema's kind of document: no strategy runs, no values
