@@ -87,7 +87,8 @@ holds no picture either."""
 def warm_short_lane() -> None:
     """The short lane's warm-up: the offline fields rules and the document-kind model built
     (their imports beyond the fork server's preload, the two models loaded: 0.08 s of CPU in a
-    forked worker), so the first document's score and rules do not pay for it."""
+    forked worker), so the first document's score and rules do not pay for it. Nothing to do
+    where the fork server built them (``forkserver.RULES_PRELOAD``, a run that uses them)."""
     from extract.fields.applicability.model import nda_model
     from extract.fields.rules.offline import shipped_rules
 
