@@ -228,6 +228,25 @@ def test_the_counts_and_head_are_those_of_the_whole_texts_folding():
         assert document.counts == counts, text[:60]
 
 
+def test_the_words_are_the_runs_of_three_letters_re_finds():
+    """``_words`` splits a byte table's output instead of running ``re`` (for speed): it must
+    give what ``re.findall(r"[a-z]{3,}")`` gives less the ignored words, on texts of short and
+    long runs, capitals, digits, underscores and characters outside ASCII (one, two, three and
+    four UTF-8 bytes, letters among them) between them."""
+    import random
+    import re
+
+    from extract.fields.applicability.features import _IGNORED, _words
+
+    rng = random.Random(13)
+    pieces = ["abc", "ab", "a", "nda", "exhibit", "htm", "version", "Recipient", "x1y", "a_b",
+              "é", "ß", "İ", "ǆ", "\u00a0", "\u2003", "\U0001f600", " ", "\n", "-", "?", "7"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 16)))
+        expected = [w for w in re.findall(r"[a-z]{3,}", text) if w not in _IGNORED]
+        assert _words(text) == expected, repr(text)
+
+
 def test_a_word_only_written_documents_use_is_never_learnt():
     """Honesty: a feature must be used by real and by written documents alike."""
     from training.applicability.classifier import KindExample, fit
