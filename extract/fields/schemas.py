@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import re
 from datetime import date
+from functools import lru_cache
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -130,10 +131,13 @@ _LEGAL_SUFFIXES = [(re.compile(rf"(?<![\w.]){pattern}(?!\w)", re.IGNORECASE), te
 _LEADING_FIRST = re.compile(r"^((?:The\s+)?)First\s+(?=\S+\s)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)
 def kleister_value(text: str) -> str:
     """One value as a Kleister token: '&' -> 'and', commas dropped, legal suffixes in one
     spelling ('L.P.' -> 'LP', 'Incorporated' -> 'Inc.'), a name's leading 'First' left out as
-    the benchmark's gold does, whitespace runs -> '_'."""
+    the benchmark's gold does, whitespace runs -> '_'. Remembered by spelling: the rules ask it
+    for every mention of every candidate (38 times an NDA, nine substitutions each), most of
+    them spellings already seen in the document or an earlier one (a state, a duration)."""
     text = text.replace("&", " and ").replace(",", " ")
     text = " ".join(text.split())
     text = _LEADING_FIRST.sub(r"\1", text)

@@ -54,23 +54,29 @@ class JitScan:
 
 
 class CharMatch:
-    """A match over a text's UTF-8 bytes, read as ``re.Match`` reads one over the text."""
+    """A match over a text's UTF-8 bytes, read as ``re.Match`` reads one over the text. Each
+    group's span is asked of PCRE2 once (the binding's ``start`` and ``end`` each fetch the
+    whole span) and mapped to characters once, however often the generators read it."""
 
-    __slots__ = ("_match", "_text", "_to_char")
+    __slots__ = ("_match", "_text", "_to_char", "_spans")
 
     def __init__(self, match, text: str, to_char: Callable[[int], int]) -> None:
         self._match, self._text, self._to_char = match, text, to_char
-
-    def start(self, group: int | str = 0) -> int:
-        offset = self._match.start(group)
-        return -1 if offset < 0 else self._to_char(offset)
-
-    def end(self, group: int | str = 0) -> int:
-        offset = self._match.end(group)
-        return -1 if offset < 0 else self._to_char(offset)
+        self._spans: dict[int | str, tuple[int, int]] = {}
 
     def span(self, group: int | str = 0) -> tuple[int, int]:
-        return self.start(group), self.end(group)
+        span = self._spans.get(group)
+        if span is None:
+            start, end = self._match.span(group)
+            span = (-1, -1) if start < 0 else (self._to_char(start), self._to_char(end))
+            self._spans[group] = span
+        return span
+
+    def start(self, group: int | str = 0) -> int:
+        return self.span(group)[0]
+
+    def end(self, group: int | str = 0) -> int:
+        return self.span(group)[1]
 
     def group(self, group: int | str = 0) -> str | None:
         start, end = self.span(group)
