@@ -239,3 +239,56 @@ def test_a_blocking_call_whose_pool_is_stopped_meanwhile_returns_an_error():
         runner.call(time.sleep, 30)
     assert time.monotonic() - started < 15
     runner.close()
+
+
+async def test_rules_waiting_for_the_short_lane_go_to_a_documents_process_left_idle():
+    """The offline fields' calls (``SPILL_CALLS``) queued for the one short-lane process while
+    the documents lane idled at the end of a run. One waiting for the short lane is handed to
+    the documents lane the moment its process is left idle, and answers from there long before
+    the short lane would have taken it."""
+    import asyncio
+    import time
+
+    from infra.local.cpu_lanes import LanedCpu
+
+    cpu = LanedCpu(1)
+    try:
+        documents_pid = await cpu.run(cpu_tasks.process_id, timeout_s=60)
+        short_pid = await cpu.run(cpu_tasks.sniff_file, 0, timeout_s=60)
+        # The short lane's gate full (a sniff running, one beside it), the documents lane busy.
+        held = [asyncio.ensure_future(cpu.run(cpu_tasks.sniff_file, 3, timeout_s=60))
+                for _ in range(2)]
+        reading = asyncio.ensure_future(cpu.run(cpu_tasks.sleep_for, 0.5, timeout_s=60))
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        assert await cpu.run(cpu_tasks.kind_score, timeout_s=60) == documents_pid
+        assert time.monotonic() - started < 2.5  # not after the short lane's 6 s of sniffs
+        assert not any(call.done() for call in held)
+        assert await reading == "woke"
+        assert await asyncio.gather(*held) == [short_pid, short_pid]
+    finally:
+        cpu.close()
+
+
+async def test_only_the_rules_spill_and_only_to_an_idle_documents_process():
+    """A rules call made while the short lane's process is busy and a documents process idles
+    runs there at once; a sniff (not a ``SPILL_CALLS`` call) waits for the short lane; with the
+    short lane free, the rules stay in it."""
+    import asyncio
+
+    from infra.local.cpu_lanes import LanedCpu
+
+    cpu = LanedCpu(1)
+    try:
+        documents_pid = await cpu.run(cpu_tasks.process_id, timeout_s=60)
+        short_pid = await cpu.run(cpu_tasks.sniff_file, 0, timeout_s=60)
+        assert documents_pid != short_pid
+        assert await cpu.run(cpu_tasks.kind_score, timeout_s=60) == short_pid  # short lane free
+        held = asyncio.ensure_future(cpu.run(cpu_tasks.sniff_file, 1.5, timeout_s=60))
+        await asyncio.sleep(0.2)
+        assert await cpu.run(cpu_tasks.kind_score, timeout_s=60) == documents_pid
+        assert not held.done()
+        assert await cpu.run(cpu_tasks.sniff_file, 0, timeout_s=60) == short_pid
+        assert held.done()  # the sniff waited for the short lane's process
+    finally:
+        cpu.close()

@@ -156,6 +156,49 @@ def test_a_cancelled_waiter_does_not_keep_its_place_or_a_slot():
     assert asyncio.run(scenario()) == (0, ["next"])
 
 
+def test_only_movable_waiters_are_handed_to_another_gate_first_by_key():
+    """``hand_over`` admits into another gate the first movable call waiting here (by key,
+    then arrival) and says where it runs; a call that may not move keeps its place here."""
+    async def scenario() -> tuple[dict[str, object], int, int, bool]:
+        gate, other = PriorityGate(1), PriorityGate(2)
+        where: dict[str, object] = {}
+        await gate.acquire(0.0)
+
+        async def call(name: str, key: float, movable: bool) -> None:
+            where[name] = await gate.acquire(key, movable=movable)
+
+        tasks = [asyncio.create_task(call(name, key, movable)) for name, key, movable in
+                 (("book", 50.0, True), ("sniff", 1.0, False), ("nda", 10.0, True))]
+        await asyncio.sleep(0)
+        assert other.admitted == 0
+        assert gate.hand_over("documents", other)  # the nda (key 10) before the book (50)
+        await asyncio.sleep(0)
+        assert where == {"nda": "documents"}
+        assert gate.hand_over("documents", other)
+        none_left = not gate.hand_over("documents", other)  # the sniff may not move
+        gate.release(0.0)  # the sniff is admitted here
+        await asyncio.gather(*tasks)
+        return where, other.admitted, gate.admitted, none_left
+
+    where, other_admitted, admitted, none_left = asyncio.run(scenario())
+    assert where == {"nda": "documents", "book": "documents", "sniff": None}
+    assert (other_admitted, admitted, none_left) == (2, 1, True)
+
+
+def test_a_call_cancelled_as_it_is_handed_over_gives_the_other_gates_slot_back():
+    async def scenario() -> tuple[int, int]:
+        gate, other = PriorityGate(1), PriorityGate(1)
+        await gate.acquire(0.0)
+        waiting = asyncio.create_task(gate.acquire(3.0, movable=True))
+        await asyncio.sleep(0)
+        assert gate.hand_over("documents", other)
+        waiting.cancel()  # before the waiter ran again: its admission must be undone
+        await asyncio.gather(waiting, return_exceptions=True)
+        return other.admitted, gate.admitted
+
+    assert asyncio.run(scenario()) == (0, 1)
+
+
 def test_a_call_takes_the_key_of_the_message_its_task_handles():
     token = CALL_KEY.set(123.0)
     try:

@@ -84,6 +84,9 @@ class ProcessPoolRunner:
         # ``run`` calls not yet returned (the event loop's; ingest's ``call`` is not counted):
         # above ``workers``, calls wait for a process (the runtime's ``_note_saturation``).
         self.in_flight = 0
+        # Called on the event loop each time a call here ends (``LanedCpu``: a process of the
+        # documents lane left idle takes a rules call waiting for the short lane).
+        self.after_release: Callable[[], object] | None = None
 
     def _get_pool(self) -> ProcessPool:
         with self._lock:
@@ -159,16 +162,29 @@ class ProcessPoolRunner:
             raise self._failed(pool, fn, timeout_s, error) from None
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
-        self.in_flight += 1
         key = call_key()
+        self.in_flight += 1
         try:
             await self.gate.acquire(key)
-            try:
-                return await self._run(fn, *args, timeout_s=timeout_s)
-            finally:
-                self.gate.release(key)
-        finally:
+        except BaseException:
             self.in_flight -= 1
+            raise
+        return await self.run_admitted(fn, *args, timeout_s=timeout_s, key=key, counted=True)
+
+    async def run_admitted(self, fn: Callable[..., T], *args: Any, timeout_s: float, key: float,
+                           counted: bool = False) -> T:
+        """``fn(*args)`` in this pool, its slot already admitted by this runner's gate with
+        ``key`` (by ``run``, or handed over from another lane's: ``PriorityGate.hand_over``),
+        and released here when it ends. ``counted``: already in ``in_flight``."""
+        if not counted:
+            self.in_flight += 1
+        try:
+            return await self._run(fn, *args, timeout_s=timeout_s)
+        finally:
+            self.gate.release(key)
+            self.in_flight -= 1
+            if self.after_release is not None:
+                self.after_release()
 
     async def _run(self, fn: Callable[..., T], *args: Any, timeout_s: float) -> T:
         pool, future = self._schedule(fn, args, timeout_s)

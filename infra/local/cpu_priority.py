@@ -41,7 +41,8 @@ class PriorityGate:
     def __init__(self, slots: int):
         self.slots = max(1, slots)
         self._admitted_keys: list[float] = []  # one a call admitted (``outranks_every_call``)
-        self._waiting: list[tuple[float, int, asyncio.Future[None]]] = []
+        # (key, arrival, future, movable): a movable call may be handed to another gate.
+        self._waiting: list[tuple[float, int, asyncio.Future[tuple[object, PriorityGate]], bool]] = []
         self._order = itertools.count()
 
     @property
@@ -51,7 +52,7 @@ class PriorityGate:
 
     @property
     def waiting(self) -> int:
-        return sum(not future.done() for _, _, future in self._waiting)
+        return sum(not future.done() for _, _, future, _ in self._waiting)
 
     def outranks_every_call(self, key: float) -> bool:
         """Whether a call of ``key`` would wait although it goes before every call here: the
@@ -59,30 +60,51 @@ class PriorityGate:
         small (``infra.local.cpu_lanes``'s express lane takes such a call at once)."""
         return (self.admitted >= self.slots
                 and all(key < running for running in self._admitted_keys)
-                and not any(waiting <= key for waiting, _, future in self._waiting
+                and not any(waiting <= key for waiting, _, future, _ in self._waiting
                             if not future.done()))
 
-    async def acquire(self, key: float) -> None:
+    async def acquire(self, key: float, *, movable: bool = False) -> object:
+        """Wait for a slot here; None once admitted here. A ``movable`` call may instead be
+        admitted by another gate (``hand_over``): what it returns is then that gate's owner,
+        where the call is to run (and to release)."""
         if self.admitted < self.slots:  # then nobody live waits (``release`` admits them)
             self._admitted_keys.append(key)
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiting, (key, next(self._order), future))
+            return None
+        future: asyncio.Future[tuple[object, PriorityGate]] = (
+            asyncio.get_running_loop().create_future())
+        heapq.heappush(self._waiting, (key, next(self._order), future, movable))
         try:
-            await future
+            owner, _ = await future
+            return owner
         except asyncio.CancelledError:
-            if future.done() and not future.cancelled():
-                self.release(key)  # admitted just as it was cancelled: hand the slot on
+            if future.done() and not future.cancelled():  # admitted just as it was cancelled
+                _, gate = future.result()
+                gate.release(key)  # hand the slot on
             raise
 
     def release(self, key: float) -> None:
         """The call admitted with ``key`` is done: admit the next."""
         self._admitted_keys.remove(key)
         while self._waiting and self.admitted < self.slots:
-            waiting_key, _, future = heapq.heappop(self._waiting)
+            waiting_key, _, future, _ = heapq.heappop(self._waiting)
             if future.done():  # cancelled while waiting
                 continue
             if future.get_loop().is_closed():
                 continue
             self._admitted_keys.append(waiting_key)
-            future.set_result(None)
+            future.set_result((None, self))
+
+    def hand_over(self, owner: object, gate: PriorityGate) -> bool:
+        """Admit the first movable call waiting here into ``gate`` instead (``owner`` is what
+        its ``acquire`` returns: the one to run it); False when none waits. Only the movable
+        ones may go, in this gate's order: the first of them by key, then by arrival."""
+        movable = [entry for entry in self._waiting if entry[3] and not entry[2].done()
+                   and not entry[2].get_loop().is_closed()]
+        if not movable:
+            return False
+        entry = min(movable)
+        self._waiting.remove(entry)
+        heapq.heapify(self._waiting)
+        gate._admitted_keys.append(entry[0])
+        entry[2].set_result((owner, gate))
+        return True

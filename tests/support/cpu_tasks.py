@@ -71,3 +71,22 @@ def gated_ocr_page(gate: str, path, number: int, *args):
     (folder / "open").touch()
     (folder / f"done-{number}").touch()
     return OcrResult(number, f"scanned words of page {number}", 90.0, 0, 1.0)
+
+
+def process_id() -> int:
+    """Which process ran the call (a documents-lane call: its name is no lane's own)."""
+    return os.getpid()
+
+
+def sniff_file(seconds: float) -> int:
+    """Named as the short lane's sniff (the lanes route calls by name): holds the short lane's
+    process for ``seconds``; answers with that process's id."""
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def kind_score(seconds: float = 0.0) -> int:
+    """Named as the offline kind score, a call the short lane may spill to the documents lane:
+    answers with the id of the process that ran it."""
+    time.sleep(seconds)
+    return os.getpid()
