@@ -106,3 +106,20 @@ def test_doclake_run_asks_for_the_rules_only_when_it_runs_them(monkeypatch, tmp_
                                       *args])
     assert isinstance(result.exception, _Started)
     assert asked == [{"rules": rules}]
+
+
+def test_a_broken_rules_model_never_stops_the_fork_server(monkeypatch):
+    """The fork server imports ``prebuilt`` for a run that uses the rules; a model missing from
+    the package (``model_missing``) must stay each document's fields failure, not an exception
+    in the fork server's preload (multiprocessing lets only an ImportError pass there), which
+    would leave the run without a worker."""
+    import runpy
+
+    from extract.errors import TerminalError
+    from extract.fields.rules import offline
+
+    def missing() -> None:
+        raise TerminalError("the rules model nda_model.json is missing", error_type="model_missing")
+
+    monkeypatch.setattr(offline, "shipped_rules", missing)
+    runpy.run_module("extract.fields.rules.prebuilt")  # no exception: the import is safe

@@ -14,5 +14,11 @@ from __future__ import annotations
 from extract.fields.applicability.model import nda_model
 from extract.fields.rules.offline import shipped_rules
 
-shipped_rules()
-nda_model()
+try:
+    shipped_rules()
+    nda_model()
+except Exception:  # noqa: BLE001 - see below
+    # A model missing or broken in the package fails each document's fields where they run
+    # (``model_missing``, a recorded failure); raised here it would stop the fork server, and
+    # with it every worker of the run, reading included (only an ImportError is let pass).
+    pass
