@@ -292,3 +292,24 @@ async def test_only_the_rules_spill_and_only_to_an_idle_documents_process():
         assert held.done()  # the sniff waited for the short lane's process
     finally:
         cpu.close()
+
+
+async def test_rules_never_share_the_documents_lane_with_a_documents_work():
+    """A documents process idles beside a read: the rules still wait for the short lane, as
+    reads (a room's Office files, the NDAs' pages) must not wait behind them."""
+    import asyncio
+
+    from infra.local.cpu_lanes import LanedCpu
+
+    cpu = LanedCpu(2)
+    try:
+        short_pid = await cpu.run(cpu_tasks.sniff_file, 0, timeout_s=60)
+        reading = asyncio.ensure_future(cpu.run(cpu_tasks.sleep_for, 3, timeout_s=60))
+        held = asyncio.ensure_future(cpu.run(cpu_tasks.sniff_file, 1, timeout_s=60))
+        await asyncio.sleep(0.3)
+        assert await cpu.run(cpu_tasks.kind_score, timeout_s=60) == short_pid
+        assert held.done() and not reading.done()
+        reading.cancel()
+        await asyncio.gather(reading, return_exceptions=True)
+    finally:
+        cpu.close()
