@@ -114,8 +114,7 @@ def run(
     """Ingest files and folders and process them to a terminal state."""
     from infra.local import forkserver
 
-    # The workers' fork server imports while this process does (the rules too, where used).
-    forkserver.start(rules=fields != "none" and strategy == "rules")
+    forkserver.start()  # the workers' fork server imports while this process does
     from infra.cli.preflight import check_models_can_run, check_reader_name, fields_request
     from infra.settings import Settings
     from ingest.walk import walk_sources

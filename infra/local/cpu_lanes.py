@@ -70,16 +70,18 @@ take seconds (4 s of rules on a 363-page book) and come under other names
 (``extract.fields.long_text``): the documents lane's."""
 
 SPILL_CALLS = frozenset({"run_rules", "kind_score", "run_rules_of_kind"})
-"""Short calls that may run in the documents lane instead, when one of its processes idles while
-the short lane's is busy: the offline fields' rules and kind score, milliseconds each but one a
-document, and all of a run's work once its documents are read. In one process they queued while
-the documents lane's processes idled: 83 NDAs' last results came 0.35 s after their last text
-(the short lane alone on one core of two), and a run asking a folder read before for its fields
-used one core of two throughout. A call made while a documents process idles goes there at
-once; one waiting for the short lane is handed to the documents lane the moment one of its
-processes is left idle (``PriorityGate.hand_over``), the first of them in the short lane's
-order. The sniff and the page count stay in the short lane: a document's first step waits on
-them, and the documents lane may be full of reads."""
+"""Short calls that may run in the documents lane instead, while that lane has no document's
+work and a process idles: the offline fields' rules and kind score, milliseconds each but one a
+document, and all of a run's work once its documents are read. In one process they queued
+while the documents lane's processes idled: 83 NDAs' last results came 0.35 s after their last
+text (the short lane alone on one core of two), and a run asking a folder read before for its
+fields used one core of two throughout. A call made then goes to the documents lane at once;
+one waiting for the short lane is handed over the moment a documents call ends and leaves the
+lane to the rules (``PriorityGate.hand_over``), the first of them in the short lane's order.
+Never beside a read or a conversion there: mixed with a room's reads they made those wait
+(median job 1.73 s against 1.28). The sniff and the page count stay in the short lane: a
+document's first step waits on them. A process that takes its first rules call builds them
+then (0.08 s, ``warm_short_lane``'s work)."""
 
 UPLOAD_CALLS = frozenset({"fingerprint_files", "store_uploads"})
 """Ingest's file work (``ingest.fingerprint``), by function name: the ``uploads`` lane's."""
@@ -100,8 +102,7 @@ holds no picture either."""
 def warm_short_lane() -> None:
     """The short lane's warm-up: the offline fields rules and the document-kind model built
     (their imports beyond the fork server's preload, the two models loaded: 0.08 s of CPU in a
-    forked worker), so the first document's score and rules do not pay for it. Nothing to do
-    where the fork server built them (``forkserver.RULES_PRELOAD``, a run that uses them)."""
+    forked worker), so the first document's score and rules do not pay for it."""
     from extract.fields.applicability.model import nda_model
     from extract.fields.rules.offline import shipped_rules
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-__all__ = ["PRELOAD", "RULES_PRELOAD", "context", "start"]
+__all__ = ["PRELOAD", "context", "start"]
 
 # Modules every worker needs: imported once in the fork server, inherited by every worker it
 # starts (a worker replaced after a timeout is ready in milliseconds, not after a fresh import).
@@ -27,13 +27,6 @@ PRELOAD = ["pypdfium2", "extract.formats.pdf", "extract.readers", "extract.handl
            "infra.local.search", "infra.local.objectstore"]
 
 
-RULES_PRELOAD = "extract.fields.rules.prebuilt"
-"""Preloaded as well for a run that uses the offline rules: the rules and the kind model built
-once, in the fork server, for every worker (``extract.fields.rules.prebuilt``)."""
-
-_preload = list(PRELOAD)
-
-
 def context() -> multiprocessing.context.ForkServerContext:
     """The forkserver context, with the preload set (before the server starts, or it is lost)."""
     # The server is a fresh ``python -c`` interpreter: it puts the current folder first on its
@@ -43,18 +36,15 @@ def context() -> multiprocessing.context.ForkServerContext:
     # the folder off the path of the server and of every Python process doclake starts.
     os.environ["PYTHONSAFEPATH"] = "1"
     forkserver = multiprocessing.get_context("forkserver")
-    forkserver.set_forkserver_preload(_preload)
+    forkserver.set_forkserver_preload(PRELOAD)
     return forkserver
 
 
-def start(*, rules: bool = False) -> None:
+def start() -> None:
     """Launch the fork server now if it is not running; never waits for its imports. A failure
-    here is left for the first worker to report (it starts the server itself). ``rules``: the
-    run uses the offline rules, and the server builds them too (``RULES_PRELOAD``)."""
+    here is left for the first worker to report (it starts the server itself)."""
     from multiprocessing import forkserver
 
-    if rules and RULES_PRELOAD not in _preload:
-        _preload.append(RULES_PRELOAD)
     context()
     try:
         forkserver.ensure_running()
