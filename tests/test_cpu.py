@@ -313,3 +313,31 @@ async def test_rules_never_share_the_documents_lane_with_a_documents_work():
         await asyncio.gather(reading, return_exceptions=True)
     finally:
         cpu.close()
+
+
+async def test_a_rules_call_ending_in_the_documents_lane_hands_the_process_to_the_next():
+    """Rules calls waiting for the short lane follow one another through the documents lane's
+    idle process, not only after a document's work there ends."""
+    import asyncio
+    import time
+
+    from infra.local.cpu_lanes import LanedCpu
+
+    cpu = LanedCpu(1)
+    try:
+        documents_pid = await cpu.run(cpu_tasks.process_id, timeout_s=60)
+        await cpu.run(cpu_tasks.sniff_file, 0, timeout_s=60)
+        held = [asyncio.ensure_future(cpu.run(cpu_tasks.sniff_file, 4, timeout_s=60))
+                for _ in range(2)]
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        ran = await asyncio.gather(*(cpu.run(cpu_tasks.kind_score, 0.4, timeout_s=60)
+                                     for _ in range(3)))
+        assert ran == [documents_pid] * 3
+        assert time.monotonic() - started < 3.0  # one after another there, not after 8 s
+        assert not any(call.done() for call in held)
+        for call in held:
+            call.cancel()
+        await asyncio.gather(*held, return_exceptions=True)
+    finally:
+        cpu.close()

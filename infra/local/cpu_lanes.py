@@ -173,7 +173,7 @@ class LanedCpu:
             try:
                 return await self.documents.run(fn, *args, timeout_s=timeout_s)
             finally:
-                self._spilled -= 1
+                self._spill_ended()
         key = call_key()
         short.in_flight += 1
         try:
@@ -188,7 +188,14 @@ class LanedCpu:
         try:
             return await self.documents.run_admitted(fn, *args, timeout_s=timeout_s, key=key)
         finally:
-            self._spilled -= 1
+            self._spill_ended()
+
+    def _spill_ended(self) -> None:
+        """A rules call in the documents lane ended (its slot already released): the process
+        it leaves takes the next one waiting, as after any documents call (``_spill_waiting``,
+        which ran before this call stopped counting as the rules')."""
+        self._spilled -= 1
+        self._spill_waiting()
 
     def _documents_free_for_rules(self) -> bool:
         """Whether the documents lane has a process idle and no document's work (a read, a
