@@ -186,17 +186,20 @@ def test_only_movable_waiters_are_handed_to_another_gate_first_by_key():
 
 
 def test_a_call_cancelled_as_it_is_handed_over_gives_the_other_gates_slot_back():
-    async def scenario() -> tuple[int, int]:
+    """A call handed over and cancelled before it resumes runs nowhere: the other gate's slot
+    is freed and what the caller counted for the hand-over is undone (``undo``)."""
+    async def scenario() -> tuple[int, int, list[str]]:
         gate, other = PriorityGate(1), PriorityGate(1)
+        undone: list[str] = []
         await gate.acquire(0.0)
         waiting = asyncio.create_task(gate.acquire(3.0, movable=True))
         await asyncio.sleep(0)
-        assert gate.hand_over("documents", other)
+        assert gate.hand_over("documents", other, undo=lambda: undone.append("undone"))
         waiting.cancel()  # before the waiter ran again: its admission must be undone
         await asyncio.gather(waiting, return_exceptions=True)
-        return other.admitted, gate.admitted
+        return other.admitted, gate.admitted, undone
 
-    assert asyncio.run(scenario()) == (0, 1)
+    assert asyncio.run(scenario()) == (0, 1, ["undone"])
 
 
 def test_a_call_takes_the_key_of_the_message_its_task_handles():

@@ -209,7 +209,7 @@ class LanedCpu:
         """After a documents call ends: each process it left to the rules takes the first rules
         call waiting for the short lane."""
         while self._documents_free_for_rules() and self.short.gate.hand_over(
-                self.documents, self.documents.gate):
+                self.documents, self.documents.gate, undo=self._spill_ended):
             self._spilled += 1
 
     def waiting(self) -> int:

@@ -18,7 +18,9 @@ import asyncio
 import heapq
 import itertools
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
+from typing import NamedTuple
 
 from extract.scheduling import schedule_key
 
@@ -42,7 +44,7 @@ class PriorityGate:
         self.slots = max(1, slots)
         self._admitted_keys: list[float] = []  # one a call admitted (``outranks_every_call``)
         # (key, arrival, future, movable): a movable call may be handed to another gate.
-        self._waiting: list[tuple[float, int, asyncio.Future[tuple[object, PriorityGate]], bool]] = []
+        self._waiting: list[tuple[float, int, asyncio.Future[_Admission], bool]] = []
         self._order = itertools.count()
 
     @property
@@ -70,16 +72,16 @@ class PriorityGate:
         if self.admitted < self.slots:  # then nobody live waits (``release`` admits them)
             self._admitted_keys.append(key)
             return None
-        future: asyncio.Future[tuple[object, PriorityGate]] = (
-            asyncio.get_running_loop().create_future())
+        future: asyncio.Future[_Admission] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiting, (key, next(self._order), future, movable))
         try:
-            owner, _ = await future
-            return owner
+            return (await future).owner
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():  # admitted just as it was cancelled
-                _, gate = future.result()
-                gate.release(key)  # hand the slot on
+                admission = future.result()
+                admission.gate.release(key)  # hand the slot on
+                if admission.undo is not None:
+                    admission.undo()
             raise
 
     def release(self, key: float) -> None:
@@ -92,12 +94,15 @@ class PriorityGate:
             if future.get_loop().is_closed():
                 continue
             self._admitted_keys.append(waiting_key)
-            future.set_result((None, self))
+            future.set_result(_Admission(None, self))
 
-    def hand_over(self, owner: object, gate: PriorityGate) -> bool:
+    def hand_over(self, owner: object, gate: PriorityGate,
+                  undo: Callable[[], object] | None = None) -> bool:
         """Admit the first movable call waiting here into ``gate`` instead (``owner`` is what
         its ``acquire`` returns: the one to run it); False when none waits. Only the movable
-        ones may go, in this gate's order: the first of them by key, then by arrival."""
+        ones may go, in this gate's order: the first of them by key, then by arrival. A call
+        cancelled before it resumes gives ``gate`` its slot back and calls ``undo`` (what the
+        caller counted for the hand-over)."""
         movable = [entry for entry in self._waiting if entry[3] and not entry[2].done()
                    and not entry[2].get_loop().is_closed()]
         if not movable:
@@ -106,5 +111,13 @@ class PriorityGate:
         self._waiting.remove(entry)
         heapq.heapify(self._waiting)
         gate._admitted_keys.append(entry[0])
-        entry[2].set_result((owner, gate))
+        entry[2].set_result(_Admission(owner, gate, undo))
         return True
+
+
+class _Admission(NamedTuple):
+    """Where a waiting call was admitted: ``owner`` None for its own gate."""
+
+    owner: object
+    gate: PriorityGate
+    undo: Callable[[], object] | None = None
