@@ -171,3 +171,24 @@ def test_a_words_uses_are_counted_as_re_counts_them_standing_alone():
         word = "".join(rng.choice("ab_1é.&-") for _ in range(rng.randint(1, 3)))
         expected = len(re.findall(rf"(?<![\w]){re.escape(word)}(?![\w])", text))
         assert _uses.__wrapped__(text, word) == expected, (text, word)
+
+
+def test_the_byte_to_character_map_holds_for_few_and_for_many_wide_characters():
+    """``_utf8``'s map from a character's byte offset to its character offset, on texts whose
+    characters outside ASCII are few (found one by one) and many (another script: one scan),
+    two to four bytes each, checked at every character's start."""
+    import random
+
+    from extract.fields.rules.patterns import _FEW_WIDE, _utf8
+
+    rng = random.Random(29)
+    few = ["a", " ", "\n", "“", "”", "é", "—", "\U0001f600"]
+    many = few + [chr(0x4E00 + i) for i in range(3 * _FEW_WIDE)]
+    for alphabet in (few, many):
+        for _ in range(200):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 120)))
+            _utf8.cache_clear()
+            data, to_char = _utf8(text)
+            assert data == text.encode("utf-8")
+            for index in range(len(text)):
+                assert to_char(len(text[:index].encode("utf-8"))) == index, (text, index)

@@ -24,9 +24,9 @@ BODY_LENGTH = 5.0
 """The body vector's length: at 1 its many small values were outweighed by the head's words
 (grouped cross-validation, ``doclake fields cv --applicability``: recall 0.895 at 1, 0.973
 at 5)."""
-_WORD = re.compile(r"[a-z]{3,}")  # what a word is (``_words`` finds the same runs faster)
-# Every byte but a-z made a space: a text's maximal runs of a-z are then its whitespace-split
-# tokens (a character outside ASCII, encoded as "?", ends a run as it ends a match of ``_WORD``).
+# A word is a run of three or more of a-z (``re.findall(r"[a-z]{3,}")``). Every byte but a-z
+# made a space, a text's maximal runs of a-z are its whitespace-split tokens (a character outside
+# ASCII, encoded as "?", ends a run as it ends a match).
 _LETTERS_ONLY = bytes(byte if 0x61 <= byte <= 0x7a else 0x20 for byte in range(256))
 _IGNORED = frozenset({"htm", "html", "txt", "dex", "exhibit", "exv", "execution", "version"})
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
@@ -41,7 +41,7 @@ OTHER_TITLE = re.compile(r"\b(?:merger|purchase|credit|loan|employment|lease|lic
 
 
 def _words(text: str) -> list[str]:
-    """``_WORD.findall(text)`` less ``_IGNORED``: the runs of three or more of a-z, each whole
+    """``re.findall(r"[a-z]{3,}", text)`` less ``_IGNORED``: the runs of three or more of a-z, each whole
     (a greedy match takes a run to its end). Found by a byte table and ``split`` rather than
     ``re``, which tried the pattern at every character (0.76 of a 2.3 ms score)."""
     runs = text.encode("ascii", "replace").translate(_LETTERS_ONLY).decode("ascii").split()

@@ -93,14 +93,20 @@ def _utf8(text: str) -> tuple[bytes, Callable[[int], int]]:
     character offset: the bytes each multi-byte character adds, summed up to the offset. The
     multi-byte characters are found by ``str.find``, each distinct one from its bytes (a few
     curly quotes and dashes in an English text), not by a scan of every character in Python's
-    regex engine (0.14 ms of a 19,000-character NDA, twice a document)."""
+    regex engine (0.14 ms of a 19,000-character NDA, twice a document); a text with many of
+    them (another script) is scanned once instead."""
     data = text.encode("utf-8")
     if len(data) == len(text):
         return data, _same
     starts: list[int] = []  # byte offset of each multi-byte character
     added: list[int] = []  # bytes added by it and every one before it
     extra = 0
-    for at in sorted(at for char in _chars_of(data, _ASCII_BYTES) for at in _finds(text, char)):
+    wide = _chars_of(data, _ASCII_BYTES)
+    if len(wide) > _FEW_WIDE:  # a text in another script: one scan, not a search a character
+        offsets: Iterable[int] = (found.start() for found in _NON_ASCII.finditer(text))
+    else:
+        offsets = sorted(at for char in wide for at in _finds(text, char))
+    for at in offsets:
         starts.append(at + extra)
         extra += len(text[at].encode("utf-8")) - 1
         added.append(extra)
@@ -126,6 +132,8 @@ def _finds(text: str, char: str) -> Iterator[int]:
         at = text.find(char, at + 1)
 
 
+_FEW_WIDE = 32  # distinct multi-byte characters found one by one (each costs a pass)
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")  # the characters UTF-8 writes in more than a byte
 _ASCII_BYTES = bytes(range(0x80))  # deleted, they leave the characters UTF-8 writes in more bytes
 # Characters outside printable ASCII (\x1c-\x1f, \x7f and every non-ASCII one) are the only ones
 # the engines may class differently: deleting the rest leaves them.
