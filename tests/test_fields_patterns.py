@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
+
 from extract.fields.rules.patterns import alternation
 from extract.fields.schemas import US_STATES
 
@@ -94,34 +96,43 @@ def test_matches_at_resumes_after_a_match_as_finditer_does():
             == [m.span() for m in pattern.finditer(text)])
 
 
-def test_jit_scans_find_exactly_what_re_finds():
-    """The party, state and duration scans run on PCRE2's JIT: the same spans and groups as
-    ``re`` on text built from the pieces these patterns care about (names, suffixes, brackets,
-    quotes, line breaks, and characters the engines class differently)."""
-    from extract.fields.rules import candidates, parties
+@pytest.mark.parametrize("byte_spans", [True, False], ids=["str-subject", "bytes-subject"])
+def test_jit_scans_find_exactly_what_re_finds(byte_spans, monkeypatch):
+    """The party, state and duration scans run on PCRE2's JIT: the same spans and groups
+    (each by number and by name) as ``re`` on text built from the pieces these patterns care
+    about (names, suffixes, brackets, quotes, line breaks, and characters the engines class
+    differently). Both ways a scan can run: over the ``str``, its spans read in bytes (the
+    binding's internals), and over the UTF-8 ``bytes`` where the binding lacks them."""
+    from extract.fields.rules import candidates, parties, patterns
     from extract.fields.rules.patterns import JitScan, lowered
 
     scans = [(parties._COMPANY, False), (parties._DESCRIBED, False), (candidates._STATE, True),
              (candidates._DURATION, True),
              *((pattern, False) for _, pattern, _ in parties._PERSON_CONTEXTS)]
     assert all(isinstance(scan, JitScan) for scan, _ in scans)  # PCRE2 is installed: not vacuous
+    if not byte_spans:
+        monkeypatch.setattr(patterns, "_raw_spans", lambda: None)
+    scans = [(JitScan(scan.pattern), folded) for scan, folded in scans]
+    assert all((scan._raw_span is not None) == byte_spans for scan, _ in scans)
     pieces = ["Acme", "ACME", "Nike", "Inc", "Inc.", "Corp", "L.L.C.", "GmbH", "Co", "Company",
               "and", "of", "the", "x.com", "&", "3M", "John", "Smith", "J.", "Mr. ", "Dear ",
               "/s/", "Name:", "I, ", "individual", "(the “", "\"", "(", ")", ",", ", ", " ", "  ",
               "\n", "\t", "\u00a0", "\u2028", "\x1c", "\x1f", "\u180e", "e\u0301", "\U00010d41",
               "É", "Łódź", "½", "_", "New York", "two (2)", "years", "months", "Jr.", "between ",
-              "nStor", "a ", "an ", "Delaware ", "corporation", "J.H. ", "A "]
+              "nStor", "a ", "an ", "Delaware ", "corporation", "J.H. ", "A ", "12", "one-year"]
 
-    def found(matches, groups: int):
-        return [(m.span(), " ".join(m.group(1).split()) if groups and m.group(1) else None)
+    def found(matches, plain: re.Pattern):
+        groups = [*range(plain.groups + 1), *plain.groupindex]
+        return [([m.span(g) for g in groups],
+                 " ".join(m.group(1).split()) if plain.groups and m.group(1) else None)
                 for m in matches]
 
     for text in _random_texts(pieces, seed=23, count=1500, length=18):
         for scan, folded in scans:
             subject = lowered(text) if folded else text
             plain = re.compile(scan.pattern)
-            assert (found(scan.finditer(subject), plain.groups)
-                    == found(plain.finditer(subject), plain.groups)), (scan.pattern[:40], text)
+            assert (found(scan.finditer(subject), plain)
+                    == found(plain.finditer(subject), plain)), (scan.pattern[:40], text)
 
 
 def test_every_character_the_engines_class_differently_gets_an_agreed_stand_in():

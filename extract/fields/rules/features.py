@@ -39,9 +39,11 @@ _SENTENCE_END = re.compile(r"[.;:!?]\s|\n\s*\n")
 _SENTENCE_FIELDS = ("term", "effective_date")  # decided by the sentence, not the next word
 
 
+@lru_cache(maxsize=4096)  # ``_MENTIONS_CACHED``: asked again for the deciding mention
 def _sentence_words(text: str, start: int, end: int) -> set[str]:
     """The words of the sentence around a mention (200 characters either side at most): "the
-    term of this Agreement ... two years" against "obligations survive ... two years"."""
+    term of this Agreement ... two years" against "obligations survive ... two years"
+    (shared: not to be changed by a caller)."""
     left = text[max(0, start - 200):start]
     cut = [m.end() for m in _SENTENCE_END.finditer(left)]
     left = left[cut[-1]:] if cut else left
@@ -58,6 +60,22 @@ def _sentence_words(text: str, start: int, end: int) -> set[str]:
 _SENTENCE_ONLY = frozenset({"term"})
 
 
+# Each mention's own features are asked twice: when its candidate is scored, and again alone
+# when the candidate is chosen and its deciding mention is looked for (``strategy``: up to
+# eight mentions a value, each featurised as if it were the value's only one). They depend on
+# the text and the mention only, so each is computed once a document (the decision was a
+# sixth of the rules' time, nearly all of it these scans again).
+_MENTIONS_CACHED = 4096
+
+
+@lru_cache(maxsize=_MENTIONS_CACHED)
+def _words_around(text: str, start: int, end: int) -> tuple[list[str], list[str]]:
+    """The ``_LEFT`` words before a mention and the ``_RIGHT`` after it (shared: not to be
+    changed by a caller)."""
+    return (_words(text[max(0, start - 80):start])[-_LEFT:],
+            _words(text[end:end + 60])[:_RIGHT])
+
+
 def _context(candidate: Candidate, text: str) -> dict[str, float]:
     feats: dict[str, float] = {}
     sentences = candidate.field in _SENTENCE_FIELDS
@@ -65,8 +83,7 @@ def _context(candidate: Candidate, text: str) -> dict[str, float]:
         if sentences:
             for word in _sentence_words(text, start, end):
                 feats[f"S:{word}"] = 1.0
-        left = _words(text[max(0, start - 80):start])[-_LEFT:]
-        right = _words(text[end:end + 60])[:_RIGHT]
+        left, right = _words_around(text, start, end)
         if candidate.field in _SENTENCE_ONLY:
             feats.update(_word_pairs(left, right))
             continue
@@ -242,9 +259,11 @@ _OBLIGATIONS = re.compile(r"\b(?:obligations?|undertakings?|covenants|restrictio
                           re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)  # ``_MENTIONS_CACHED``: asked again for the deciding mention
 def _term_clause(text: str, start: int, end: int) -> dict[str, float]:
     """Where a duration sits: under a "Term" heading, in a sentence about the agreement
-    lasting, or in one about surviving it or giving notice."""
+    lasting, or in one about surviving it or giving notice (shared: not to be changed by a
+    caller)."""
     feats: dict[str, float] = {}
     paragraph = text.rfind("\n\n", max(0, start - 400), start)
     before = text[max(paragraph, start - 300, 0):start]
@@ -351,32 +370,41 @@ def _layout_of(text: str) -> _Layout:
 def _layout(candidate: Candidate, layout: _Layout) -> dict[str, float]:
     """Line starts, whole lines, capitals, the preamble and the signature part."""
     feats: dict[str, float] = {}
+    party = candidate.field == "party"
+    for start, end in sorted(candidate.mentions)[:_MAX_MENTIONS]:
+        feats.update(_mention_layout(layout, start, end, party))
+    return feats
+
+
+@lru_cache(maxsize=_MENTIONS_CACHED)
+def _mention_layout(layout: _Layout, start: int, end: int, party: bool) -> dict[str, float]:
+    """One mention's layout cues (shared: not to be changed by a caller)."""
+    feats: dict[str, float] = {}
     text = layout.text
     low, high = layout.preamble
-    for start, end in sorted(candidate.mentions)[:_MAX_MENTIONS]:
-        before, after = layout.line_of(start, end)
-        if not before.strip(" \t0123456789.()"):
-            feats["line_start"] = 1.0
-            if not after.strip(" \t,.:;"):
-                feats["line_whole"] = 1.0
-        spelled = text[start:end]
-        if spelled.isupper() and len(spelled) > 3:
-            feats["caps"] = 1.0
-        if low <= start < high:
-            feats["in_preamble"] = 1.0
-        if start > layout.witness:
-            feats["after_witness"] = 1.0
-        if candidate.field == "party":
-            left = text[max(0, start - 40):start].lower()
-            if _SIGNATURE.search(left):
-                feats["signature_cue"] = 1.0
-            right = text[end:end + 120]
-            if _ENTITY_DESCRIPTION.match(right):
-                feats["entity_description"] = 1.0
-            if _ROLE_ALIAS.search(right[:60]):
-                feats["alias_follows"] = 1.0
-            if _ADDRESS.match(right):
-                feats["address_after"] = 1.0
+    before, after = layout.line_of(start, end)
+    if not before.strip(" \t0123456789.()"):
+        feats["line_start"] = 1.0
+        if not after.strip(" \t,.:;"):
+            feats["line_whole"] = 1.0
+    spelled = text[start:end]
+    if spelled.isupper() and len(spelled) > 3:
+        feats["caps"] = 1.0
+    if low <= start < high:
+        feats["in_preamble"] = 1.0
+    if start > layout.witness:
+        feats["after_witness"] = 1.0
+    if party:
+        left = text[max(0, start - 40):start].lower()
+        if _SIGNATURE.search(left):
+            feats["signature_cue"] = 1.0
+        right = text[end:end + 120]
+        if _ENTITY_DESCRIPTION.match(right):
+            feats["entity_description"] = 1.0
+        if _ROLE_ALIAS.search(right[:60]):
+            feats["alias_follows"] = 1.0
+        if _ADDRESS.match(right):
+            feats["address_after"] = 1.0
     return feats
 
 

@@ -21,11 +21,25 @@ def compile_scan(pattern: str) -> re.Pattern[str] | JitScan:
     same. Offsets are characters in both engines.
     """
     try:
-        import pcre2
+        import pcre2  # noqa: F401
     except ImportError:  # no wheel for this platform: the same matches, slower
         return re.compile(pattern)
-    return JitScan(pattern, pcre2.compile(pattern.encode("utf-8"), flags=pcre2.UNICODE,
-                                          jit=True))
+    return JitScan(pattern)
+
+
+def _raw_spans() -> Callable | None:
+    """The binding's function that reads a match's group span in bytes: ``None`` if this
+    version of the binding has none, or keeps its matches' data elsewhere (both are its
+    internals: version 0.7's)."""
+    import pcre2
+
+    try:
+        from pcre2 import _cy
+    except ImportError:
+        return None
+    if "_pcre2_match_data" not in getattr(pcre2.Match, "__slots__", ()):
+        return None
+    return getattr(_cy, "match_substring_span_bynumber", None)
 
 
 class JitScan:
@@ -36,38 +50,60 @@ class JitScan:
     Spans are ``re``'s; a group's text differs only where such a character sat inside a run of
     whitespace, which the generators collapse anyway."""
 
-    def __init__(self, pattern: str, compiled) -> None:
+    def __init__(self, pattern: str) -> None:
+        import pcre2
+
         self.pattern = pattern
-        self.groups = compiled.groups
-        self._compiled = compiled
+        self._raw_span = _raw_spans()
+        source = pattern if self._raw_span is not None else pattern.encode("utf-8")
+        self._compiled = pcre2.compile(source, flags=pcre2.UNICODE, jit=True)
+        self.groups = self._compiled.groups
+        self._group_numbers = dict(self._compiled.groupindex)
 
     def finditer(self, text: str) -> Iterator[CharMatch]:
-        """The matches over ``text``'s UTF-8 bytes, offsets given back in characters. The
-        binding turns a ``str`` match's byte offset into a character offset by walking the text
-        from its start, once per offset: quadratic, 10 s of a 363-page document's rules. Here
-        the bytes are scanned, and each offset is mapped through the text's multi-byte
-        characters (``_utf8``, once per text): none in ASCII text."""
+        """The matches over ``text``, offsets in characters.
+
+        The subject is the ``str``: for one, the binding tells PCRE2 the UTF-8 is valid
+        (Python made it), where for ``bytes`` PCRE2 checks it again at every match, from the
+        match's start to the text's end (quadratic: 44 % of the company scan's instructions,
+        a seventh of the rules'). The spans are read in bytes, not through the binding's
+        ``str`` spans, which walk the text from its start for every offset (quadratic too: 10 s
+        of a 363-page document's rules), and mapped through the text's multi-byte characters
+        (``_utf8``, once per text): none in ASCII text. A binding without the byte spans gets
+        the ``bytes`` subject and its checks: the same matches."""
         agreed = _agreed(text)
         data, to_char = _utf8(agreed)
-        for match in self._compiled.finditer(data):
-            yield CharMatch(match, agreed, to_char)
+        subject = agreed if self._raw_span is not None else data
+        for match in self._compiled.finditer(subject):
+            yield CharMatch(match, agreed, to_char, data, self)
+
+    def byte_span(self, match, data: bytes, group: int | str) -> tuple[int, int]:
+        """``group``'s span in ``match`` as byte offsets into ``data`` (-1s: it took no part)."""
+        if self._raw_span is None:  # the binding's spans over the bytes subject
+            return match.span(group)
+        number = self._group_numbers[group] if isinstance(group, str) else group
+        if not 0 <= number <= self.groups:
+            raise IndexError("no such group")
+        return self._raw_span(match._pcre2_match_data, data, number)
 
 
 class CharMatch:
-    """A match over a text's UTF-8 bytes, read as ``re.Match`` reads one over the text. Each
-    group's span is asked of PCRE2 once (the binding's ``start`` and ``end`` each fetch the
-    whole span) and mapped to characters once, however often the generators read it."""
+    """A PCRE2 match, read as ``re.Match`` reads one over the text. Each group's span is asked
+    of PCRE2 once, in bytes, and mapped to characters once, however often the generators read
+    it."""
 
-    __slots__ = ("_match", "_text", "_to_char", "_spans")
+    __slots__ = ("_match", "_text", "_to_char", "_data", "_scan", "_spans")
 
-    def __init__(self, match, text: str, to_char: Callable[[int], int]) -> None:
-        self._match, self._text, self._to_char = match, text, to_char
+    def __init__(self, match, text: str, to_char: Callable[[int], int], data: bytes,
+                 scan: JitScan) -> None:
+        self._match, self._text, self._to_char, self._data = match, text, to_char, data
+        self._scan = scan
         self._spans: dict[int | str, tuple[int, int]] = {}
 
     def span(self, group: int | str = 0) -> tuple[int, int]:
         span = self._spans.get(group)
         if span is None:
-            start, end = self._match.span(group)
+            start, end = self._scan.byte_span(self._match, self._data, group)
             span = (-1, -1) if start < 0 else (self._to_char(start), self._to_char(end))
             self._spans[group] = span
         return span
