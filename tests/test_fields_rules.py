@@ -338,3 +338,36 @@ def test_the_process_that_records_the_rules_version_imports_none_of_the_rules():
 
     assert out[0] == shipped_rules().model_version  # the version the rules themselves carry
     assert out[1].strip() == "[]"
+
+
+def test_a_mentions_features_are_its_own_when_asked_again_for_another_field_or_alone():
+    """Each mention's words and layout are computed once a document and asked again (for the
+    deciding mention): a party's cues (what follows the name) are never given to a value of
+    another field at the same place, and a mention featurised alone, after its candidate was,
+    has the features it has when featurised first."""
+    from extract.fields.rules.candidates import Candidate
+    from extract.fields.rules.features import featurise
+
+    text = "between Acme Widgets, Inc., a Delaware corporation (\"Acme\"), and us"
+    start = text.index("Acme")
+    end = text.index(", a Delaware")
+    party = Candidate("party", "Acme Widgets, Inc.", "ACME_WIDGETS_INC", [(start, end)],
+                      {"company"})
+    other = Candidate("jurisdiction", "Acme Widgets, Inc.", "ACME_WIDGETS_INC", [(start, end)],
+                      {"title"})
+    party_cues = {"entity_description", "alias_follows"}
+    assert party_cues <= featurise([party], text)[0].keys()
+    assert not party_cues & featurise([other], text)[0].keys()  # asked after the party's
+
+    second = text.index("Acme\"")
+    twice = Candidate("party", "Acme", "ACME", [(start, start + 4), (second, second + 4)],
+                      {"person_defined"})
+    featurise([twice], text)
+    alone = Candidate("party", "Acme", "ACME", [(second, second + 4)], {"person_defined"})
+    from extract.fields.rules import features
+    cached = featurise([alone], text)[0]
+    for cache in (features._words_around, features._mention_layout, features._sentence_words,
+                  features._term_clause):
+        cache.cache_clear()
+    assert featurise([alone], text)[0] == cached
+    assert "first_L:(" in cached and "first_L:between" not in cached  # its own first words

@@ -36,10 +36,16 @@ def _words(text: str) -> list[str]:
 
 
 _SENTENCE_END = re.compile(r"[.;:!?]\s|\n\s*\n")
+# Each mention's own features are asked twice: when its candidate is scored, and again alone
+# when the candidate is chosen and its deciding mention is looked for (``strategy``: up to
+# eight mentions a value, each featurised as if it were the value's only one). They depend on
+# the text and the mention only, so each is computed once a document (2 % of the rules'
+# instructions on the 83 NDAs).
+_MENTIONS_CACHED = 4096
 _SENTENCE_FIELDS = ("term", "effective_date")  # decided by the sentence, not the next word
 
 
-@lru_cache(maxsize=4096)  # ``_MENTIONS_CACHED``: asked again for the deciding mention
+@lru_cache(maxsize=_MENTIONS_CACHED)
 def _sentence_words(text: str, start: int, end: int) -> set[str]:
     """The words of the sentence around a mention (200 characters either side at most): "the
     term of this Agreement ... two years" against "obligations survive ... two years"
@@ -58,14 +64,6 @@ def _sentence_words(text: str, start: int, end: int) -> set[str]:
 # words: the model then spreads its weight over thousands of near-copies and the clause cues
 # drown (grouped CV over three fold seeds: term F1 74.6 -> 78.9).
 _SENTENCE_ONLY = frozenset({"term"})
-
-
-# Each mention's own features are asked twice: when its candidate is scored, and again alone
-# when the candidate is chosen and its deciding mention is looked for (``strategy``: up to
-# eight mentions a value, each featurised as if it were the value's only one). They depend on
-# the text and the mention only, so each is computed once a document (the decision was a
-# sixth of the rules' time, nearly all of it these scans again).
-_MENTIONS_CACHED = 4096
 
 
 @lru_cache(maxsize=_MENTIONS_CACHED)
@@ -259,7 +257,7 @@ _OBLIGATIONS = re.compile(r"\b(?:obligations?|undertakings?|covenants|restrictio
                           re.IGNORECASE)
 
 
-@lru_cache(maxsize=4096)  # ``_MENTIONS_CACHED``: asked again for the deciding mention
+@lru_cache(maxsize=_MENTIONS_CACHED)
 def _term_clause(text: str, start: int, end: int) -> dict[str, float]:
     """Where a duration sits: under a "Term" heading, in a sentence about the agreement
     lasting, or in one about surviving it or giving notice (shared: not to be changed by a
