@@ -94,8 +94,39 @@ def test_bench_fields_prints_the_fields_share_of_the_run_its_walls_give(pdf_fact
     with_fields = statistics.median(figures["walls_with"])
     assert min(without, with_fields) > 0.3  # a command's start alone takes that
     assert figures["fields_share_of_run_pct"] == pytest.approx(100 * (1 - without / with_fields))
+    # One round: its pair is the medians' pair.
+    assert figures["fields_share_of_run_pct_by_round"] == [
+        pytest.approx(100 * (1 - without / with_fields))]
+    assert figures["fields_share_of_run_pct_paired"] == pytest.approx(
+        figures["fields_share_of_run_pct"])
     assert figures["fields_added_wall_pct"] == pytest.approx(100 * (with_fields / without - 1))
     # The fields of the folder read before: a real run that published a result a document.
     later = figures["walls_fields_of_read_folder"]
     assert figures["run_wall_s_fields_of_read_folder"] == statistics.median(later) > 0.3
     assert figures["results_of_read_folder_run"] == 2
+
+
+def test_the_paired_share_takes_each_rounds_two_runs_together(tmp_path, monkeypatch):
+    """A machine slower in one round than the others: each round's share is its own two runs'
+    (``1 - without / with``) and the paired figure their median, where the medians' share
+    mixes a fast round's run without the fields with a slow round's run with them."""
+    from infra.bench import pipeline
+
+    walls = iter([0.5,              # the folder read once, for the read-folder runs
+                  1.0, 1.1, 0.9,    # round 1: without, with, read folder's fields
+                  3.0, 3.3, 2.0,    # round 2: the machine three times slower
+                  2.0, 2.6, 1.5])   # round 3
+
+    def run_doclake(folder, home, reader, fields):
+        (home / "objects" / "results").mkdir(parents=True, exist_ok=True)
+        return pipeline.CommandFigures(wall_s=next(walls), cpu_s=0.1, peak_rss_mb=1.0, stdout="",
+                                        started_at=0.0)
+
+    monkeypatch.setattr(pipeline, "run_doclake", run_doclake)
+    figures = pipeline.compare_fields(tmp_path, rounds=3)
+    assert figures["walls_without"] == [1.0, 3.0, 2.0]
+    assert figures["walls_with"] == [1.1, 3.3, 2.6]
+    assert figures["fields_share_of_run_pct_by_round"] == pytest.approx(
+        [100 / 11, 100 / 11, 100 * 0.6 / 2.6])
+    assert figures["fields_share_of_run_pct_paired"] == pytest.approx(100 / 11)
+    assert figures["fields_share_of_run_pct"] == pytest.approx(100 * (1 - 2.0 / 2.6))

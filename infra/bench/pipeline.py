@@ -251,6 +251,14 @@ def compare_fields(folder: Path, rounds: int, reader: str = "text",
         "fields_added_wall_pct": 100 * (with_fields / without - 1),
         # The fields' part of the run a user waits for (the issue's "a fifth of a run's time").
         "fields_share_of_run_pct": 100 * (1 - without / with_fields),
+        # The same share a round at a time (its two runs side by side), then the median: a
+        # machine whose speed drifts within the bench moves both runs of a round together, where
+        # it moves the two medians apart (they may come from rounds minutes apart).
+        "fields_share_of_run_pct_paired": 100 * statistics.median(
+            1 - alone / both for alone, both in zip(walls["none"], walls[fields], strict=True)),
+        "fields_share_of_run_pct_by_round": [
+            100 * (1 - alone / both) for alone, both in zip(walls["none"], walls[fields],
+                                                             strict=True)],
         "run_cpu_s_without_fields": cpu_without,
         "run_cpu_s_with_fields": cpu_with,
         "fields_added_cpu_pct": 100 * (cpu_with / cpu_without - 1),
