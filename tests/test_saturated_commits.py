@@ -10,7 +10,9 @@ signal is made of.
 from __future__ import annotations
 
 import asyncio
+import json
 
+import pytest
 from support import cpu_tasks
 
 import infra.local.runtime as runtime_module
@@ -124,5 +126,73 @@ def test_the_runtime_gives_its_publisher_its_saturation(settings, monkeypatch):
         assert saturated() is True
         runtime._saturated = False
         assert saturated() is False
+    finally:
+        runtime.close()
+
+
+@pytest.mark.parametrize("coming", [True, False])
+def test_the_publisher_gathers_results_only_while_more_are_coming(monkeypatch, coming):
+    """After a nudge the publisher waits up to ``gather_s`` for more results, so one commit
+    carries many; once none are coming (the run's last result) it publishes at once."""
+    import infra.local.publisher as publisher
+
+    passes: list[float] = []
+    stop = asyncio.Event()
+    wake = asyncio.Event()
+    asked: list[bool] = []
+
+    async def publish_pending(ctx) -> int:
+        passes.append(asyncio.get_running_loop().time())
+        if len(passes) == 1:
+            wake.set()  # a result stored meanwhile: the nudge
+        else:
+            stop.set()
+        return 0
+
+    monkeypatch.setattr(publisher, "publish_pending", publish_pending)
+
+    def more_coming() -> bool:
+        asked.append(coming)
+        return coming
+
+    async def two_passes() -> None:
+        await publisher.run_publisher(None, wake, stop, interval_s=5.0, gather_s=0.4,
+                                      more_coming=more_coming)
+
+    asyncio.run(two_passes())
+    assert asked  # the gathering asked
+    gap = passes[1] - passes[0]
+    if coming:
+        assert gap >= 0.39  # the whole gathering
+    else:
+        assert gap < 0.2  # none of it
+
+
+def test_the_runtime_tells_its_publisher_when_more_results_are_coming(settings, monkeypatch):
+    """More results are coming while fields work is in hand or waiting in its queue, or while
+    the runtime is saturated; not otherwise."""
+    from extract.messages import FIELDS_QUEUE
+
+    captured = {}
+
+    async def run_publisher(ctx, wake, stop, interval_s, **kwargs):
+        captured.update(kwargs)
+        await stop.wait()
+
+    monkeypatch.setattr(runtime_module, "run_publisher", run_publisher)
+    runtime = LocalRuntime(settings)
+    try:
+        asyncio.run(runtime.process(lambda: True))
+        more_coming = captured["more_coming"]
+        assert more_coming() is False
+        runtime._saturated = True
+        assert more_coming() is True
+        runtime._saturated = False
+        entry = runtime.activity.start(FIELDS_QUEUE, json.dumps({"job_id": "j-1"}))
+        assert more_coming() is True
+        runtime.activity.end(entry)
+        assert more_coming() is False
+        runtime.queue.send(FIELDS_QUEUE, json.dumps({"job_id": "j-2"}))
+        assert more_coming() is True
     finally:
         runtime.close()

@@ -343,7 +343,8 @@ class LocalRuntime:
             "receiver", lambda: self._receiver(inbox, stop))))
         tasks.append(asyncio.create_task(supervisor.keep_running(
             "publisher", lambda: run_publisher(ctx, publish, stop, settings.poll_interval_s,
-                                               saturated=lambda: self._saturated))))
+                                               saturated=lambda: self._saturated,
+                                               more_coming=self._more_results_coming))))
         tasks.append(asyncio.create_task(_prepare_readers(ctx)))
         poller = _PollerClock(settings.poll_interval_s)
         pacer = PollPacer(settings.poll_interval_s)
@@ -594,6 +595,13 @@ class LocalRuntime:
             finally:
                 inbox.task_done()
                 self._worker_done.set()
+
+    def _more_results_coming(self) -> bool:
+        """Whether a fields result may be stored soon: fields work in hand or waiting, or the
+        runtime saturated (whatever it is doing, the publisher's gathering then costs no
+        one)."""
+        return (self._saturated or self.activity.in_hand(FIELDS_QUEUE) > 0
+                or self.queue.visible_count(FIELDS_QUEUE, at_most=1) > 0)
 
     def _drop_being_split(self) -> bool:
         """Whether splits are waiting or under way: each may yet send a convert message."""
