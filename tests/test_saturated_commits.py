@@ -110,7 +110,9 @@ def test_the_publishers_commits_are_relaxed_only_while_saturated(monkeypatch):
     assert seen == [True, False, True]
 
 
-def test_the_runtime_gives_its_publisher_its_saturation(settings, monkeypatch):
+@pytest.fixture
+def publisher_given(settings, monkeypatch):
+    """A runtime that ran once, and the keyword arguments it gave its publisher."""
     captured = {}
 
     async def run_publisher(ctx, wake, stop, interval_s, **kwargs):
@@ -121,13 +123,18 @@ def test_the_runtime_gives_its_publisher_its_saturation(settings, monkeypatch):
     runtime = LocalRuntime(settings)
     try:
         asyncio.run(runtime.process(lambda: True))
-        saturated = captured["saturated"]
-        runtime._saturated = True
-        assert saturated() is True
-        runtime._saturated = False
-        assert saturated() is False
+        yield runtime, captured
     finally:
         runtime.close()
+
+
+def test_the_runtime_gives_its_publisher_its_saturation(publisher_given):
+    runtime, captured = publisher_given
+    saturated = captured["saturated"]
+    runtime._saturated = True
+    assert saturated() is True
+    runtime._saturated = False
+    assert saturated() is False
 
 
 @pytest.mark.parametrize("coming", [True, False])
@@ -168,31 +175,20 @@ def test_the_publisher_gathers_results_only_while_more_are_coming(monkeypatch, c
         assert gap < 0.2  # none of it
 
 
-def test_the_runtime_tells_its_publisher_when_more_results_are_coming(settings, monkeypatch):
+def test_the_runtime_tells_its_publisher_when_more_results_are_coming(publisher_given):
     """More results are coming while fields work is in hand or waiting in its queue, or while
     the runtime is saturated; not otherwise."""
     from extract.messages import FIELDS_QUEUE
 
-    captured = {}
-
-    async def run_publisher(ctx, wake, stop, interval_s, **kwargs):
-        captured.update(kwargs)
-        await stop.wait()
-
-    monkeypatch.setattr(runtime_module, "run_publisher", run_publisher)
-    runtime = LocalRuntime(settings)
-    try:
-        asyncio.run(runtime.process(lambda: True))
-        more_coming = captured["more_coming"]
-        assert more_coming() is False
-        runtime._saturated = True
-        assert more_coming() is True
-        runtime._saturated = False
-        entry = runtime.activity.start(FIELDS_QUEUE, json.dumps({"job_id": "j-1"}))
-        assert more_coming() is True
-        runtime.activity.end(entry)
-        assert more_coming() is False
-        runtime.queue.send(FIELDS_QUEUE, json.dumps({"job_id": "j-2"}))
-        assert more_coming() is True
-    finally:
-        runtime.close()
+    runtime, captured = publisher_given
+    more_coming = captured["more_coming"]
+    assert more_coming() is False
+    runtime._saturated = True
+    assert more_coming() is True
+    runtime._saturated = False
+    entry = runtime.activity.start(FIELDS_QUEUE, json.dumps({"job_id": "j-1"}))
+    assert more_coming() is True
+    runtime.activity.end(entry)
+    assert more_coming() is False
+    runtime.queue.send(FIELDS_QUEUE, json.dumps({"job_id": "j-2"}))
+    assert more_coming() is True
