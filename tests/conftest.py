@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import logging
 import os
 from collections.abc import Iterable
@@ -82,15 +84,23 @@ def iam_moto():
     server.close()
 
 
+_CPU_THREAD = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="cpu")
+"""``CountingRunner``'s one thread, shared by every test's runner (tests run one at a time)."""
+
+
 class CountingRunner:
-    """Runs CPU work inline and counts the calls: proves which pages were (not) read."""
+    """Runs CPU work on one thread of its own and counts the calls: proves which pages were
+    (not) read. One thread, not the loop's default pool: PDFium is not thread-safe, and two
+    handlers' reads at once on two threads crashed the test process now and then (a segfault
+    in pypdfium2), where the real runner gives each call a process."""
 
     def __init__(self):
         self.calls: list[tuple[str, tuple]] = []
 
     async def run(self, fn, *args, timeout_s: float):
         self.calls.append((fn.__name__, args))
-        return await asyncio.to_thread(fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(
+            _CPU_THREAD, functools.partial(fn, *args))
 
 
 class MemorySink:
