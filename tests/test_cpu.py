@@ -345,3 +345,45 @@ async def test_a_rules_call_ending_in_the_documents_lane_hands_the_process_to_th
         await asyncio.gather(*held, return_exceptions=True)
     finally:
         cpu.close()
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    import os
+    import time
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("keep_file_work", [True, False])
+async def test_the_lanes_stopped_before_a_runs_last_compaction_leave_the_file_work_lane_to_it(
+        keep_file_work):
+    """The end of a run stops the lanes before the lake's last compaction, which may be the
+    file-work lane's: that lane alone still takes a call (when kept), and ``close`` ends
+    every process, the stopped lanes' too."""
+    import os
+
+    from infra.local.cpu_lanes import LanedCpu
+
+    cpu = LanedCpu(1)
+    try:
+        documents_pid = await cpu.run(cpu_tasks.process_id, timeout_s=30)
+        short_pid = await cpu.run(cpu_tasks.sniff_file, 0.0, timeout_s=30)
+        uploads_pid = cpu.file_work(os.getpid)
+        cpu.stop_lanes(keep_file_work=keep_file_work)
+        assert not cpu.documents.started and not cpu.short.started
+        if keep_file_work:
+            assert cpu.file_work(os.getpid) == uploads_pid  # the same process, still there
+        else:
+            assert not cpu.uploads.started
+    finally:
+        cpu.close()
+    assert all(_gone(pid) for pid in (documents_pid, short_pid, uploads_pid))
+    assert not any(lane.started for lane in (cpu.short, cpu.scans, cpu.express, cpu.documents,
+                                             cpu.uploads))

@@ -123,3 +123,36 @@ def test_a_run_that_ends_on_its_own_compacts_before_its_workers_stop(settings, m
         runtime.close()
     (merged,) = _page_files(settings)
     assert merged.startswith(COMPACTED_PREFIX)
+
+
+def test_the_other_lanes_wind_down_while_the_runs_last_compaction_goes_on(settings, monkeypatch):
+    """Their pools' threads take up to a tenth of a second to notice a stop: stopped before
+    the compaction, they end meanwhile, not after it. The file-work lane stays for a run of
+    many files, whose compaction it does."""
+    import asyncio
+
+    from infra.local import runtime as runtime_module
+    from infra.local.runtime import LocalRuntime
+
+    monkeypatch.setattr(runtime_module, "COMPACT_HERE_BELOW_FILES", 3)
+    runtime = LocalRuntime(settings)
+    seen = {}
+    compact = runtime.compact_lake
+
+    def watched():
+        lanes = runtime.cpu
+        seen.update(documents=lanes.documents.started, short=lanes.short.started,
+                    uploads=lanes.uploads.started)
+        return compact()
+
+    runtime.compact_lake = watched
+    try:
+        runtime.cpu.warm().join()
+        assert runtime.cpu.documents.started and runtime.cpu.uploads.started
+        _small_files(runtime, 3)
+        asyncio.run(runtime.process(lambda: True, compact_lake=True))
+    finally:
+        runtime.close()
+    assert seen == {"documents": False, "short": False, "uploads": True}
+    (merged,) = _page_files(settings)
+    assert merged.startswith(COMPACTED_PREFIX)

@@ -269,13 +269,17 @@ class LocalRuntime:
         from lake.compaction import compact_after_run
 
         lake = str(self.settings.lake)
-        if self.writer.stats.files < COMPACT_HERE_BELOW_FILES:
+        if not self._compacts_in_file_work():
             return compact_after_run(lake)
         try:
             return self.cpu.file_work(compact_after_run, lake)
         except Exception as error:  # noqa: BLE001 - its process died: compact here instead
             log.warning("compaction in a worker failed (%s); compacting here", error)
             return compact_after_run(lake)
+
+    def _compacts_in_file_work(self) -> bool:
+        """Whether ``compact_lake`` hands the compaction to the file-work lane."""
+        return self.writer.stats.files >= COMPACT_HERE_BELOW_FILES
 
     def _remove_stale_decrypted(self) -> int:
         """``extract.poller.remove_stale_decrypted`` (the AWS poller runs it too)."""
@@ -363,8 +367,7 @@ class LocalRuntime:
                 # A pass may have sent index or fields messages: the receiver looks now, not
                 # after its idle sleep (the next stage starts on a wake-up, not a poll).
                 self._worker_done.set()
-                if compact_lake and not compaction_prepared and (
-                        self.writer.stats.files >= COMPACT_HERE_BELOW_FILES):
+                if compact_lake and not compaction_prepared and self._compacts_in_file_work():
                     compaction_prepared = True  # the run's end compacts in the lane: import now
                     cpu.prepare_file_work()
                 finished = done()
@@ -406,6 +409,8 @@ class LocalRuntime:
             await publish_once(ctx)
         await committer.close()
         if compact_lake and not shutdown.is_set() and supervisor.fatal is None:
+            # The lanes wind down while the lake compacts (the file-work one may compact).
+            self.cpu.stop_lanes(keep_file_work=self._compacts_in_file_work())
             await asyncio.to_thread(self.compact_lake)  # never raises
         self.cpu.close()
         with contextlib.suppress(Exception):
