@@ -130,3 +130,40 @@ def test_the_paired_share_takes_each_rounds_two_runs_together(tmp_path, monkeypa
         [100 / 11, 100 / 11, 100 * 0.6 / 2.6])
     assert figures["fields_share_of_run_pct_paired"] == pytest.approx(100 / 11)
     assert figures["fields_share_of_run_pct"] == pytest.approx(100 * (1 - 2.0 / 2.6))
+
+
+def test_no_timed_run_writes_back_what_the_bench_copied_before_it(tmp_path, monkeypatch):
+    """A run makes its pages durable with ``syncfs``, which writes back the whole filesystem:
+    the home the bench copies for each read-folder run is written back (synced) before the
+    next timed run starts, not by it."""
+    from infra.bench import pipeline
+
+    steps: list[str] = []
+
+    def run_doclake(folder, home, reader, fields):
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "objects" / "results").mkdir(parents=True, exist_ok=True)
+        (home / "page.md").write_text("a page the run wrote")
+        steps.append(f"run {fields}")
+        return pipeline.CommandFigures(wall_s=1.0, cpu_s=0.1, peak_rss_mb=1.0, stdout="",
+                                        started_at=0.0)
+
+    copytree = pipeline.shutil.copytree
+    depth = [0]
+
+    def copying(*args, **kwargs):  # copytree calls itself for each folder: the outer call
+        depth[0] += 1
+        try:
+            return copytree(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                steps.append("copy")
+
+    monkeypatch.setattr(pipeline, "run_doclake", run_doclake)
+    monkeypatch.setattr(pipeline.shutil, "copytree", copying)
+    monkeypatch.setattr(pipeline.os, "sync", lambda: steps.append("sync"))
+    pipeline.compare_fields(tmp_path, rounds=2)
+    copies = [n for n, step in enumerate(steps) if step == "copy"]
+    assert len(copies) == 2
+    assert all(steps[n + 1] == "sync" for n in copies)

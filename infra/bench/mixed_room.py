@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from infra.bench.command_cpu import CommandFigures, run_command
-from infra.bench.pipeline import build_set, doclake_command
+from infra.bench.pipeline import build_set, doclake_command, settle_writes
 from infra.bench.short_work import WORDS
 
 __all__ = ["SMALL_FILES", "build_room", "compare", "corpus_dir"]
@@ -148,6 +148,7 @@ def compare(corpus: Path, ndas: Path, *, rounds: int, limit: int, book_pages: in
             single = root / "alone" / Path(relative).name
             single.mkdir(parents=True)
             shutil.copyfile(corpus / relative, single / Path(relative).name)
+        settle_writes()
         for number in range(rounds):
             for side in sides:
                 for name in names if number < alone_rounds else ():

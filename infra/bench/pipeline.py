@@ -83,7 +83,18 @@ def build_set(source: Path, into: Path, *, limit: int, book_pages: int,
         pages = len(book)
         book.save(str(into / "book.pdf"))
         book.close()
+    settle_writes()
     return {"files": len(list(into.glob("*.pdf"))), "book_pages": pages}
+
+
+def settle_writes() -> None:
+    """Write back what a bench's set-up wrote (copies of a folder or of a home) before the
+    runs it times: a run makes its pages durable with ``syncfs`` (``infra.local.durable``),
+    which writes back the whole filesystem, so the 13 MB a copied home leaves dirty were
+    written by the next run timed. ``bench fields`` saw its second round's fields share at
+    25 to 31 % in three benches of three (the other rounds 13 to 21 %) until the copy was
+    synced."""
+    os.sync()
 
 
 def doclake_command() -> list[str]:
@@ -239,6 +250,7 @@ def compare_fields(folder: Path, rounds: int, reader: str = "text",
                 cpus[side].append(run.cpu_s)
             home = Path(homes) / f"{round_number}-later"
             shutil.copytree(read, home, symlinks=True)
+            settle_writes()
             later.append(run_doclake(folder, home, reader, fields).wall_s)
             later_results = len(list((home / "objects" / "results").glob("*.json")))
     without, with_fields = statistics.median(walls["none"]), statistics.median(walls[fields])
