@@ -140,3 +140,36 @@ def test_a_large_batch_on_such_a_filesystem_is_fsynced_file_by_file(tmp_path, mo
     store.put_many(_pages(16))
     assert synced == []
     assert store.get("pages/d3/j/00002.md") == b"page 2 of 3"
+
+
+def test_a_large_batch_written_while_much_else_waits_for_write_back_is_fsynced_file_by_file(
+        tmp_path, monkeypatch):
+    """``syncfs`` writes back the whole filesystem: a run's batch must not wait for a
+    gigabyte of a user's fresh copy. Past ``SYNCFS_MAX_DIRTY_BYTES`` pending on the machine,
+    the batch's own files are fsynced instead; below it, the two syncs are kept."""
+    if not durable._syncfs_for([tmp_path]):
+        pytest.skip("no syncfs here: every batch is fsynced file by file")
+    synced: list[object] = []
+    real_sync = durable.sync_filesystems
+    monkeypatch.setattr(durable, "sync_filesystems",
+                        lambda folders: (synced.append(folders), real_sync(folders)))
+    pending = durable.SYNCFS_MAX_DIRTY_BYTES + 1
+    monkeypatch.setattr(durable, "_dirty_bytes", lambda: pending)
+    busy = FolderObjectStore(tmp_path / "busy")
+    busy.put_many(_pages(16))
+    assert synced == []
+    assert busy.get("pages/d3/j/00002.md") == b"page 2 of 3"
+    pending = durable.SYNCFS_MAX_DIRTY_BYTES
+    FolderObjectStore(tmp_path / "quiet").put_many(_pages(16))
+    assert len(synced) == 2
+
+
+def test_the_write_back_pending_is_read_from_the_kernels_counters(tmp_path):
+    """Dirty and Writeback of ``/proc/meminfo``, in bytes; None where it cannot be read."""
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nDirty:              1500 kB\n"
+                       "Writeback:            12 kB\nWritebackTmp:        999 kB\n")
+    assert durable._dirty_bytes(str(meminfo)) == (1500 + 12) * 1024
+    assert durable._dirty_bytes(str(tmp_path / "absent")) is None
+    if Path("/proc/meminfo").exists():
+        assert durable._dirty_bytes() is not None
