@@ -156,3 +156,28 @@ def test_the_other_lanes_wind_down_while_the_runs_last_compaction_goes_on(settin
     assert seen == {"documents": False, "short": False, "uploads": True}
     (merged,) = _page_files(settings)
     assert merged.startswith(COMPACTED_PREFIX)
+
+
+def test_a_background_compaction_still_running_at_the_runs_end_is_finished_not_killed(
+        settings, monkeypatch, caplog):
+    """The run's end stops the file-work lane before its last compaction when that one is
+    done here (a run of few files): a background compaction in that lane ends first. Killed by
+    the stop, it was redone here beside the last one, on the same partitions."""
+    import asyncio
+    import logging
+
+    from infra.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(settings)
+    runtime.writer.compact_after_files = 3
+    try:
+        runtime.cpu.warm().join()
+        with caplog.at_level(logging.WARNING, logger="lake.writer"):
+            _small_files(runtime, 3)  # the third file starts a compaction in the lane
+            asyncio.run(runtime.process(lambda: True, compact_lake=True))
+    finally:
+        runtime.close()
+    assert not [r for r in caplog.records if "compacting here" in r.getMessage()]
+    assert runtime.writer.stats.compactions == 1
+    (merged,) = _page_files(settings)
+    assert merged.startswith(COMPACTED_PREFIX)

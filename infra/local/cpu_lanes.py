@@ -273,7 +273,7 @@ class LanedCpu:
 
     def close(self) -> None:
         """Stop every lane, then wait for them together (``ProcessPoolRunner.stop``), those
-        ``stop_all_but_file_work`` stopped too. A warm-up still running is cancelled and waited
+        ``stop_lanes`` stopped too. A warm-up still running is cancelled and waited
         for first: a lane it started after the stop would outlive the run, and its worker
         processes (not daemons) would hold the interpreter's exit (a run stopped by SIGTERM
         early did not exit)."""

@@ -409,7 +409,10 @@ class LocalRuntime:
             await publish_once(ctx)
         await committer.close()
         if compact_lake and not shutdown.is_set() and supervisor.fatal is None:
-            # The lanes wind down while the lake compacts (the file-work one may compact).
+            # The lanes wind down while the lake compacts (the file-work one may compact);
+            # a background compaction in that lane ends first, not killed by the stop.
+            with contextlib.suppress(Exception):  # its failure is logged where it happened
+                await asyncio.to_thread(self.writer.wait_for_compaction)
             self.cpu.stop_lanes(keep_file_work=self._compacts_in_file_work())
             await asyncio.to_thread(self.compact_lake)  # never raises
         self.cpu.close()
