@@ -33,6 +33,7 @@ def test_saturation_switches_the_committers_relaxed_wait_both_ways(settings):
     try:
         runtime._committer = GroupCommitter(NoWrites(), relaxed_delay_s=0.1)
         runtime._saturated = False
+        runtime._busy = 1  # a delivery at work (with none, relaxed commits do not wait)
         runtime._note_saturation(True)
         assert runtime._committer.relaxed_delay_s == 0.7
         runtime._note_saturation(False)
@@ -192,3 +193,59 @@ def test_the_runtime_tells_its_publisher_when_more_results_are_coming(publisher_
     assert more_coming() is False
     runtime.queue.send(FIELDS_QUEUE, json.dumps({"job_id": "j-2"}))
     assert more_coming() is True
+
+
+@pytest.mark.parametrize("another_at_work", [False, True])
+async def test_relaxed_commits_wait_only_while_a_delivery_holds_a_slot(settings, another_at_work):
+    """A handler's events after it released its slot are relaxed: they may wait for others'
+    to share a flush. With no delivery left holding a slot nobody can join them, and they are
+    written at once (a burst's last unit waited 0.09 s for nobody); with another at work they
+    wait the relaxed time as before."""
+    from types import SimpleNamespace
+
+    from extract.context import release_slot
+    from lake.events import PageRead
+
+    settings = settings.model_copy(update={"event_relaxed_flush_s": 1.0})
+    runtime = LocalRuntime(settings)
+    committer = runtime._committer = GroupCommitter(runtime.writer, max_delay_s=0.0,
+                                                    relaxed_delay_s=1.0)
+    holding, let_go = asyncio.Event(), asyncio.Event()
+    waited: list[float] = []
+
+    def event(number: int) -> PageRead:
+        return PageRead(job_id="j", unit_id="u", page_number=number, reader="text", chars=1)
+
+    async def handle(ctx, batch, inbox) -> None:
+        if batch[0].body == "other":  # holds its slot until told
+            holding.set()
+            await let_go.wait()
+            return
+        await committer.commit([event(1)])  # a flush starts: the relaxed wait counts from it
+        release_slot()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await committer.commit([event(2)])  # relaxed: the slot is released
+        waited.append(loop.time() - started)
+
+    def message(body: str):
+        return SimpleNamespace(queue="read", body=body, schedule_key=None, message_id=body)
+
+    runtime._handle = handle
+    try:
+        other = None
+        if another_at_work:
+            other = asyncio.create_task(runtime._handle_holding_a_slot(
+                None, (message("other"),), asyncio.Queue()))
+            await holding.wait()
+        await runtime._handle_holding_a_slot(None, (message("mine"),), asyncio.Queue())
+        let_go.set()
+        if other is not None:
+            await other
+        await committer.close()
+    finally:
+        runtime.close()
+    if another_at_work:
+        assert waited[0] >= 0.8
+    else:
+        assert waited[0] < 0.5
