@@ -414,7 +414,7 @@ class LocalRuntime:
         if ended:
             # A background compaction in the file-work lane ends first: stopping the lanes
             # would kill it, and the writer would do it again here (a stopped run does not
-            # wait for it: a compaction cut short leaves the lake as it was).
+            # wait for it: a compaction cut short loses no event, and the next one finishes).
             with contextlib.suppress(Exception):  # its failure is logged where it happened
                 await asyncio.to_thread(self.writer.wait_for_compaction)
         if compact_lake and ended:
