@@ -363,7 +363,26 @@ def test_a_read_waiting_for_its_events_flush_frees_its_readers_slot(settings, pd
             seen["both_running"] = running_units() >= 2
         return real_write(self, events)
 
+    def units_sent() -> int:
+        with sqlite3.connect(settings.home / "jobs.db", timeout=30) as db:
+            return db.execute("SELECT count(*) FROM units WHERE sent_at IS NOT NULL"
+                              ).fetchone()[0]
+
+    import extract.handlers.read as read_handler
+
+    real_read_unit = read_handler._read_unit
+
+    async def read_once_both_are_sent(*args, **kwargs):
+        # The other document's split must be durable and its read message sent before this
+        # read's events are flushed: were its split's events in the flush held below, its
+        # message could not exist until that flush ended, whatever the slots.
+        deadline = time.monotonic() + 30
+        while units_sent() < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return await real_read_unit(*args, **kwargs)
+
     monkeypatch.setattr(ParquetEventWriter, "write", slow_write)
+    monkeypatch.setattr(read_handler, "_read_unit", read_once_both_are_sent)
     settings = settings.model_copy(update={"concurrency": 2, "read_concurrency": 1,
                                            "text_pages_at_split": 0})  # a read message each
     runtime = LocalRuntime(settings)
