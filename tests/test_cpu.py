@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from support import cpu_tasks
+from support.processes import gone_within
 
 from extract.errors import TransientError, WorkerTimeout
 from infra.local.cpu import ProcessPoolRunner
@@ -347,20 +348,6 @@ async def test_a_rules_call_ending_in_the_documents_lane_hands_the_process_to_th
         cpu.close()
 
 
-def _gone(pid: int, within_s: float = 10.0) -> bool:
-    import os
-    import time
-
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.parametrize("keep_file_work", [True, False])
 async def test_the_lanes_stopped_before_a_runs_last_compaction_leave_the_file_work_lane_to_it(
         keep_file_work):
@@ -384,6 +371,6 @@ async def test_the_lanes_stopped_before_a_runs_last_compaction_leave_the_file_wo
             assert not cpu.uploads.started
     finally:
         cpu.close()
-    assert all(_gone(pid) for pid in (documents_pid, short_pid, uploads_pid))
+    assert all(gone_within(pid, 10) for pid in (documents_pid, short_pid, uploads_pid))
     assert not any(lane.started for lane in (cpu.short, cpu.scans, cpu.express, cpu.documents,
                                              cpu.uploads))

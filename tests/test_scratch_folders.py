@@ -22,6 +22,7 @@ import pytest
 
 from extract.formats.scratch import scratch_folder, sweep_orphans
 from tests.support.officegen import make_docx
+from tests.support.processes import gone
 
 
 def _soffice():
@@ -111,16 +112,8 @@ def test_a_kill_during_a_conversion_then_a_resume_leaves_no_scratch_folder(tmp_p
     assert [p.name for p in scratch.iterdir() if p.name.startswith("doclake-")] == []
 
 
-def _gone(pid: int) -> bool:
-    """True once ``pid`` has exited (a zombie waiting for a reaper counts as gone)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux)")
-def test_the_sweep_ends_a_converter_whose_first_process_is_gone(tmp_path, monkeypatch):
+def test_the_sweep_ends_a_converter_whose_first_process_isgone(tmp_path, monkeypatch):
     """A ``kill -9`` while bwrap sets its sandbox up leaves bwrap's init (no parent-death
     signal yet) and the converter under it running, the group's first process gone: the next
     start's sweep ends the group's processes that name the folder, and only those."""
@@ -142,14 +135,14 @@ def test_the_sweep_ends_a_converter_whose_first_process_is_gone(tmp_path, monkey
     naming, other = (int(pid) for pid in leader.stdout.split())
     try:
         group = os.getpgid(naming)
-        assert group == os.getpgid(other) != os.getpgrp() and _gone(group)
+        assert group == os.getpgid(other) != os.getpgrp() and gone(group)
         (owned / "converter.pid").write_text(str(group))
         assert sweep_orphans() == [str(owned)]
         deadline = time.monotonic() + 10
-        while not _gone(naming) and time.monotonic() < deadline:
+        while not gone(naming) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert _gone(naming), "the converter left under a dead first process still runs"
-        assert not _gone(other), "a process of the group that does not name the folder was killed"
+        assert gone(naming), "the converter left under a dead first process still runs"
+        assert not gone(other), "a process of the group that does not name the folder was killed"
     finally:
         for pid in (naming, other):
             with contextlib.suppress(ProcessLookupError):
