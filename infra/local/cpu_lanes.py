@@ -277,10 +277,8 @@ class LanedCpu:
         for first: a lane it started after the stop would outlive the run, and its worker
         processes (not daemons) would hold the interpreter's exit (a run stopped by SIGTERM
         early did not exit)."""
-        self._cancel_warm_up()
-        stopped = self._stopping + [lane.stop() for lane in (
-            self.short, self.scans, self.express, self.documents, self.uploads)]
-        self._stopping = []
+        self.stop_lanes(keep_file_work=False)
+        stopped, self._stopping = self._stopping, []
         for pool in stopped:
             if pool is not None:
                 pool.join(timeout=10)
