@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from extract.context import ExtractConfig
 from extract.models.config import ModelConfig
+from lake.partitions import AFTER_RUN_MIN_FILES
 
 __all__ = ["Settings"]
 
@@ -54,6 +55,10 @@ class Settings(BaseSettings, ModelConfig):
                                            "hold back would wait anyway, so a long run writes "
                                            "fewer, fuller files; the shorter wait is back the "
                                            "moment that ends.")
+    compact_after_run_min_files: int = Field(
+        AFTER_RUN_MIN_FILES, ge=1, description="A run ends by compacting the lake's partitions "
+        "that hold this many event files or more (lake.partitions.AFTER_RUN_MIN_FILES: fewer "
+        "cost a query milliseconds; `doclake lake compact` merges any).")
     max_file_bytes: int = Field(512 * 1024 * 1024, ge=1, description="Largest accepted file.")
     max_pages: int = Field(10_000, ge=1, description="Most pages accepted in one document.")
     split_timeout_s: float = Field(60.0, gt=0, description="Time limit to open and count pages.")

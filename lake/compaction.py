@@ -36,25 +36,29 @@ import pyarrow.fs as pafs
 from lake.compaction_files import (
     OUTPUT_PREFIX,
     ROW_GROUP_ROWS,
-    TMP_PREFIX,
-    basename,
     delete,
     io_pool,
-    is_data_file,
     load,
-    partitions,
     read_footers,
     remove_stale_tmp,
     write_outputs,
 )
-from lake.compaction_files import event_types as event_types_in
 from lake.compaction_plan import FANOUT, TIER_BASE_ROWS, choose_inputs, keep_masks, output_schema, tier
 from lake.files import open_lake
+from lake.partitions import (
+    AFTER_RUN_MIN_FILES,
+    TMP_PREFIX,
+    basename,
+    is_data_file,
+    partition_due,
+    partitions,
+)
+from lake.partitions import event_types as event_types_in
 from lake.schema import convert_lists_without_pandas
 
 __all__ = [
-    "AUTO_MIN_SMALL_FILES", "FANOUT", "OUTPUT_PREFIX", "ROW_GROUP_ROWS", "TIER_BASE_ROWS",
-    "TMP_PREFIX", "BeforeDelete", "CompactionReport", "PartitionReport", "choose_inputs",
+    "AFTER_RUN_MIN_FILES", "AUTO_MIN_SMALL_FILES", "FANOUT", "OUTPUT_PREFIX", "ROW_GROUP_ROWS",
+    "TIER_BASE_ROWS", "TMP_PREFIX", "BeforeDelete", "CompactionReport", "PartitionReport", "choose_inputs",
     "compact", "compact_after_run", "tier",
 ]
 
@@ -141,6 +145,7 @@ def compact(
     event_types: Iterable[str] | None = None,
     days: Iterable[str] | None = None,
     min_files: int = 2,
+    min_partition_files: int = 0,
     target_rows: int = 1_000_000,
     tier_base_rows: int = TIER_BASE_ROWS,
     fanout: int = FANOUT,
@@ -153,7 +158,9 @@ def compact(
     by ``choose_inputs`` (size tiers; ``tier_base_rows=target_rows`` puts every file in tier 0
     and rewrites the whole partition, the old behaviour) are rewritten into files of at most
     ``target_rows`` rows. ``.tmp-*`` files older than ``tmp_max_age_s`` are removed (younger
-    ones may belong to a running writer).
+    ones may belong to a running writer). A partition of fewer than ``min_partition_files`` data
+    files and no ``.tmp-*`` file is left as it is (``lake.partitions.partition_due``: a run's
+    end merges only where it pays).
 
     ``before_delete`` is a test seam: it is called with the partition's report once its outputs
     are durable and before any input is deleted, so a test can pause or kill the process there.
@@ -169,6 +176,8 @@ def compact(
     for event_type in types:
         for folder, infos in partitions(filesystem, root, event_type).items():
             if wanted_days is not None and basename(folder) not in wanted_days:
+                continue
+            if not partition_due(infos, min_partition_files):
                 continue
             report.tmp_removed += remove_stale_tmp(filesystem, infos, tmp_max_age_s)
             data = [i for i in infos if is_data_file(i.path)]
@@ -210,16 +219,20 @@ def compact_folders(lake_uri: str | tuple[pafs.FileSystem, str], folders: Iterab
     return compacted
 
 
-def compact_after_run(lake_uri: str, *, min_small_files: int = AUTO_MIN_SMALL_FILES,
+def compact_after_run(lake_uri: str, min_partition_files: int = AFTER_RUN_MIN_FILES, *,
+                      min_small_files: int = AUTO_MIN_SMALL_FILES,
                       log: Callable[[str], None] | None = None) -> CompactionReport | None:
     """Compaction as the last step of ``doclake run`` / ``worker``: never raises.
 
-    Size tiers keep it cheap (the run's new small files, not whole partitions), so an analyst
-    opening the lake after a run meets a few files per partition, never thousands. Returns the
-    report, or None if compaction itself failed (logged; the run's outcome does not change:
+    Only the partitions holding ``min_partition_files`` data files or more are merged
+    (``lake.partitions.AFTER_RUN_MIN_FILES`` says why), and in them size tiers keep it cheap
+    (the run's new small files, not whole partitions), so an analyst opening the lake after a
+    run meets fewer than ``min_partition_files`` files a partition, never thousands. Returns
+    the report, or None if compaction itself failed (logged; the run's outcome does not change:
     the events are durable either way, and the next run or ``doclake lake compact`` retries)."""
     try:
-        report = compact(lake_uri, min_files=min_small_files)
+        report = compact(lake_uri, min_files=min_small_files,
+                         min_partition_files=min_partition_files)
     except Exception as error:  # noqa: BLE001 - a failed tidy-up must not fail the run
         logger.warning("compaction after the run failed: %s", error)
         if log:

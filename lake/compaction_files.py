@@ -1,5 +1,6 @@
-"""Compaction's file work: listing a partition, reading footers and rows, and writing the
-outputs durably under temporary names before they are moved into place.
+"""Compaction's file work: removing stale temporary files, reading footers and rows, and
+writing the outputs durably under temporary names before they are moved into place (the
+listing of partitions is ``lake.partitions``).
 
 Apart from ``lake.compaction`` (the order of the steps, which is what makes compaction safe,
 and its reports) and ``lake.compaction_plan`` (the decisions, pure). Everything here talks to a
@@ -23,15 +24,14 @@ import pyarrow.parquet as pq
 
 from lake.compaction_plan import KEY_COLUMNS
 from lake.files import fsync_directory, fsync_file
-from lake.layout import COMPACTED_PREFIX, EVENTS_PREFIX, data_file_name
+from lake.layout import COMPACTED_PREFIX, data_file_name
+from lake.partitions import TMP_PREFIX, is_tmp_file
 from lake.schema import arrow_fingerprint
 
 __all__ = ["TMP_PREFIX", "OUTPUT_PREFIX", "ROW_GROUP_ROWS", "CACHE_BYTES", "SMALL_FILE_BYTES",
-           "FETCH_BYTES", "IO_THREADS", "io_pool", "DataFile", "basename", "is_data_file",
-           "event_types", "partitions",
-           "remove_stale_tmp", "read_footers", "delete", "read", "load", "write_outputs", "RollingWriter"]
+           "FETCH_BYTES", "IO_THREADS", "io_pool", "DataFile", "remove_stale_tmp", "read_footers",
+           "delete", "read", "load", "write_outputs", "RollingWriter"]
 
-TMP_PREFIX = ".tmp-"
 OUTPUT_PREFIX = COMPACTED_PREFIX
 # DuckDB's own row-group size: its unit of parallelism when it scans a file.
 ROW_GROUP_ROWS = 122_880
@@ -72,39 +72,7 @@ class DataFile:
     content: pa.Buffer | None = None  # the whole file, when it was small enough to fetch at once
 
 
-# --- listing ---------------------------------------------------------------------------------
-
-
-def basename(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
-
-
-def is_data_file(path: str) -> bool:
-    name = basename(path)
-    return name.endswith(".parquet") and not name.startswith(".")
-
-
-def event_types(filesystem: pafs.FileSystem, root: str) -> list[str]:
-    """Every event type with a folder in the lake, known to this release or not."""
-    selector = pafs.FileSelector(f"{root}/{EVENTS_PREFIX}", allow_not_found=True)
-    names = [basename(i.path) for i in filesystem.get_file_info(selector)
-             if i.type == pafs.FileType.Directory]
-    return sorted(n.split("=", 1)[1] for n in names if n.startswith("event_type="))
-
-
-def partitions(filesystem: pafs.FileSystem, root: str,
-                event_type: str) -> dict[str, list[pafs.FileInfo]]:
-    """Files directly inside each partition folder, as the views' ``*/*.parquet`` glob sees them."""
-    base = f"{root}/{EVENTS_PREFIX}/event_type={event_type}"
-    selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
-    folders: dict[str, list[pafs.FileInfo]] = {}
-    for info in filesystem.get_file_info(selector):
-        if info.type != pafs.FileType.File:
-            continue
-        folder = info.path.rsplit("/", 1)[0]
-        if folder.rsplit("/", 1)[0] == base:
-            folders.setdefault(folder, []).append(info)
-    return dict(sorted(folders.items()))
+# --- a partition's files ----------------------------------------------------------------------
 
 
 def remove_stale_tmp(filesystem: pafs.FileSystem, infos: list[pafs.FileInfo],
@@ -113,7 +81,7 @@ def remove_stale_tmp(filesystem: pafs.FileSystem, infos: list[pafs.FileInfo],
     removed = []
     cutoff = time.time() - max_age_s
     for info in infos:
-        if not basename(info.path).startswith(TMP_PREFIX) or info.mtime is None:
+        if not is_tmp_file(info.path) or info.mtime is None:
             continue
         if info.mtime.timestamp() < cutoff:
             try:

@@ -464,7 +464,7 @@ def test_compaction_after_a_run_tidies_up_and_never_raises(tmp_path: Path) -> No
     before = snapshot(tmp_path)
     files = len(data_files(tmp_path))
     messages: list[str] = []
-    report = compact_after_run(str(tmp_path), log=messages.append)
+    report = compact_after_run(str(tmp_path), 2, log=messages.append)
     assert report is not None and report.files_after < files
     assert snapshot(tmp_path) == before
     assert messages and messages[0].startswith("lake compacted:")
@@ -472,6 +472,37 @@ def test_compaction_after_a_run_tidies_up_and_never_raises(tmp_path: Path) -> No
     blocked.write_text("not a folder")
     assert compact_after_run(str(blocked), log=messages.append) is None
     assert messages[-1].startswith("lake compaction skipped:")
+
+
+def test_compaction_leaves_partitions_of_fewer_files_than_asked(tmp_path: Path) -> None:
+    """``min_partition_files`` (a run's end asks for ``AFTER_RUN_MIN_FILES``): a partition of
+    fewer data files is not read at all, one of as many is merged, and a ``.tmp-`` file (a
+    crashed compaction's) makes a partition due whatever its count."""
+    from lake.partitions import partitions_due
+
+    write_lake(tmp_path, days=1, jobs=3, units=1)  # job_created: 3 files; the unit's: 3 each
+    folders = {p.parent.name + "/" + p.name: p for p in
+               (tmp_path / "events").glob("event_type=*/dt=*")}
+    created = next(p for name, p in folders.items() if name.startswith("event_type=job_created"))
+    # One more flush of job_created only: 4 files there, 3 in every other partition.
+    ParquetEventWriter.for_uri(str(tmp_path)).write(
+        [JobCreated(job_id="job-x", document_id="doc-x", occurred_at=DAY0)])
+    before = snapshot(tmp_path)
+    fs, root = pafs.LocalFileSystem(), str(tmp_path)
+    assert partitions_due(fs, root, 4) == [str(created)]
+
+    report = compact(str(tmp_path), min_partition_files=4)
+    assert [p.event_type for p in report.partitions] == ["job_created"]
+    def files_in(folder: Path) -> int:
+        return sum(1 for p in folder.glob("*.parquet") if not p.name.startswith("."))
+
+    assert files_in(created) == 1
+    assert all(files_in(p) == 3 for p in folders.values() if p != created)
+    assert snapshot(tmp_path) == before
+
+    unit_started = next(p for name, p in folders.items() if "unit_started" in name)
+    (unit_started / ".tmp-compacted-left-by-a-crash.parquet").write_bytes(b"")
+    assert partitions_due(fs, root, 4) == [str(unit_started)]
 
 
 # --- the file work's threads ------------------------------------------------------------------

@@ -25,6 +25,12 @@ def _page_files(settings) -> list[str]:
                   if "event_type=page_read" in str(p))
 
 
+def _every_partition_due(settings):
+    """The run's end merges a partition from ``compact_after_run_min_files`` files; these tests
+    write two or three."""
+    return settings.model_copy(update={"compact_after_run_min_files": 2})
+
+
 def _refuse_here(monkeypatch) -> None:
     """Compaction raises if this process does it; the worker, forked from the fork server,
     does not see the patch."""
@@ -39,6 +45,7 @@ def test_after_a_run_the_lake_is_compacted_by_a_worker(settings, monkeypatch):
     from infra.local.runtime import LocalRuntime
 
     monkeypatch.setattr(runtime_module, "COMPACT_HERE_BELOW_FILES", 3)  # a run of many files
+    settings = _every_partition_due(settings)
     runtime = LocalRuntime(settings)
     try:
         _small_files(runtime, 3)
@@ -72,6 +79,7 @@ def test_a_run_of_few_files_is_compacted_here_without_the_lane(settings):
     """Starting the lane's process again after the run costs more than a few files' merge."""
     from infra.local.runtime import LocalRuntime
 
+    settings = _every_partition_due(settings)
     runtime = LocalRuntime(settings)
     try:
         _small_files(runtime, 2)
@@ -88,6 +96,7 @@ def test_a_compaction_the_worker_cannot_do_is_done_here(settings, monkeypatch):
 
     monkeypatch.setattr(runtime_module, "COMPACT_HERE_BELOW_FILES", 2)
 
+    settings = _every_partition_due(settings)
     runtime = LocalRuntime(settings)
 
     def dead_lane(fn, *args):
@@ -113,6 +122,7 @@ def test_a_run_that_ends_on_its_own_compacts_before_its_workers_stop(settings, m
     from infra.local.runtime import LocalRuntime
 
     monkeypatch.setattr(runtime_module, "COMPACT_HERE_BELOW_FILES", 3)
+    settings = _every_partition_due(settings)
     runtime = LocalRuntime(settings)
     try:
         _small_files(runtime, 3)
@@ -135,6 +145,7 @@ def test_the_other_lanes_wind_down_while_the_runs_last_compaction_goes_on(settin
     from infra.local.runtime import LocalRuntime
 
     monkeypatch.setattr(runtime_module, "COMPACT_HERE_BELOW_FILES", 3)
+    settings = _every_partition_due(settings)
     runtime = LocalRuntime(settings)
     seen = {}
     compact = runtime.compact_lake
@@ -179,5 +190,30 @@ def test_a_background_compaction_still_running_at_the_runs_end_is_finished_not_k
         runtime.close()
     assert not [r for r in caplog.records if "compacting here" in r.getMessage()]
     assert runtime.writer.stats.compactions == 1
+    (merged,) = _page_files(settings)
+    assert merged.startswith(COMPACTED_PREFIX)
+
+
+def test_a_runs_end_leaves_partitions_of_fewer_files_than_its_threshold(settings, monkeypatch):
+    """Merging a partition of a few small files costs the run's end more than it saves a
+    query: below ``compact_after_run_min_files`` it is left, and compaction's own code is not
+    even imported; from it, the partition is merged."""
+    import sys
+
+    from infra.local.runtime import LocalRuntime
+
+    settings = settings.model_copy(update={"compact_after_run_min_files": 4})
+    runtime = LocalRuntime(settings)
+    try:
+        _small_files(runtime, 3)
+        monkeypatch.delitem(sys.modules, "lake.compaction")
+        assert runtime.compact_lake() is None
+        assert "lake.compaction" not in sys.modules
+        assert len(_page_files(settings)) == 3
+        _small_files(runtime, 1)
+        report = runtime.compact_lake()
+    finally:
+        runtime.close()
+    assert report is not None and report.files_before == 4 and report.files_after == 1
     (merged,) = _page_files(settings)
     assert merged.startswith(COMPACTED_PREFIX)

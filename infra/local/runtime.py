@@ -262,21 +262,32 @@ class LocalRuntime:
                 "removed_scratch": swept}
 
     def compact_lake(self):
-        """Merge the small event files this run wrote (``lake.compaction.compact_after_run``),
+        """Merge the small event files of the lake's partitions that hold
+        ``compact_after_run_min_files`` files or more (``lake.compaction.compact_after_run``),
         in the file-work lane's process: 1.0 s of a 2,032-document run's main-process CPU was
         this per-file work. A run that wrote fewer than ``COMPACT_HERE_BELOW_FILES`` files
         compacts here (0.2 s for 190 files), where the lane would first import the compaction's
-        code. Never raises; done here if the worker cannot do it."""
-        from lake.compaction import compact_after_run
+        code. None when no partition is due (the listing alone says so, without compaction's
+        imports) or the compaction failed. Never raises; done here if the worker cannot do it."""
+        from lake.files import open_lake
+        from lake.partitions import partitions_due
 
         lake = str(self.settings.lake)
-        if not self._compacts_in_file_work():
-            return compact_after_run(lake)
+        least = self.settings.compact_after_run_min_files
         try:
-            return self.cpu.file_work(compact_after_run, lake)
+            if not partitions_due(*open_lake(lake), least):
+                return None
+        except Exception as error:  # noqa: BLE001 - the listing failed: compact_after_run says so
+            log.debug("the lake's partitions could not be listed (%s)", error)
+        from lake.compaction import compact_after_run
+
+        if not self._compacts_in_file_work():
+            return compact_after_run(lake, least)
+        try:
+            return self.cpu.file_work(compact_after_run, lake, least)
         except Exception as error:  # noqa: BLE001 - its process died: compact here instead
             log.warning("compaction in a worker failed (%s); compacting here", error)
-            return compact_after_run(lake)
+            return compact_after_run(lake, least)
 
     def _compacts_in_file_work(self) -> bool:
         """Whether ``compact_lake`` hands the compaction to the file-work lane."""
