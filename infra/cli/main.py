@@ -39,6 +39,7 @@ from infra.cli.render.output import (
 )
 from infra.cli.serve import serve as serve_command
 from infra.cli.show import show as show_command
+from infra.process_env import settle_native_threads
 
 __all__ = ["app", "INTERRUPTED", "HomeOption", "main", "run", "worker", "status", "search", "sql", "schema"]
 
@@ -81,6 +82,7 @@ def main(
 ) -> None:
     """doclake: documents in, searchable text and an event lake out."""
     set_debug(debug)
+    settle_native_threads()  # before any command imports numpy (with pyarrow)
 
 
 # --- run and worker -----------------------------------------------------------------------------

@@ -52,6 +52,7 @@ from infra.aws.glue_catalog import OWNER_PARAMETER
 from infra.aws.names import stack_names
 from infra.aws.routing import TWINNED_QUEUES
 from infra.aws.tables import INDEXES, PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
+from infra.process_env import NATIVE_THREADS
 from lake.glue import database_input, raw_table_inputs
 from lake.layout import event_type_prefix
 
@@ -275,6 +276,7 @@ class DoclakeStack(Stack):
             "DOCLAKE_MAX_FILE_BYTES": str(self.settings.max_upload_bytes),
             "DOCLAKE_MAX_CONVERTED_BYTES": str(self.settings.max_converted_mb * 1024 * 1024),
             "POWERTOOLS_METRICS_NAMESPACE": "doclake",
+            **NATIVE_THREADS,  # numpy's OpenBLAS threads only spin in a function (infra.process_env)
             "DOCLAKE_READER": self.settings.reader,
             **({"DOCLAKE_PRIMARY_MODEL": self.settings.primary_model}
                if self.settings.primary_model else {}),
