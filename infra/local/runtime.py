@@ -418,6 +418,10 @@ class LocalRuntime:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # No handler calls a lane from here on: the lanes' pools wind down (their threads
+        # notice within ``infra.local.cpu.POOL_POLL_S``) while the last results are published
+        # and the events flushed. The file-work lane stays for a background compaction.
+        self.cpu.stop_lanes(keep_file_work=True)
         with contextlib.suppress(Exception):  # results stored by the last messages
             await publish_once(ctx)
         await committer.close()
@@ -429,7 +433,7 @@ class LocalRuntime:
             with contextlib.suppress(Exception):  # its failure is logged where it happened
                 await asyncio.to_thread(self.writer.wait_for_compaction)
         if compact_lake and ended:
-            # The lanes wind down while the lake compacts (the file-work one may compact).
+            # The file-work lane winds down while the lake compacts, unless it compacts.
             self.cpu.stop_lanes(keep_file_work=self._compacts_in_file_work())
             await asyncio.to_thread(self.compact_lake)  # never raises
         self.cpu.close()
