@@ -20,7 +20,6 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from pebble import ProcessExpired, ProcessPool
-from pebble.common import CONSTS as PEBBLE_CONSTS
 
 from extract.errors import TransientError, WorkerTimeout
 from infra.local.cpu_priority import PriorityGate, call_key
@@ -30,18 +29,6 @@ __all__ = ["PRELOAD", "ProcessPoolRunner"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-POOL_POLL_S = 0.02
-"""How often each pool's manager threads look at it (pebble's ``CONSTS.sleep_unit``, 0.1 s by
-default, set here for the process): a stopped pool's threads end within it, and the end of
-every run waits for them (``LanedCpu.close``). At 0.1 s a run whose end had nothing else to do
-(no compaction due) spent up to 0.1 s in that wait (0.04 to 0.05 s at 0.05, 0.014 to 0.024 s
-at 0.02: the last flush, which the lanes' stop now precedes, takes milliseconds). The cost is
-the threads' wake-ups: the run's process, idle with three pools started, took 7 ms of CPU a
-second at 0.1 s, 12 at 0.05 and 22 at 0.02 (0.3 s more over a 22-second run of 2,032
-documents, 0.02 ms a page)."""
-
-PEBBLE_CONSTS.sleep_unit = POOL_POLL_S
 
 STOPPED_POOL_CHECK_S = 0.5
 """How often a blocking ``call`` checks that its pool has not been stopped meanwhile."""
