@@ -25,6 +25,14 @@ def _page_files(settings) -> list[str]:
                   if "event_type=page_read" in str(p))
 
 
+def _merged_into_one(settings, report, files_before: int) -> None:
+    """The compaction's report names ``files_before`` files merged into one, which is there."""
+    assert report is not None and report.files_before == files_before
+    assert report.files_after == 1
+    (merged,) = _page_files(settings)
+    assert merged.startswith(COMPACTED_PREFIX)
+
+
 def _every_partition_due(settings):
     """The run's end merges a partition from ``compact_after_run_min_files`` files; these tests
     write two or three."""
@@ -54,9 +62,7 @@ def test_after_a_run_the_lake_is_compacted_by_a_worker(settings, monkeypatch):
         report = runtime.compact_lake()
     finally:
         runtime.close()
-    assert report is not None and report.files_before == 3 and report.files_after == 1
-    (merged,) = _page_files(settings)
-    assert merged.startswith(COMPACTED_PREFIX)
+    _merged_into_one(settings, report, 3)
 
 
 def test_background_compaction_runs_in_a_worker(settings, monkeypatch):
@@ -214,6 +220,4 @@ def test_a_runs_end_leaves_partitions_of_fewer_files_than_its_threshold(settings
         report = runtime.compact_lake()
     finally:
         runtime.close()
-    assert report is not None and report.files_before == 4 and report.files_after == 1
-    (merged,) = _page_files(settings)
-    assert merged.startswith(COMPACTED_PREFIX)
+    _merged_into_one(settings, report, 4)
