@@ -22,7 +22,7 @@ import pytest
 
 from extract.formats.scratch import scratch_folder, sweep_orphans
 from tests.support.officegen import make_docx
-from tests.support.processes import gone
+from tests.support.processes import gone, gone_within
 
 
 def _soffice():
@@ -113,7 +113,7 @@ def test_a_kill_during_a_conversion_then_a_resume_leaves_no_scratch_folder(tmp_p
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux)")
-def test_the_sweep_ends_a_converter_whose_first_process_isgone(tmp_path, monkeypatch):
+def test_the_sweep_ends_a_converter_whose_first_process_is_gone(tmp_path, monkeypatch):
     """A ``kill -9`` while bwrap sets its sandbox up leaves bwrap's init (no parent-death
     signal yet) and the converter under it running, the group's first process gone: the next
     start's sweep ends the group's processes that name the folder, and only those."""
@@ -138,10 +138,7 @@ def test_the_sweep_ends_a_converter_whose_first_process_isgone(tmp_path, monkeyp
         assert group == os.getpgid(other) != os.getpgrp() and gone(group)
         (owned / "converter.pid").write_text(str(group))
         assert sweep_orphans() == [str(owned)]
-        deadline = time.monotonic() + 10
-        while not gone(naming) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert gone(naming), "the converter left under a dead first process still runs"
+        assert gone_within(naming, 10), "the converter left under a dead first process still runs"
         assert not gone(other), "a process of the group that does not name the folder was killed"
     finally:
         for pid in (naming, other):
