@@ -60,7 +60,8 @@ _READABLE = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/o
              "/var/cache/fontconfig", "/var/lib/libreoffice", "/proc", "/sys")
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 # LibreOffice makes its single-instance pipe in /tmp whatever TMPDIR says: a socket may be made
-# there, nothing read or written.
+# there, nothing read, written or removed (extract.formats.office removes it once the converter
+# has ended).
 _MAKE_SOCK = 1 << 9
 _MAKE_REG, _REMOVE_FILE = 1 << 8, 1 << 5  # POSIX shared memory (shm_open) lives in /dev/shm
 _SOCKETS = ("/tmp", "/var/tmp")

@@ -35,10 +35,12 @@ import asyncio
 import atexit
 import contextlib
 import functools
+import hashlib
 import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -170,8 +172,11 @@ async def _profile_template(soffice: str, timeout_s: float) -> Path | None:
         await asyncio.to_thread(sweep_orphans)
     folder = scratch_folder("lo-template")
     _write_settings(folder)
-    code, _ = await _run([soffice, *_flags(folder), "--terminate_after_init"], timeout_s, None,
-                         folder)
+    try:
+        code, _ = await _run([soffice, *_flags(folder), "--terminate_after_init"], timeout_s,
+                             None, folder)
+    finally:
+        _remove_pipe(folder)
     if code != 0:
         shutil.rmtree(folder, ignore_errors=True)
         return None
@@ -188,6 +193,33 @@ def _remove_template() -> None:
     """The template profile goes with the process that made it (no folders left in /tmp)."""
     if _template is not None:
         shutil.rmtree(_template, ignore_errors=True)
+
+
+# Where LibreOffice makes its single-instance socket (osl/unx/pipe.cxx): /tmp, else /var/tmp,
+# whatever TMPDIR says.
+_PIPE_FOLDERS = (Path("/tmp"), Path("/var/tmp"))
+
+
+def _pipe_name(profile: Path) -> str:
+    """The name of the socket a LibreOffice using ``profile`` makes for its single-instance
+    check: an MD5 of the profile's URL in UTF-16 code units, each byte in hex without a
+    leading zero (``CreateMD5FromString`` in desktop/source/app/officeipcthread.cxx)."""
+    digest = hashlib.md5(profile.as_uri().encode("utf-16-le"), usedforsecurity=False).digest()
+    return f"OSL_PIPE_{os.getuid()}_SingleOfficeIPC_{''.join(f'{byte:x}' for byte in digest)}"
+
+
+def _remove_pipe(profile: Path) -> None:
+    """Remove the socket a converter left behind once it is gone. Under Landlock it may make
+    one in /tmp but not remove it (nothing else there is its to remove), so each conversion
+    would leave one; unconfined LibreOffice removes its own and there is nothing to do. Only
+    a socket of this user's, of this profile's name, is removed."""
+    name = _pipe_name(profile)
+    for folder in _PIPE_FOLDERS:
+        path = folder / name
+        with contextlib.suppress(OSError):
+            found = path.lstat()
+            if stat.S_ISSOCK(found.st_mode) and found.st_uid == os.getuid():
+                path.unlink()
 
 
 def _flags(profile: Path) -> list[str]:
@@ -345,12 +377,15 @@ async def _convert_in(work: Path, soffice: str, sources: Sequence[tuple[Path, Fo
         shutil.copyfile(source, document)
         documents.append(str(document))
     remaining = max(1.0, limits.timeout_s - (time.perf_counter() - started))
-    return await _run(
-        [soffice, *_flags(profile), "--convert-to", "pdf", "--outdir", str(work / "out"),
-         *documents],
-        remaining, limits.max_memory_bytes, work,
-        # a file one byte past the output limit fails the write (SIGXFSZ), not the disk
-        max_file_bytes=limits.max_output_bytes + 1, readable=(template,))
+    try:
+        return await _run(
+            [soffice, *_flags(profile), "--convert-to", "pdf", "--outdir", str(work / "out"),
+             *documents],
+            remaining, limits.max_memory_bytes, work,
+            # a file one byte past the output limit fails the write (SIGXFSZ), not the disk
+            max_file_bytes=limits.max_output_bytes + 1, readable=(template,))
+    finally:
+        _remove_pipe(profile)
 
 
 def decrypt_office(source: Path, target: Path, password: str,
