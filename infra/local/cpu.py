@@ -24,6 +24,7 @@ from pebble import ProcessExpired, ProcessPool
 from extract.errors import TransientError, WorkerTimeout
 from infra.local.cpu_priority import PriorityGate, call_key
 from infra.local.forkserver import PRELOAD, context
+from infra.local.prompt_pool import PromptStopPool
 
 __all__ = ["PRELOAD", "ProcessPoolRunner"]
 
@@ -91,8 +92,8 @@ class ProcessPoolRunner:
     def _get_pool(self) -> ProcessPool:
         with self._lock:
             if self._pool is None or not self._pool.active:
-                self._pool = ProcessPool(max_workers=self.workers, context=context(),
-                                         initializer=_limit_worker, initargs=(self.nice,))
+                self._pool = PromptStopPool(max_workers=self.workers, context=context(),
+                                            initializer=_limit_worker, initargs=(self.nice,))
             return self._pool
 
     @property
