@@ -217,10 +217,10 @@ class ProcessPoolRunner:
             stopped.join(timeout=10)
 
     def stop(self) -> ProcessPool | None:
-        """Stop the pool's processes without waiting for its threads to end; the pool stopped,
-        to ``join`` (``LanedCpu.close`` stops every lane, then waits for them together: each
-        pool's threads notice a stop within their 0.1 s poll, so lanes closed one after another
-        added up to a few tenths of a second at the end of every run)."""
+        """Stop the pool without waiting for its threads and processes to end; the pool
+        stopped, to ``join`` (``LanedCpu.close`` stops every lane, then waits for them
+        together; a ``PromptStopPool`` ends at once, where pebble's own waited for its manager
+        thread's next look, up to 0.1 s a pool)."""
         with self._lock:
             pool, self._pool = self._pool, None
             self._started.clear()

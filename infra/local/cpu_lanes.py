@@ -262,13 +262,12 @@ class LanedCpu:
 
     def stop_lanes(self, *, keep_file_work: bool) -> None:
         """Stop the lanes without waiting for them (``close`` does), the file-work one too
-        unless ``keep_file_work``: their pools' threads notice the stop within their 0.1 s poll
-        (pebble's ``CONSTS.sleep_unit``) while the run's end goes on (its last publish and
-        flush, a compaction), and ``close`` then finds them done or nearly. Closed after the
-        compaction instead, they added 0.04 to 0.1 s to the end of every run. A shorter poll
-        would end them sooner but costs the run's process all along: idle with three pools
-        started, 7 ms of CPU a second at 0.1 s, 12 at 0.05, 22 at 0.02 (0.3 s more over a
-        22-second run of 2,032 documents at 0.02, for 0.04 s less at the end)."""
+        unless ``keep_file_work``: their workers end while the run's end goes on (its last
+        publish and flush, a compaction). Each pool's manager thread hears the stop at once
+        (``infra.local.prompt_pool``); with pebble's own 0.1 s sleep between its looks,
+        ``close`` waited 0.05 to 0.1 s at the end of every run. A shorter sleep would have
+        ended that wait too but costs the run's process all along: idle with three pools
+        started, 7 ms of CPU a second at 0.1 s, 12 at 0.05, 22 at 0.02."""
         self._cancel_warm_up()
         lanes = [self.short, self.scans, self.express, self.documents]
         self._stopping.extend(lane.stop() for lane in lanes + ([] if keep_file_work

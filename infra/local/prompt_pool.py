@@ -16,6 +16,7 @@ limits. Should a pebble release rename the parts this reuses, the pool is pebble
 
 from __future__ import annotations
 
+import inspect
 import threading
 from concurrent.futures.process import BrokenProcessPool
 
@@ -27,8 +28,17 @@ __all__ = ["PromptStopPool"]
 
 # The parts of pebble 5 this relies on, checked once rather than assumed.
 _REUSED = ("launch_thread", "task_scheduler_loop", "message_manager_loop", "PoolStatus")
-_PEBBLE_KNOWN = all(hasattr(pebble_process, name) for name in _REUSED) and hasattr(
-    ProcessPool, "_start_pool")
+
+
+def _pebble_known() -> bool:
+    if not (all(hasattr(pebble_process, name) for name in _REUSED)
+            and hasattr(ProcessPool, "_start_pool")):
+        return False
+    parameters = list(inspect.signature(pebble_process.launch_thread).parameters)
+    return parameters[:3] == ["name", "function", "daemon"]
+
+
+_PEBBLE_KNOWN = _pebble_known()
 
 
 def _manager_loop(pool_manager, stopped: threading.Event) -> None:

@@ -418,9 +418,9 @@ class LocalRuntime:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        # No handler calls a lane from here on: the lanes' pools wind down (their threads
-        # notice a stop within their 0.1 s poll) while the last results are published and the
-        # events flushed. The file-work lane stays for a background compaction.
+        # No handler calls a lane from here on: the lanes' pools wind down while the last
+        # results are published and the events flushed. The file-work lane stays for a
+        # background compaction.
         self.cpu.stop_lanes(keep_file_work=True)
         with contextlib.suppress(Exception):  # results stored by the last messages
             await publish_once(ctx)
