@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import time
+from collections.abc import Callable
 
 
 def answer_of(conn: socket.socket) -> tuple[int | None, dict, bytes]:
@@ -22,3 +24,13 @@ def answer_of(conn: socket.socket) -> tuple[int | None, dict, bytes]:
         return None, {}, b""
     head, _, rest = answer.partition(b"\r\n\r\n")
     return int(head.split()[1]), json.loads(rest or b"{}"), head
+
+
+def status_once_a_slot_is_back(ask: Callable[[], int | None], within_s: float = 5.0) -> int | None:
+    """``ask()``'s status once it is not 503, or its last one after ``within_s``. The server
+    gives a closed connection's slot back when its thread sees the close, a moment after the
+    client closed: a request in between is told 503, and one a moment later is served."""
+    deadline = time.monotonic() + within_s
+    while (status := ask()) == 503 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return status
