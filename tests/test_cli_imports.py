@@ -42,3 +42,59 @@ def test_light_commands_stay_light(tmp_path, args):
 
 def test_every_command_still_finds_its_heavy_libraries_when_it_needs_them(tmp_path):
     assert "duckdb" in heavy_modules_after("sql", "SELECT 1", "--home", str(empty_home(tmp_path)))
+
+
+UNMET_STAGES = ("extract.handlers.convert", "extract.handlers.convert_together",
+                "extract.handlers.fields", "extract.handlers.sheet", "extract.readers.ocr",
+                "extract.readers.vision")
+"""The code of stages and readers a text run of PDFs never meets (LibreOffice's conversion,
+sheets, the fields, OCR, the vision models): loaded when their first message or chain comes."""
+
+RUN_PROBE = """
+import json, sys
+from infra.cli.main import app
+code = 0
+try:
+    app(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code
+print(json.dumps([code, [m for m in {unmet!r} if m in sys.modules]]))
+"""
+
+
+def test_a_text_run_of_pdfs_imports_no_stage_it_never_meets(tmp_path):
+    from tests.support.pdfgen import make_pdf
+
+    room = tmp_path / "room"
+    room.mkdir()
+    make_pdf(room / "letter.pdf", ["A short letter about the lease."])
+    out = subprocess.run([sys.executable, "-c", RUN_PROBE.format(unmet=UNMET_STAGES), "run",
+                          str(room), "--home", str(tmp_path / "home"), "--reader", "text",
+                          "--fields", "none"], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
+    code, imported = json.loads(out.strip().splitlines()[-1])
+    assert code in (0, None)
+    assert imported == []
+
+
+def test_a_stage_met_loads_its_code_and_handles_its_message():
+    """The handler of a stage loaded on its first message is the stage's own."""
+    import asyncio
+
+    from extract import handling
+
+    calls = []
+
+    async def fake_convert(*args):
+        calls.append(args)
+        return "converted"
+
+    import extract.handlers.convert as convert_module
+    real = convert_module.handle_convert
+    convert_module.handle_convert = fake_convert
+    try:
+        handler = handling._loaded_on_first_message("extract.handlers.convert", "handle_convert")
+        assert asyncio.run(handler("ctx", "message", "delivery")) == "converted"
+    finally:
+        convert_module.handle_convert = real
+    assert calls == [("ctx", "message", "delivery")]

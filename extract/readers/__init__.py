@@ -7,32 +7,40 @@ is one new module and one entry in ``READERS``.
 
 from __future__ import annotations
 
+import importlib
+
 from extract.readers.base import PageReader, PageText, ReaderChain, ReaderContext, ReaderUnavailable
-from extract.readers.ocr import OcrReader
-from extract.readers.text import TextLayerReader
-from extract.readers.vision import GeminiReader, SimulatedReader
 
 __all__ = ["READERS", "PageReader", "PageText", "ReaderChain", "ReaderContext", "ReaderUnavailable",
-           "resolve"]
+           "reader_class", "resolve"]
 
 # name -> the chain it means. ``auto`` stays offline: the text layer, then OCR (tesseract) for
 # the pages left without text.
-READERS: dict[str, tuple[type[PageReader], ...]] = {
-    "text": (TextLayerReader,),
-    "auto": (TextLayerReader, OcrReader),
-    "ocr": (OcrReader,),
+# name -> the chain it means, each reader as "module:class": a chain's modules are imported when
+# it is resolved, so a text run never imports OCR's or the vision models' code (the models' own
+# package among it).
+READERS: dict[str, tuple[str, ...]] = {
+    "text": ("extract.readers.text:TextLayerReader",),
+    "auto": ("extract.readers.text:TextLayerReader", "extract.readers.ocr:OcrReader"),
+    "ocr": ("extract.readers.ocr:OcrReader",),
     # A vision model reads every page (tables, charts, scans alike); a fallback model inside.
-    "gemini": (GeminiReader,),
-    "simulated": (SimulatedReader,),
+    "gemini": ("extract.readers.vision:GeminiReader",),
+    "simulated": ("extract.readers.vision:SimulatedReader",),
 }
 
 
 def resolve(name: str) -> ReaderChain:
     """The chain for a ``--reader`` value; ``ReaderUnavailable`` names the choices otherwise."""
     try:
-        classes = READERS[name]
+        classes = [reader_class(spec) for spec in READERS[name]]
     except KeyError:
         raise ReaderUnavailable(
             f"reader {name!r} is not available; choose one of {', '.join(sorted(READERS))}"
         ) from None
     return ReaderChain([cls() for cls in classes])
+
+
+def reader_class(spec: str) -> type[PageReader]:
+    """The class a ``READERS`` entry names ("module:class")."""
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)

@@ -22,9 +22,10 @@ __all__ = ["PRELOAD", "context", "start"]
 # worker unpickles a call by importing its function's module, and before these were preloaded
 # each fresh worker paid that import (0.2 s) on its first call. A burst's first ten renders
 # for a model waited 0.43 to 0.51 s each for it (3 to 20 ms afterwards).
-PRELOAD = ["pypdfium2", "extract.formats.pdf", "extract.readers", "extract.handlers.split",
-           "extract.handlers.index", "extract.handlers.sheet", "ingest.fingerprint",
-           "infra.local.search", "infra.local.objectstore"]
+PRELOAD = ["pypdfium2", "extract.formats.pdf", "extract.readers.text", "extract.readers.ocr",
+           "extract.readers.vision", "extract.handlers.split", "extract.handlers.index",
+           "extract.handlers.sheet", "ingest.fingerprint", "infra.local.search",
+           "infra.local.objectstore"]
 
 
 def context() -> multiprocessing.context.ForkServerContext:
