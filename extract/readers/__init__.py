@@ -14,11 +14,10 @@ from extract.readers.base import PageReader, PageText, ReaderChain, ReaderContex
 __all__ = ["READERS", "PageReader", "PageText", "ReaderChain", "ReaderContext", "ReaderUnavailable",
            "reader_class", "resolve"]
 
-# name -> the chain it means. ``auto`` stays offline: the text layer, then OCR (tesseract) for
-# the pages left without text.
 # name -> the chain it means, each reader as "module:class": a chain's modules are imported when
 # it is resolved, so a text run never imports OCR's or the vision models' code (the models' own
-# package among it).
+# package among it). ``auto`` stays offline: the text layer, then OCR (tesseract) for the pages
+# left without text.
 READERS: dict[str, tuple[str, ...]] = {
     "text": ("extract.readers.text:TextLayerReader",),
     "auto": ("extract.readers.text:TextLayerReader", "extract.readers.ocr:OcrReader"),
