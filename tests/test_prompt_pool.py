@@ -71,3 +71,23 @@ def test_a_pebble_without_the_parts_reused_gets_pebbles_own_pool(monkeypatch):
     finally:
         pool.stop()
         pool.join(timeout=60)
+
+
+def test_the_workers_end_before_their_channel_is_closed():
+    """Closing a pool's channel unlinks its semaphores; a worker still starting then reads it
+    after the unlink and prints a traceback on the command's stderr (``SemLock._rebuild``). So
+    no worker may be alive when the channel is closed."""
+    pool = _a_pool_that_worked()
+    manager = pool._pool_manager.worker_manager
+    workers = list(manager.workers.values())
+    alive_at_close: list[bool] = []
+    close = manager.close_channels
+
+    def closing() -> None:
+        alive_at_close.extend(worker.is_alive() for worker in workers)
+        close()
+
+    manager.close_channels = closing
+    pool.stop()
+    pool.join(timeout=60)
+    assert alive_at_close == [False] * len(workers)

@@ -13,7 +13,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-__all__ = ["PRELOAD", "context", "start"]
+__all__ = ["MAIN_PATH_ENV", "PRELOAD", "context", "start"]
+
+MAIN_PATH_ENV = "DOCLAKE_FORKSERVER_MAIN"
+"""The environment variable that names the parent's main script to the fork server."""
 
 # Modules every worker needs: imported once in the fork server, inherited by every worker it
 # starts (a worker replaced after a timeout is ready in milliseconds, not after a fresh import).
@@ -22,10 +25,10 @@ __all__ = ["PRELOAD", "context", "start"]
 # worker unpickles a call by importing its function's module, and before these were preloaded
 # each fresh worker paid that import (0.2 s) on its first call. A burst's first ten renders
 # for a model waited 0.43 to 0.51 s each for it (3 to 20 ms afterwards).
-PRELOAD = ["pypdfium2", "extract.formats.pdf", "extract.readers.text", "extract.readers.ocr",
-           "extract.readers.vision", "extract.handlers.split", "extract.handlers.index",
-           "extract.handlers.sheet", "ingest.fingerprint", "infra.local.search",
-           "infra.local.objectstore"]
+PRELOAD = ["infra.local.forkserver_main", "pypdfium2", "extract.formats.pdf",
+           "extract.readers.text", "extract.readers.ocr", "extract.readers.vision",
+           "extract.handlers.split", "extract.handlers.index", "extract.handlers.sheet",
+           "ingest.fingerprint", "infra.local.search", "infra.local.objectstore"]
 
 
 def context() -> multiprocessing.context.ForkServerContext:
@@ -36,9 +39,30 @@ def context() -> multiprocessing.context.ForkServerContext:
     # ImportError multiprocessing swallows) and every worker would fail. PYTHONSAFEPATH keeps
     # the folder off the path of the server and of every Python process doclake starts.
     os.environ["PYTHONSAFEPATH"] = "1"
+    _hand_main_to_server()
     forkserver = multiprocessing.get_context("forkserver")
     forkserver.set_forkserver_preload(PRELOAD)
     return forkserver
+
+
+def _hand_main_to_server() -> None:
+    """Name this process's main script for the server (``MAIN_PATH_ENV``), which runs it once
+    (``infra.local.forkserver_main``, first in ``PRELOAD``).
+
+    multiprocessing runs the parent's main script again in every child it starts, as
+    ``__mp_main__``, unless the child already holds it: for ``doclake`` that is the console
+    script, so each worker imported the CLI's modules at its own start (16 to 24 ms of CPU,
+    five workers at a run's start), and a worker still doing so when its pool was stopped read
+    its channel after it was closed. ``set_forkserver_preload(["__main__", ...])`` is meant to
+    run it once in the server, but on Python 3.11 the server is never given the script's path
+    (CPython gh-126631, fixed in 3.13)."""
+    from multiprocessing import spawn
+
+    main_path = spawn.get_preparation_data("doclake").get("init_main_from_path")
+    if main_path:
+        os.environ[MAIN_PATH_ENV] = main_path
+    else:
+        os.environ.pop(MAIN_PATH_ENV, None)
 
 
 def start() -> None:

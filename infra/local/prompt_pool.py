@@ -9,9 +9,14 @@ along (22 ms a second at 0.02 s with three pools idle). ``PromptStopPool`` keeps
 every 0.1 s and replaces only the sleep by a wait on an event that ``stop`` sets: the thread
 wakes, sees the pool stopped and ends, and ``join`` goes on to the workers at once.
 
+Its stop also ends the workers before it closes their channel (``_stop_pool``): pebble closed
+the channel first, which unlinks the channel's semaphores, and then ended the workers one by
+one; a worker forked a moment before, still starting, reached the channel after the unlink
+and printed a traceback on the command's stderr.
+
 Everything else is pebble's own: its scheduler and message threads, its workers, its time
 limits. Should a pebble release rename the parts this reuses, the pool is pebble's unchanged
-(it then waits as before; nothing breaks).
+(it then waits and stops as before; nothing else breaks).
 """
 
 from __future__ import annotations
@@ -32,7 +37,10 @@ _REUSED = ("launch_thread", "task_scheduler_loop", "message_manager_loop", "Pool
 
 def _pebble_known() -> bool:
     if not (all(hasattr(pebble_process, name) for name in _REUSED)
-            and hasattr(ProcessPool, "_start_pool")):
+            and all(hasattr(ProcessPool, name) for name in ("_start_pool", "_stop_pool"))
+            and hasattr(pebble_process.PoolManager, "stop")
+            and all(hasattr(pebble_process.WorkerManager, name)
+                    for name in ("force_stop_workers", "close_channels"))):
         return False
     parameters = list(inspect.signature(pebble_process.launch_thread).parameters)
     return parameters[:3] == ["name", "function", "daemon"]
@@ -79,3 +87,26 @@ class PromptStopPool(ProcessPool):
     def stop(self) -> None:
         super().stop()
         self._stopped.set()
+
+    def _stop_pool(self) -> None:
+        """pebble's ``_stop_pool`` with the workers ended before their channel is closed.
+
+        Closing a channel unlinks its semaphores (``WorkerChannel.close``), and a worker that
+        has not yet read its channel rebuilds them from their names: pebble closed the channels
+        and then ended the workers one at a time, each waited for, so a worker forked a moment
+        before the stop (a lane warmed as a short run ended, its process still importing the
+        command's main module) read its channel after the unlink and printed
+        ``FileNotFoundError`` from ``SemLock._rebuild`` on the command's stderr: 4 runs in 60 of
+        ``doclake run`` on a folder it had read before. Ended first, no worker is left to read
+        it."""
+        if not _PEBBLE_KNOWN:
+            super()._stop_pool()
+            return
+        if self._pool_manager_loop is not None:
+            self._pool_manager_loop.join()
+        self._pool_manager.worker_manager.force_stop_workers()
+        self._pool_manager.stop()  # closes the channels; its own stop of the workers finds none
+        if self._task_scheduler_loop is not None:
+            self._task_scheduler_loop.join()
+        if self._message_manager_loop is not None:
+            self._message_manager_loop.join()
