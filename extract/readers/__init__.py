@@ -31,12 +31,12 @@ READERS: dict[str, tuple[str, ...]] = {
 def resolve(name: str) -> ReaderChain:
     """The chain for a ``--reader`` value; ``ReaderUnavailable`` names the choices otherwise."""
     try:
-        classes = [reader_class(spec) for spec in READERS[name]]
+        specs = READERS[name]
     except KeyError:
         raise ReaderUnavailable(
             f"reader {name!r} is not available; choose one of {', '.join(sorted(READERS))}"
         ) from None
-    return ReaderChain([cls() for cls in classes])
+    return ReaderChain([reader_class(spec)() for spec in specs])
 
 
 def reader_class(spec: str) -> type[PageReader]:
