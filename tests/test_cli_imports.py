@@ -62,12 +62,8 @@ print(json.dumps([code, [m for m in {unmet!r} if m in sys.modules]]))
 """
 
 
-def test_a_text_run_of_pdfs_imports_no_stage_it_never_meets(tmp_path):
-    from tests.support.pdfgen import make_pdf
-
-    room = tmp_path / "room"
-    room.mkdir()
-    make_pdf(room / "letter.pdf", ["A short letter about the lease."])
+def test_a_text_run_of_pdfs_imports_no_stage_it_never_meets(tmp_path, pdf_factory):
+    room = pdf_factory("letter.pdf", 1).parent
     out = subprocess.run([sys.executable, "-c", RUN_PROBE.format(unmet=UNMET_STAGES), "run",
                           str(room), "--home", str(tmp_path / "home"), "--reader", "text",
                           "--fields", "none"], capture_output=True, text=True, check=True,
@@ -77,10 +73,11 @@ def test_a_text_run_of_pdfs_imports_no_stage_it_never_meets(tmp_path):
     assert imported == []
 
 
-def test_a_stage_met_loads_its_code_and_handles_its_message():
+def test_a_stage_met_loads_its_code_and_handles_its_message(monkeypatch):
     """The handler of a stage loaded on its first message is the stage's own."""
     import asyncio
 
+    import extract.handlers.convert as convert_module
     from extract import handling
 
     calls = []
@@ -89,12 +86,7 @@ def test_a_stage_met_loads_its_code_and_handles_its_message():
         calls.append(args)
         return "converted"
 
-    import extract.handlers.convert as convert_module
-    real = convert_module.handle_convert
-    convert_module.handle_convert = fake_convert
-    try:
-        handler = handling._loaded_on_first_message("extract.handlers.convert", "handle_convert")
-        assert asyncio.run(handler("ctx", "message", "delivery")) == "converted"
-    finally:
-        convert_module.handle_convert = real
+    monkeypatch.setattr(convert_module, "handle_convert", fake_convert)
+    handler = handling._loaded_on_first_message("extract.handlers.convert", "handle_convert")
+    assert asyncio.run(handler("ctx", "message", "delivery")) == "converted"
     assert calls == [("ctx", "message", "delivery")]
