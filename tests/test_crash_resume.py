@@ -127,14 +127,28 @@ def test_down_longer_than_the_no_progress_limit_then_resume_succeeds(tmp_path, p
     _assert_replay_clean(home, env)
 
 
+# A stop must land while work is left: a text run of DOCS ends about 0.2 s after its third unit
+# (a loaded CI machine missed that window); a simulated model's calls leave seconds.
+SLOW_READER = {"DOCLAKE_SIMULATED_LATENCY_SCALE": "0.2", "DOCLAKE_SIMULATED_TIMEOUT_RATE": "0"}
+SLOW_UNITS = 12  # of six files
+
+
+def _slow_run(pdf_factory, tmp_path: Path, word: str, files: int = 6) -> list[str]:
+    """``doclake run`` of ten-page PDFs read by the simulated model: two units of five calls
+    each."""
+    for n in range(files):
+        pdf_factory(f"doc{n}.pdf", 10, word=word)
+    return _doclake("run", str(tmp_path / "docs"), "--reader", "simulated",
+                    home=tmp_path / "home")
+
+
 def test_sigterm_again_and_again_sends_nothing_to_the_dead_letter_queue(tmp_path, pdf_factory):
     """Stopped gracefully more often than the maximum receive count: no message is charged a
     receive it did not use, so none reaches the dead-letter queue, and every job succeeds."""
-    for name, pages in DOCS.items():
-        pdf_factory(name, pages, word="again")
+    command = _slow_run(pdf_factory, tmp_path, word="again", files=16)
     home = tmp_path / "home"
-    env = {**os.environ, **ENV, "DOCLAKE_MAX_RECEIVES": "2"}
-    command = _doclake("run", str(tmp_path / "docs"), home=home)
+    env = {**os.environ, **ENV, **SLOW_READER, "DOCLAKE_MAX_RECEIVES": "2"}
+    stops = 0
     for _ in range(5):
         before = units_done(home)
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
@@ -148,7 +162,9 @@ def test_sigterm_again_and_again_sends_nothing_to_the_dead_letter_queue(tmp_path
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=60)
         assert process.returncode == 130, stderr
+        stops += 1
         command = _doclake("worker", "--until-idle", home=home)
+    assert stops > int(env["DOCLAKE_MAX_RECEIVES"]), f"only {stops} stops landed before the end"
     assert _dead_letters(home) == 0
     finished = subprocess.run(_doclake("worker", "--until-idle", home=home), env=env,
                               capture_output=True, text=True, timeout=180)
@@ -161,16 +177,16 @@ def test_sigterm_again_and_again_sends_nothing_to_the_dead_letter_queue(tmp_path
 
 
 def test_sigterm_stops_gracefully_and_nothing_is_left_in_flight(tmp_path, pdf_factory):
-    for name, pages in DOCS.items():
-        pdf_factory(name, pages, word="graceful")
+    command = _slow_run(pdf_factory, tmp_path, word="graceful")
     home = tmp_path / "home"
-    env = {**os.environ, **ENV}
-    process = subprocess.Popen(_doclake("run", str(tmp_path / "docs"), home=home), env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {**os.environ, **ENV, **SLOW_READER}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
     deadline = time.monotonic() + 60
     while units_done(home) < 3:
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.01)
+    assert units_done(home) < SLOW_UNITS, "the run finished before the stop: nothing was tested"
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
