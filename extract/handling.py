@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
+import pkgutil
 from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 from typing import Any
@@ -115,7 +115,7 @@ def _loaded_on_first_message(module: str, name: str) -> Callable[..., Awaitable[
 
     async def handler(*args: Any) -> Any:
         if not loaded:
-            loaded.append(getattr(importlib.import_module(module), name))
+            loaded.append(pkgutil.resolve_name(f"{module}:{name}"))
         return await loaded[0](*args)
 
     handler.__name__ = handler.__qualname__ = name

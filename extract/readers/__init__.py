@@ -7,7 +7,7 @@ is one new module and one entry in ``READERS``.
 
 from __future__ import annotations
 
-import importlib
+import pkgutil
 
 from extract.readers.base import PageReader, PageText, ReaderChain, ReaderContext, ReaderUnavailable
 
@@ -40,6 +40,5 @@ def resolve(name: str) -> ReaderChain:
 
 
 def reader_class(spec: str) -> type[PageReader]:
-    """The class a ``READERS`` entry names ("module:class")."""
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)
+    """The class a ``READERS`` entry names ("module:class", the standard library's form)."""
+    return pkgutil.resolve_name(spec)
