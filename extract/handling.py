@@ -104,8 +104,9 @@ async def handle_message(ctx: HandlerContext, received: ReceivedMessage) -> Outc
         return Outcome.ACK if give_up else Outcome.RETRY
 
 
-def _loaded_on_first_message(module: str, name: str) -> Callable[..., Awaitable[Any]]:
-    """The handler ``name`` of ``module``, imported when its stage's first message comes.
+def _loaded_on_first_message(spec: str) -> Callable[..., Awaitable[Any]]:
+    """The handler ``spec`` names ("module:function", the form of ``extract.readers.READERS``),
+    imported when its stage's first message comes.
 
     The stages a run may never meet (LibreOffice's conversion, sheets, the fields and their
     models) are not imported by every process that handles messages: without them (and the
@@ -115,18 +116,17 @@ def _loaded_on_first_message(module: str, name: str) -> Callable[..., Awaitable[
 
     async def handler(*args: Any) -> Any:
         if not loaded:
-            loaded.append(pkgutil.resolve_name(f"{module}:{name}"))
+            loaded.append(pkgutil.resolve_name(spec))
         return await loaded[0](*args)
 
-    handler.__name__ = handler.__qualname__ = name
+    handler.__name__ = handler.__qualname__ = spec.rpartition(":")[2]
     return handler
 
 
-handle_convert = _loaded_on_first_message("extract.handlers.convert", "handle_convert")
-convert_together = _loaded_on_first_message("extract.handlers.convert_together",
-                                            "convert_together")
-handle_fields = _loaded_on_first_message("extract.handlers.fields", "handle_fields")
-handle_sheet = _loaded_on_first_message("extract.handlers.sheet", "handle_sheet")
+handle_convert = _loaded_on_first_message("extract.handlers.convert:handle_convert")
+convert_together = _loaded_on_first_message("extract.handlers.convert_together:convert_together")
+handle_fields = _loaded_on_first_message("extract.handlers.fields:handle_fields")
+handle_sheet = _loaded_on_first_message("extract.handlers.sheet:handle_sheet")
 
 _TOGETHER: dict[type[Message], Callable[[HandlerContext, Sequence[tuple[Any, Delivery]]],
                                         Awaitable[Sequence[Message]]]] = {

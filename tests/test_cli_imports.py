@@ -87,6 +87,6 @@ def test_a_stage_met_loads_its_code_and_handles_its_message(monkeypatch):
         return "converted"
 
     monkeypatch.setattr(convert_module, "handle_convert", fake_convert)
-    handler = handling._loaded_on_first_message("extract.handlers.convert", "handle_convert")
+    handler = handling._loaded_on_first_message("extract.handlers.convert:handle_convert")
     assert asyncio.run(handler("ctx", "message", "delivery")) == "converted"
     assert calls == [("ctx", "message", "delivery")]
