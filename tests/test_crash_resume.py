@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from support.homes import jobs_created, units_done
 
+from infra.settings import Settings
 from lake.catalog import query
 
 ENV = {"DOCLAKE_EVENT_FLUSH_S": "0.02", "DOCLAKE_POLL_INTERVAL_S": "0.2",
@@ -130,14 +131,14 @@ def test_down_longer_than_the_no_progress_limit_then_resume_succeeds(tmp_path, p
 # A stop must land while work is left: a text run of DOCS ends about 0.2 s after its third unit
 # (a loaded CI machine missed that window); a simulated model's calls leave seconds.
 SLOW_READER = {"DOCLAKE_SIMULATED_LATENCY_SCALE": "0.2", "DOCLAKE_SIMULATED_TIMEOUT_RATE": "0"}
-SLOW_UNITS = 12  # of six files
+SLOW_FILE_UNITS = 2  # each PDF two units long, at the default pages per unit
+PAGES_PER_UNIT = Settings.model_fields["pages_per_unit"].default
 
 
-def _slow_run(pdf_factory, tmp_path: Path, word: str, files: int = 6) -> list[str]:
-    """``doclake run`` of ten-page PDFs read by the simulated model: two units of five calls
-    each."""
+def _slow_run(pdf_factory, tmp_path: Path, word: str, files: int) -> list[str]:
+    """``doclake run`` of ``files`` two-unit PDFs read by the simulated model, a call a page."""
     for n in range(files):
-        pdf_factory(f"doc{n}.pdf", 10, word=word)
+        pdf_factory(f"doc{n}.pdf", PAGES_PER_UNIT * SLOW_FILE_UNITS, word=word)
     return _doclake("run", str(tmp_path / "docs"), "--reader", "simulated",
                     home=tmp_path / "home")
 
@@ -177,7 +178,8 @@ def test_sigterm_again_and_again_sends_nothing_to_the_dead_letter_queue(tmp_path
 
 
 def test_sigterm_stops_gracefully_and_nothing_is_left_in_flight(tmp_path, pdf_factory):
-    command = _slow_run(pdf_factory, tmp_path, word="graceful")
+    files = 6
+    command = _slow_run(pdf_factory, tmp_path, word="graceful", files=files)
     home = tmp_path / "home"
     env = {**os.environ, **ENV, **SLOW_READER}
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -186,7 +188,7 @@ def test_sigterm_stops_gracefully_and_nothing_is_left_in_flight(tmp_path, pdf_fa
     while units_done(home) < 3:
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.01)
-    assert units_done(home) < SLOW_UNITS, "the run finished before the stop: nothing was tested"
+    assert units_done(home) < files * SLOW_FILE_UNITS, "the run finished before the stop: nothing was tested"
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
